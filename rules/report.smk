@@ -1,0 +1,17 @@
+# The tidy timings table and the Markdown report: a pure function of the run records.
+rule render_report:
+    input:
+        records=get_run_records(),
+    output:
+        report="results/report.md",
+        timings="results/timings.parquet",
+        plot="results/report/timings.png",
+    log:
+        "logs/render_report/render_report.log",
+    container:
+        config["images"]["torch"]
+    params:
+        script=SCRIPTS / "render_report.py",
+    shell:
+        "python {params.script} --report {output.report} --timings {output.timings}"
+        " --plot {output.plot} {input.records} > {log} 2>&1"

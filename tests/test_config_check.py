@@ -1,0 +1,51 @@
+"""Config validation: the shipped configs are valid; each kind of mistake is named by key."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from config_check import config_errors
+from conftest import ROOT, TEST_DATA
+
+SCHEMA = yaml.safe_load((ROOT / "config" / "config.schema.yaml").read_text())
+DEFAULT = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+
+
+@pytest.mark.parametrize("path", [ROOT / "config" / "config.yaml", TEST_DATA / "tiny_config.yaml"])
+def test_shipped_configs_are_valid(path):
+    assert config_errors(yaml.safe_load(path.read_text()), SCHEMA) == []
+
+
+def test_every_schema_key_has_type_description_and_default():
+    for key, spec in SCHEMA["properties"].items():
+        assert {"description", "default"} <= spec.keys(), key
+        assert "type" in spec or "enum" in spec, key
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"epochs": 0}, "config key 'epochs': 0 is less than the minimum of 1"),
+        ({"epochs": -5}, "config key 'epochs': -5 is less than the minimum of 1"),
+        ({"epochs": "ten"}, "config key 'epochs': 'ten' is not of type 'integer'"),
+        ({"batch_size": 6.4}, "config key 'batch_size': 6.4 is not of type 'integer'"),
+        ({"learning_rate": 0}, "config key 'learning_rate': 0 is less than or equal to the minimum of 0"),
+        ({"devices": ["tpu"]}, "config key 'devices.0': 'tpu' is not one of ['cpu', 'cuda']"),
+        ({"frameworks": ["torch", "jax"]}, "config key 'frameworks.1': 'jax' is not one of ['torch', 'keras']"),
+        ({"frameworks": []}, "config key 'frameworks': [] should be non-empty"),
+        ({"require_gpu": "yes"}, "config key 'require_gpu': 'yes' is not of type 'boolean'"),
+        ({"cpu_threads": -1}, "config key 'cpu_threads': -1 is less than the minimum of 0"),
+        ({"epoch": 10}, "config key 'epoch' is not a known key; did you mean 'epochs'?"),
+        ({"zzz": 1}, "config key 'zzz' is not a known key; known keys: batch_size"),
+    ],
+)
+def test_each_mistake_is_named_by_key(change, expected):
+    errors = config_errors(DEFAULT | change, SCHEMA)
+    assert len(errors) == 1
+    assert errors[0].startswith(expected)
+
+
+def test_all_mistakes_are_reported_at_once():
+    errors = config_errors(DEFAULT | {"epochs": 0, "repeats": "3"}, SCHEMA)
+    assert [e.split(":")[0] for e in errors] == ["config key 'epochs'", "config key 'repeats'"]
