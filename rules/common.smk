@@ -27,25 +27,40 @@ validate(config, schema=str(CONFIG_SCHEMA))
 
 
 wildcard_constraints:
-    framework="torch|keras",
+    framework="torch|keras|numpy",
     device="cpu|cuda",
     variant="[a-z_]+",
     repeat=r"[1-9]\d*",
 
 
+# Combinations that cannot exist: the NumPy reference has no GPU path, CUDA graphs no CPU one.
+IMPOSSIBLE_RUNS = {("numpy", "cuda"), ("graphed", "cpu")}
+
+
 def get_run_records():
-    """Every run record the config asks for: framework x device x variant x repeat."""
-    return expand(
-        "results/runs/{framework}-{device}-{variant}-{repeat}.json",
-        framework=config["frameworks"],
-        device=config["devices"],
-        variant=config["variants"],
-        repeat=range(1, config["repeats"] + 1),
-    )
+    """Every run record the config asks for: framework x device x its variants x repeat."""
+    records = []
+    for framework in config["frameworks"]:
+        for device in config["devices"]:
+            for variant in config["variants"][framework]:
+                if {(framework, device), (variant, device)} & IMPOSSIBLE_RUNS:
+                    continue
+                records += expand(
+                    "results/runs/{framework}-{device}-{variant}-{repeat}.json",
+                    framework=framework,
+                    device=device,
+                    variant=variant,
+                    repeat=range(1, config["repeats"] + 1),
+                )
+    return records
+
+
+def get_sweeps():
+    return expand("results/sweep/{device}.json", device=config["devices"])
 
 
 def get_final_output():
-    return [rules.render_report.output.report, rules.render_report.output.timings]
+    return rules.render_report.output
 
 
 def get_cpu_threads():

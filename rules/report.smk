@@ -2,10 +2,12 @@
 rule render_report:
     input:
         records=get_run_records(),
+        sweeps=get_sweeps(),
     output:
         report="results/report.md",
         timings="results/timings.parquet",
         plot="results/report/timings.png",
+        crossover_plot="results/report/crossover.png",
     log:
         "logs/render_report/render_report.log",
     container:
@@ -14,4 +16,5 @@ rule render_report:
         script=SCRIPTS / "render_report.py",
     shell:
         "python {params.script} --report {output.report} --timings {output.timings}"
-        " --plot {output.plot} {input.records} > {log} 2>&1"
+        " --plot {output.plot} --crossover-plot {output.crossover_plot}"
+        " --sweeps {input.sweeps} -- {input.records} > {log} 2>&1"

@@ -40,3 +40,46 @@ rule train_keras:
     shell:
         "python {params.script} --dataset {input.dataset} {params.args}"
         " --output {output.record} > {log} 2>&1"
+
+
+rule train_numpy:
+    input:
+        dataset=rules.make_dataset.output.dataset,
+    output:
+        record="results/runs/numpy-{device}-{variant}-{repeat}.json",
+    log:
+        "logs/train_numpy/{device}-{variant}-{repeat}.log",
+    container:
+        config["images"]["torch"]
+    threads: get_cpu_threads()
+    resources:
+        timed_slot=1,
+    params:
+        args=get_train_args,
+        script=SCRIPTS / "train_numpy.py",
+    shell:
+        "python {params.script} --dataset {input.dataset} {params.args}"
+        " --output {output.record} > {log} 2>&1"
+
+
+# The crossover map: per-step time of torch sync_free over batch size x width on one device.
+rule sweep_crossover:
+    output:
+        sweep="results/sweep/{device}.json",
+    log:
+        "logs/sweep_crossover/{device}.log",
+    container:
+        config["images"]["torch"]
+    threads: get_cpu_threads()
+    resources:
+        timed_slot=1,
+    params:
+        batch_sizes=",".join(map(str, config["sweep"]["batch_sizes"])),
+        widths=",".join(map(str, config["sweep"]["hidden_units"])),
+        steps=config["sweep"]["steps"],
+        require_gpu="--require-gpu" if config["require_gpu"] else "",
+        script=SCRIPTS / "sweep.py",
+    shell:
+        "python {params.script} --device {wildcards.device} --threads {threads}"
+        " --batch-sizes {params.batch_sizes} --hidden-units {params.widths}"
+        " --steps {params.steps} {params.require_gpu} --output {output.sweep} > {log} 2>&1"

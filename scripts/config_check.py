@@ -27,4 +27,16 @@ def config_errors(config: dict, schema: dict) -> list[str]:
         description = schema.get("properties", {}).get(str(error.path[0]) if error.path else "", {})
         about = f" ({description['description']})" if "description" in description else ""
         messages.append(f"config key '{key}': {error.message}{about}")
+    if not messages:
+        messages += cross_key_errors(config, schema)
     return messages
+
+
+def cross_key_errors(config: dict, schema: dict) -> list[str]:
+    """Rules that span keys: every framework asked for must have variants to run."""
+    variants = config.get("variants", schema["properties"]["variants"]["default"])
+    return [
+        f"config key 'variants.{framework}': no variants listed, but '{framework}' is in frameworks"
+        for framework in config.get("frameworks", [])
+        if not variants.get(framework)
+    ]

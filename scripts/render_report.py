@@ -1,97 +1,49 @@
-"""Turn run records into a tidy timings table, a bar chart and a Markdown report.
+"""Turn run and sweep records into a tidy timings table, two charts and a Markdown report.
 
-The report is a pure function of the records: the same records give the same bytes.
+The report is a pure function of the records: the same records give the same bytes. Every
+sentence that states a result is built from the numbers (report_data.py); the only fixed text
+describes the method and what each variant changes.
 
-Usage: python scripts/render_report.py --report results/report.md \
-           --timings results/timings.parquet --plot results/report/timings.png results/runs/*.json
+Usage: python scripts/render_report.py --report results/report.md --timings results/timings.parquet \
+           --plot results/report/timings.png --crossover-plot results/report/crossover.png \
+           --sweeps results/sweep/*.json -- results/runs/*.json
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 from pathlib import Path
 
 import pandas as pd
 
 from atomic import atomic_path, write_text_atomic
-from run_record import RecordError, read_record
+from report_data import (
+    ASKER_SECONDS,
+    CV_WARNING,
+    RATIOS,
+    crossovers,
+    flops_per_step,
+    ladders,
+    records_to_frame,
+    summarize,
+    sweep_frame,
+    targets,
+    us,
+)
+from report_plots import plot_crossover, plot_steps
+from run_record import RecordError, read_record, read_sweep
 
-# The asker's wall times in seconds, from the question ("~17 s", "~11 s", "~9 s").
-# The question does not say which device Keras used, so its 9 s stands beside both.
-ASKER_SECONDS = {"torch-cuda": 17.0, "torch-cpu": 11.0, "keras-cpu": 9.0, "keras-cuda": 9.0}
-# Rows of the headline table, in the question's order.
-STEP_ORDER = ["torch-cuda", "torch-cpu", "keras-cpu", "keras-cuda"]
-# Ratios the question implies, as (numerator, denominator) steps.
-RATIOS = [("torch-cuda", "torch-cpu"), ("torch-cpu", "keras-cpu"), ("torch-cuda", "keras-cuda")]
-
-
-def records_to_frame(records: list[dict]) -> pd.DataFrame:
-    """One row per run, sorted by framework, device, variant and repeat."""
-    rows = []
-    for r in records:
-        ident, timings, quality, env = r["identity"], r["timings"], r["quality"] or {}, r["environment"]
-        epochs = timings.get("epoch_s") or []
-        rows.append(
-            {
-                "run_id": ident["run_id"],
-                "step": f"{ident['framework']}-{ident['device']}",
-                "framework": ident["framework"],
-                "device": ident["device"],
-                "variant": ident["variant"],
-                "repeat": ident["repeat"],
-                "status": r["status"],
-                "reason": r["reason"],
-                "converged": quality.get("converged"),
-                "fit_predict_s": timings.get("fit_predict_s"),
-                "import_s": timings["import_s"],
-                "setup_s": timings.get("setup_s"),
-                "first_epoch_s": epochs[0] if epochs else None,
-                "median_epoch_s": statistics.median(epochs[1:]) if len(epochs) > 1 else None,
-                "fit_s": timings.get("fit_s"),
-                "predict_s": timings.get("predict_s"),
-                "steps_per_epoch": timings.get("steps_per_epoch"),
-                "epochs": r["parameters"]["epochs"],
-                "threads": r["parameters"]["threads"],
-                "test_mse": quality.get("test_mse"),
-                "train_r2": quality.get("train_r2"),
-                "host": env["host"],
-                "cpu_model": env["cpu_model"],
-                "gpu_name": env["gpu_name"],
-                "started_at": ident["started_at"],
-            }
-        )
-    frame = pd.DataFrame(rows)
-    if frame.empty:
-        return frame
-    frame = frame.sort_values(["framework", "device", "variant", "repeat"], kind="stable")
-    return frame.reset_index(drop=True)
-
-
-def summarize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Median and min-max over the completed runs of each step and variant."""
-    done = frame[frame["status"] == "ok"]
-    grouped = done.groupby(["step", "variant"], sort=True)
-    summary = grouped.agg(
-        runs=("run_id", "size"),
-        converged=("converged", "sum"),
-        median_s=("fit_predict_s", "median"),
-        min_s=("fit_predict_s", "min"),
-        max_s=("fit_predict_s", "max"),
-        import_s=("import_s", "median"),
-        setup_s=("setup_s", "median"),
-        first_epoch_s=("first_epoch_s", "median"),
-        median_epoch_s=("median_epoch_s", "median"),
-        fit_s=("fit_s", "median"),
-        predict_s=("predict_s", "median"),
-        test_mse=("test_mse", "median"),
-        train_r2=("train_r2", "median"),
-    )
-    summary = summary.reset_index()
-    order = summary["step"].map({step: i for i, step in enumerate(STEP_ORDER)})
-    return summary.assign(_order=order).sort_values(["_order", "variant"]).drop(columns="_order").reset_index(drop=True)
+# Differences between frameworks that no variant removes; the report lists them beside the ladder.
+KNOWN_DIFFERENCES = [
+    "Keras Adam uses epsilon 1e-7, torch and the NumPy reference 1e-8.",
+    "Keras `fit` shuffles the rows itself each epoch; torch variants draw their own permutation.",
+    "Keras initialises with Glorot-uniform weights and zero biases; torch and NumPy use "
+    "uniform ±1/√fan_in for both, from different random streams.",
+    "Keras 3 on TensorFlow compiles `fit` with XLA by default only when a GPU is visible "
+    "(`jit_compile` in each record's variant details says what a run used).",
+]
 
 
 def fmt(value, digits: int = 2, style: str = "f") -> str:
@@ -105,104 +57,6 @@ def table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
-
-
-def seed_medians(summary: pd.DataFrame) -> dict[str, pd.Series]:
-    """The seed variant's summary row for each step that has one."""
-    seed = summary[summary["variant"] == "seed"]
-    return {row.step: row for row in seed.itertuples(index=False)}
-
-
-def headline_section(frame: pd.DataFrame, summary: pd.DataFrame, plot_link: str) -> str:
-    ours = seed_medians(summary)
-    rows = []
-    for step in STEP_ORDER:
-        runs = frame[(frame["step"] == step) & (frame["variant"] == "seed")]
-        if runs.empty:
-            continue
-        if step in ours:
-            s = ours[step]
-            spread = f"{fmt(s.min_s)}–{fmt(s.max_s)}"
-            rows.append(
-                [
-                    step,
-                    fmt(ASKER_SECONDS[step], 0),
-                    fmt(s.median_s),
-                    spread,
-                    f"{s.runs}/{len(runs)}",
-                    f"{int(s.converged)}/{s.runs}",
-                ]
-            )
-        else:
-            statuses = ", ".join(sorted(set(runs["status"])))
-            rows.append([step, fmt(ASKER_SECONDS[step], 0), statuses, "–", f"0/{len(runs)}", "–"])
-    text = table(["step", "asker (s)", "ours, median (s)", "ours, min–max (s)", "runs timed", "converged"], rows)
-
-    ratio_rows = []
-    for num, den in RATIOS:
-        ours_ratio = ours[num].median_s / ours[den].median_s if num in ours and den in ours else None
-        ratio_rows.append([f"{num} / {den}", fmt(ASKER_SECONDS[num] / ASKER_SECONDS[den]), fmt(ours_ratio)])
-    ratios = table(["ratio of wall times", "asker", "ours"], ratio_rows)
-    return (
-        "## The question's table\n\n"
-        "Wall time from the start of the fit function (model build and device set-up included) "
-        "to the end of one batch of test predictions, as the asker timed it. Imports and data "
-        "creation are outside it. The question does not say which device Keras used, so its 9 s "
-        "stands beside both Keras rows.\n\n"
-        f"{text}\n\n{ratios}\n\n"
-        "Runs that did not converge are timed like the others (their computation is the same) "
-        "and are listed under *Runs to look at*.\n\n"
-        f"![median wall time per step, with min–max over repeats, beside the asker's]({plot_link})"
-    )
-
-
-def findings_section(summary: pd.DataFrame) -> str:
-    """Sentences derived from the medians; nothing here is written by hand."""
-    ours = seed_medians(summary)
-    lines = []
-    for num, den in RATIOS:
-        if num in ours and den in ours:
-            a, b = ours[num].median_s, ours[den].median_s
-            verdict = "slower than" if a > b else "faster than"
-            factor = max(a, b) / min(a, b)
-            lines.append(f"- {num} took {fmt(a)} s, {factor:.2f}× {verdict} {den} ({fmt(b)} s).")
-        else:
-            missing = " and ".join(s for s in (num, den) if s not in ours)
-            lines.append(f"- {num} vs {den}: not compared, no completed {missing} run.")
-    for step, s in ours.items():
-        if s.median_epoch_s and s.first_epoch_s:
-            lines.append(
-                f"- {step}: set-up {fmt(s.setup_s)} s, first epoch {fmt(s.first_epoch_s * 1e3, 1)} ms, "
-                f"later epochs {fmt(s.median_epoch_s * 1e3, 1)} ms each (median)."
-            )
-    return "## What this run shows\n\n" + "\n".join(lines)
-
-
-def phases_section(summary: pd.DataFrame) -> str:
-    rows = [
-        [
-            f"{s.step} ({s.variant})",
-            fmt(s.import_s),
-            fmt(s.setup_s),
-            fmt(s.first_epoch_s * 1e3, 1),
-            fmt(s.median_epoch_s * 1e3, 1),
-            fmt(s.fit_s),
-            fmt(s.predict_s * 1e3, 1),
-            fmt(s.median_s),
-        ]
-        for s in summary.itertuples(index=False)
-    ]
-    header = [
-        "step (variant)",
-        "import (s)",
-        "set-up (s)",
-        "first epoch (ms)",
-        "later epochs, median (ms)",
-        "all epochs (s)",
-        "predict (ms)",
-        "timing point (s)",
-    ]
-    return "## Where the time goes, by phase\n\nMedians over completed runs.\n\n" + table(header, rows)
 
 
 def quality_section(summary: pd.DataFrame) -> str:
@@ -264,10 +118,226 @@ def attention_section(frame: pd.DataFrame) -> str:
     return "## Runs to look at\n\nSkipped, failed and non-converged runs.\n\n" + body
 
 
-def render_markdown(records: list[dict], plot_link: str = "report/timings.png") -> str:
-    """The whole report as Markdown text; ``plot_link`` is the chart's path relative to it."""
+def seed_medians(summary: pd.DataFrame) -> dict:
+    """The seed variant's summary row for each question step that has one."""
+    seed = summary[(summary["variant"] == "seed") & summary["step"].isin(list(ASKER_SECONDS))]
+    return {row.step: row for row in seed.itertuples(index=False)}
+
+
+def headline_section(frame: pd.DataFrame, summary: pd.DataFrame, plot_link: str) -> str:
+    ours = seed_medians(summary)
+    rows = []
+    for step in ASKER_SECONDS:
+        runs = frame[(frame["step"] == step) & (frame["variant"] == "seed")]
+        if runs.empty:
+            continue
+        asker = fmt(ASKER_SECONDS[step], 0)
+        if step in ours:
+            s = ours[step]
+            timed, converged = f"{s.runs}/{len(runs)}", f"{int(s.converged)}/{s.runs}"
+            rows.append([step, asker, fmt(s.median_s), f"{fmt(s.min_s)}–{fmt(s.max_s)}", timed, converged])
+        else:
+            statuses = ", ".join(sorted(set(runs["status"])))
+            rows.append([step, asker, statuses, "–", f"0/{len(runs)}", "–"])
+    text = table(["step", "asker (s)", "ours, median (s)", "ours, min–max (s)", "runs timed", "converged"], rows)
+
+    ratio_rows = []
+    for num, den in RATIOS:
+        ours_ratio = ours[num].median_s / ours[den].median_s if num in ours and den in ours else None
+        ratio_rows.append([f"{num} / {den}", fmt(ASKER_SECONDS[num] / ASKER_SECONDS[den]), fmt(ours_ratio)])
+    ratios = table(["ratio of wall times", "asker", "ours"], ratio_rows)
+    return (
+        "## The question's table\n\n"
+        "Wall time from the start of the fit function (model build and device set-up included) "
+        "to the end of one batch of test predictions, as the asker timed it, for the asker's own "
+        "loops (variant `seed`). Imports and data creation are outside it. The question does not "
+        "say which device Keras used, so its 9 s stands beside both Keras rows.\n\n"
+        f"{text}\n\n{ratios}\n\n"
+        "Runs that did not converge are timed like the others (their computation is the same) "
+        "and are listed under *Runs to look at*.\n\n"
+        f"![median wall time per step, with min–max over repeats, beside the asker's]({plot_link})"
+    )
+
+
+def findings_section(summary: pd.DataFrame, ladder: dict, found_crossovers: list, sweep_notes: list[str]) -> str:
+    """Sentences derived from the medians; nothing here is written by hand."""
+    ours = seed_medians(summary)
+    lines = []
+    for num, den in RATIOS:
+        if num in ours and den in ours:
+            a, b = ours[num].median_s, ours[den].median_s
+            verdict = "slower than" if a > b else "faster than"
+            lines.append(f"- {num} took {fmt(a)} s, {max(a, b) / min(a, b):.2f}× {verdict} {den} ({fmt(b)} s).")
+        else:
+            missing = " and ".join(s for s in (num, den) if s not in ours)
+            lines.append(f"- {num} vs {den}: not compared, no completed {missing} run.")
+    for step, rungs in ladder.items():
+        if len(rungs) < 2 or rungs[0].variant != "seed":
+            continue
+        fastest = min(rungs, key=lambda r: r.step_s)
+        biggest = max(rungs[1:], key=lambda r: r.vs_previous)
+        line = (
+            f"- {step}: from {us(rungs[0].step_s)} µs per step (seed) to {us(fastest.step_s)} µs "
+            f"({fastest.variant}), {fastest.vs_seed:.2f}× faster; the largest single rung was "
+            f"{biggest.variant} ({biggest.vs_previous:.2f}×: {biggest.removes})."
+        )
+        slower = [r.variant for r in rungs[1:] if r.vs_previous < 1]
+        if slower:
+            line += f" Slower than the rung before: {', '.join(slower)}."
+        lines.append(line)
+    lines += keras_floor_notes(ladder)
+    for c in found_crossovers:
+        if c.batch_size is None:
+            lines.append(f"- Width {c.hidden_units}: cuda was never faster than cpu, up to batch {c.largest_batch}.")
+        else:
+            lines.append(f"- Width {c.hidden_units}: cuda is faster than cpu from batch {c.batch_size} on.")
+    lines += [f"- {note}" for note in sweep_notes]
+    return "## What this run shows\n\n" + "\n".join(lines)
+
+
+def keras_floor_notes(ladder: dict) -> list[str]:
+    """Why Keras cannot get much faster per step: what one fit() epoch costs with a single call."""
+    notes = []
+    for step, rungs in ladder.items():
+        by_variant = {r.variant: r for r in rungs}
+        if not step.startswith("keras") or not {"seed", "steps_per_execution"} <= by_variant.keys():
+            continue
+        seed, one_call = by_variant["seed"], by_variant["steps_per_execution"]
+        notes.append(
+            f"- {step}: with one train-function call per epoch (`steps_per_execution`), a step still "
+            f"costs {us(one_call.step_s)} µs, {one_call.vs_seed:.2f}× the seed's speed; what is left is "
+            f"the fixed cost of each `fit` epoch (iterator, callbacks, logs), which no per-step change "
+            f"removes. A 10× speed-up would need {us(seed.step_s / 10)} µs per step."
+        )
+    return notes
+
+
+def ladder_section(ladder: dict, summary: pd.DataFrame, peaks: dict[str, float]) -> str:
+    """One table per step, seed to leanest, with speed-ups, spread and distance from the floor."""
+    parts = [
+        "## Where the time goes: the variant ladder\n\n"
+        "Steady-state time per optimiser step: each run's median epoch after the first, divided by "
+        "its steps per epoch; then the median (and min–max) over repeats. CV is the coefficient of "
+        f"variation over repeats; ⚠ marks a CV above {CV_WARNING:.0%}, where the spread makes a "
+        "comparison unreliable. *First-epoch excess* is the first epoch's time beyond a later "
+        "one: warm-up, tracing and compilation. The floor is the step's floating-point work at the "
+        "device's measured float32 matmul rate (from the sweep)."
+    ]
+    header = [
+        "variant",
+        "µs / step",
+        "min–max",
+        "CV",
+        "× vs seed",
+        "× vs rung before",
+        "first-epoch excess (s)",
+        "converged",
+        "× above floor",
+        "what this rung removes",
+    ]
+    shapes = summary.set_index("step")[["batch_size", "hidden_units"]]
+    for step, rungs in ladder.items():
+        device = step.split("-")[1]
+        shape = shapes.loc[[step]].iloc[0]
+        flops = flops_per_step(int(shape.batch_size), int(shape.hidden_units))
+        floor = flops / (peaks[device] * 1e9) if device in peaks else None
+        rows = []
+        for r in rungs:
+            cv = "–" if pd.isna(r.cv) else f"{r.cv:.1%}" + (" ⚠" if r.cv > CV_WARNING else "")
+            rows.append(
+                [
+                    f"`{r.variant}`",
+                    us(r.step_s),
+                    f"{us(r.step_min_s)}–{us(r.step_max_s)}",
+                    cv,
+                    fmt(r.vs_seed),
+                    fmt(r.vs_previous),
+                    fmt(r.first_epoch_excess_s),
+                    f"{r.converged}/{r.runs}",
+                    f"{r.step_s / floor:,.0f}" if floor else "–",
+                    r.removes,
+                ]
+            )
+        floor_text = f"{floor * 1e6:.3f} µs" if floor else "not known (no sweep on this device)"
+        parts.append(f"### {step}\n\n{flops:,} FLOPs per step; floor {floor_text}.\n\n" + table(header, rows))
+    parts.append("Known differences no variant removes:\n\n" + "\n".join(f"- {d}" for d in KNOWN_DIFFERENCES))
+    return "\n\n".join(parts)
+
+
+def targets_section(found: list) -> str:
+    rows = [[t.name, t.verdict, t.detail] for t in found]
+    return "## Targets\n\nJudged from the per-step medians above, in this run on this machine.\n\n" + table(
+        ["target", "verdict", "measured"], rows
+    )
+
+
+def crossover_section(points: pd.DataFrame, sweeps: list[dict], plot_link: str) -> str:
+    intro = (
+        "## Crossover map\n\n"
+        "Steady-state time per step of torch `sync_free` on random device-resident rows, over batch "
+        "size × hidden width; each point is the median of three timed blocks."
+    )
+    skipped = [f"{s['device']}: {s['status']} ({s['reason']})" for s in sweeps if s["status"] != "ok"]
+    if skipped:
+        intro += " Not measured here: " + "; ".join(skipped) + "."
+    if points.empty:
+        return intro
+    wide = points.pivot_table(index=["hidden_units", "batch_size"], columns="device", values="step_s")
+    devices = [d for d in ("cpu", "cuda") if d in wide.columns]
+    rows = []
+    for (width, batch), values in wide.iterrows():
+        cells = [fmt(values[d] * 1e3, 3) for d in devices]
+        ratio = fmt(values["cpu"] / values["cuda"]) if len(devices) == 2 else "–"
+        rows.append([str(width), str(batch), *cells, ratio])
+    header = ["width", "batch", *[f"{d} (ms/step)" for d in devices], "cpu / cuda"]
+    return f"{intro}\n\n![time per step over batch size and width]({plot_link})\n\n" + table(header, rows)
+
+
+def phases_section(summary: pd.DataFrame) -> str:
+    rows = [
+        [
+            f"{s.step} ({s.variant})",
+            fmt(s.import_s),
+            fmt(s.setup_s),
+            fmt(s.first_epoch_s * 1e3, 1),
+            fmt(s.median_epoch_s * 1e3, 1),
+            fmt(s.fit_s),
+            fmt(s.predict_s * 1e3, 1),
+            fmt(s.median_s),
+        ]
+        for s in summary.itertuples(index=False)
+    ]
+    header = [
+        "step (variant)",
+        "import (s)",
+        "set-up (s)",
+        "first epoch (ms)",
+        "later epochs, median (ms)",
+        "all epochs (s)",
+        "predict (ms)",
+        "timing point (s)",
+    ]
+    return "## Phases\n\nMedians over completed runs.\n\n" + table(header, rows)
+
+
+def render_markdown(
+    records: list[dict],
+    sweeps: list[dict] = (),
+    plot_link: str = "report/timings.png",
+    crossover_link: str = "report/crossover.png",
+) -> str:
+    """The whole report as Markdown text; the links are the charts' paths relative to it."""
     frame = records_to_frame(records)
     summary = summarize(frame)
+    ladder = ladders(summary)
+    points = sweep_frame(list(sweeps))
+    peaks = {s["device"]: s["peak_gflops"] for s in sweeps if s["peak_gflops"]}
+    found_crossovers = crossovers(points)
+    sweep_notes = [
+        f"Crossover map: not measured on {s['device']} ({s['reason']}), so no crossover is stated."
+        for s in sweeps
+        if s["status"] != "ok"
+    ]
     first = records[0]["parameters"]
     intro = (
         "# tiny-mlp-bench report\n\n"
@@ -279,52 +349,19 @@ def render_markdown(records: list[dict], plot_link: str = "report/timings.png") 
     sections = [
         intro,
         headline_section(frame, summary, plot_link),
-        findings_section(summary),
+        findings_section(summary, ladder, found_crossovers, sweep_notes),
+        ladder_section(ladder, summary, peaks),
+        targets_section(targets(ladder)),
+    ]
+    if sweeps:
+        sections.append(crossover_section(points, list(sweeps), crossover_link))
+    sections += [
         phases_section(summary),
         quality_section(summary),
         attention_section(frame),
         environment_section(records),
     ]
     return "\n\n".join(sections) + "\n"
-
-
-def plot_steps(summary: pd.DataFrame, path: Path) -> None:
-    """Bar chart of the seed variant's median wall time per step, min-max whiskers, asker beside."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    ours = seed_medians(summary)
-    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
-    width = 0.38
-    for i, step in enumerate(STEP_ORDER):
-        ax.bar(i - width / 2, ASKER_SECONDS[step], width, color="#bbbbbb", label="asker")
-        if step in ours:
-            s = ours[step]
-            err = [[s.median_s - s.min_s], [s.max_s - s.median_s]]
-            ax.bar(
-                i + width / 2,
-                s.median_s,
-                width,
-                yerr=err,
-                capsize=4,
-                color="#1f77b4",
-                label="this run (median, min–max)",
-            )
-        else:
-            ax.text(i + width / 2, 0.3, "no timed\nrun", ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(range(len(STEP_ORDER)), STEP_ORDER)
-    ax.set_ylabel("seconds, fit start to predictions")
-    ax.set_title("Seed experiment: wall time per step")
-    handles, labels = ax.get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))  # one legend entry per label, not per bar
-    ax.legend(unique.values(), unique.keys())
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        # No Software/date metadata, so the same records give the same bytes.
-        fig.savefig(tmp, format="png", metadata={"Software": None})
-    plt.close(fig)
 
 
 def load_records(paths: list[Path]) -> list[dict]:
@@ -346,22 +383,35 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--report", type=Path, required=True, help="Markdown report to write")
     parser.add_argument("--timings", type=Path, required=True, help="tidy Parquet table to write")
     parser.add_argument("--plot", type=Path, required=True, help="PNG bar chart to write")
-    return parser.parse_args(argv)
+    parser.add_argument("--sweeps", type=Path, nargs="*", default=[], help="sweep record files (.json)")
+    parser.add_argument("--crossover-plot", type=Path, help="PNG crossover chart to write (with --sweeps)")
+    args = parser.parse_args(argv)
+    if args.sweeps and not args.crossover_plot:
+        parser.error("--sweeps needs --crossover-plot")
+    return args
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     try:
         records = load_records(args.records)
+        sweeps = [read_sweep(path) for path in args.sweeps]
     except RecordError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     frame = records_to_frame(records)
     with atomic_path(args.timings) as tmp:
         frame.to_parquet(tmp, index=False)
-    plot_steps(summarize(frame), args.plot)
-    plot_link = Path(os.path.relpath(args.plot, args.report.parent)).as_posix()
-    write_text_atomic(args.report, render_markdown(records, plot_link))
+    plot_steps(seed_medians(summarize(frame)), args.plot)
+
+    def link(path: Path) -> str:
+        return Path(os.path.relpath(path, args.report.parent)).as_posix()
+
+    crossover_link = ""
+    if sweeps:
+        plot_crossover(sweep_frame(sweeps), args.crossover_plot)
+        crossover_link = link(args.crossover_plot)
+    write_text_atomic(args.report, render_markdown(records, sweeps, link(args.plot), crossover_link))
     print(f"wrote {args.report}, {args.timings} and {args.plot} from {len(records)} records", file=sys.stderr)
     return 0
 

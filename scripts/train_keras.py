@@ -1,4 +1,9 @@
-"""Train the seed question's MLP with Keras 3 on TensorFlow, the asker's way, and write a run record.
+"""Train the seed question's MLP with Keras 3 on TensorFlow and write a run record.
+
+Variants: seed (the asker's ``compile("mse", "adam")`` and ``fit``), xla (``jit_compile=True``)
+and steps_per_execution (one whole epoch per call into the compiled train function).
+Keras 3 resolves the seed's default ``jit_compile="auto"`` to XLA only when TensorFlow
+sees a GPU; the record states what each run resolved to.
 
 TensorFlow places work on a GPU whenever one is visible, so a cpu run hides the GPUs
 and a cuda run is skipped (or fails with --require-gpu) when TensorFlow sees none.
@@ -17,6 +22,8 @@ import time
 from environment import nvidia_driver
 from training import Backend, Progress, RunSpec, TrainResult, run
 
+VARIANTS = ("seed", "xla", "steps_per_execution")
+
 
 def load():
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -27,7 +34,7 @@ def load():
     return tf, keras
 
 
-def unavailable(fw, device: str) -> str | None:
+def unavailable(fw, device: str, variant: str) -> str | None:
     tf, _ = fw
     if device == "cuda" and not tf.config.list_physical_devices("GPU"):
         build = "built with CUDA" if tf.test.is_built_with_cuda() else "a CPU-only build"
@@ -49,7 +56,7 @@ def train(fw, spec: RunSpec, data) -> TrainResult:
     configure(tf, spec)
     keras.utils.set_random_seed(spec.init_seed)
     x_train, y_train = data.train[:, :2], data.train[:, 2]
-    progress = Progress(spec.epochs, f"keras-{spec.device}-{spec.variant}-{spec.repeat}")
+    progress = Progress(spec.epochs, spec.label)
 
     class EpochClock(keras.callbacks.Callback):
         """Wall time per epoch; fit() returns only after the device has finished."""
@@ -71,7 +78,13 @@ def train(fw, spec: RunSpec, data) -> TrainResult:
             keras.layers.Dense(1, activation="relu"),
         ]
     )
-    model.compile(loss="mse", optimizer=keras.optimizers.Adam(learning_rate=spec.learning_rate))
+    steps_per_epoch = -(-len(x_train) // spec.batch_size)
+    options = {
+        "seed": {},
+        "xla": {"jit_compile": True},
+        "steps_per_execution": {"steps_per_execution": steps_per_epoch},
+    }[spec.variant]
+    model.compile(loss="mse", optimizer=keras.optimizers.Adam(learning_rate=spec.learning_rate), **options)
     fit_start = time.perf_counter()
     history = model.fit(
         x_train, y_train, batch_size=spec.batch_size, epochs=spec.epochs, verbose=0, callbacks=[EpochClock()]
@@ -85,9 +98,15 @@ def train(fw, spec: RunSpec, data) -> TrainResult:
         epoch_s=epoch_s,
         predict_s=end - predict_start,
         fit_predict_s=end - start,
-        steps_per_epoch=-(-len(x_train) // spec.batch_size),
+        steps_per_epoch=steps_per_epoch,
         final_train_loss=history.history["loss"][-1],
         predict=lambda features: model.predict(features, batch_size=4096, verbose=0),
+        details={
+            "jit_compile": str(model.jit_compile),
+            "steps_per_execution": str(model.steps_per_execution),
+            "adam_epsilon": str(model.optimizer.epsilon),
+            "shuffle": "fit shuffles the rows each epoch",
+        },
     )
 
 
@@ -115,7 +134,7 @@ def describe(fw, device: str) -> dict:
     }
 
 
-BACKEND = Backend(name="keras", variants=("seed",), load=load, unavailable=unavailable, train=train, describe=describe)
+BACKEND = Backend(name="keras", variants=VARIANTS, load=load, unavailable=unavailable, train=train, describe=describe)
 
 
 def main(argv=None) -> int:

@@ -14,7 +14,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +39,7 @@ class RunSpec:
     learning_rate: float
     hidden_units: int
     threads: int
+    label: str  # the run id, for progress lines
 
 
 @dataclass
@@ -52,6 +53,7 @@ class TrainResult:
     steps_per_epoch: int
     final_train_loss: float
     predict: Callable[[np.ndarray], np.ndarray]
+    details: dict[str, str] = field(default_factory=dict)  # what the variant used, e.g. which Adam
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ class Backend:
     name: str
     variants: tuple[str, ...]
     load: Callable[[], object]
-    unavailable: Callable[[object, str], str | None]  # (fw, device) -> why the device can't be used
+    unavailable: Callable[[object, str, str], str | None]  # (fw, device, variant) -> why it can't run
     train: Callable[[object, RunSpec, object], TrainResult]  # (fw, spec, dataset)
     describe: Callable[[object, str], dict]  # (fw, device) -> versions, threads, cuda, gpu_name
 
@@ -78,6 +80,22 @@ class Progress:
         if done % self.every == 0 or done == self.epochs:
             elapsed = time.perf_counter() - self.start
             print(f"{self.label}: epoch {done}/{self.epochs}, {elapsed:.1f} s", file=sys.stderr, flush=True)
+
+
+def timed_epochs(spec: RunSpec, now: Callable[[], float], fit_start: float, one_epoch: Callable[[], object]):
+    """Run ``one_epoch`` spec.epochs times; return each epoch's wall time and its last return value.
+
+    ``now`` must synchronise the device before reading the clock; it is read once per epoch.
+    """
+    progress = Progress(spec.epochs, spec.label)
+    epoch_s, lap, last = [], fit_start, None
+    for epoch in range(spec.epochs):
+        last = one_epoch()
+        end = now()
+        epoch_s.append(end - lap)
+        lap = end
+        progress.epoch_done(epoch)
+    return epoch_s, last
 
 
 def positive_int(text: str) -> int:
@@ -103,7 +121,9 @@ def parse_args(backend: Backend, argv=None) -> argparse.Namespace:
     parser.add_argument("--dataset", type=Path, required=True, help="Parquet file from dataset.py")
     parser.add_argument("--output", type=Path, required=True, help="run record to write (.json)")
     parser.add_argument("--device", choices=DEVICES, default="cpu")
-    parser.add_argument("--variant", choices=backend.variants, default="seed", help="training-loop variant")
+    parser.add_argument(
+        "--variant", choices=backend.variants, default=backend.variants[0], help="training-loop variant"
+    )
     parser.add_argument("--repeat", type=positive_int, default=1, help="repeat number; weights use seed + repeat - 1")
     parser.add_argument("--epochs", type=positive_int, default=1000)
     parser.add_argument("--batch-size", type=positive_int, default=64)
@@ -162,6 +182,7 @@ def run(backend: Backend, argv=None) -> int:
         learning_rate=args.learning_rate,
         hidden_units=args.hidden_units,
         threads=args.threads,
+        label=label,
     )
 
     print(f"{label}: importing {backend.name}", file=sys.stderr, flush=True)
@@ -169,8 +190,8 @@ def run(backend: Backend, argv=None) -> int:
     fw = backend.load()
     timings = {"import_s": time.perf_counter() - start}
 
-    status, reason, quality = "ok", None, None
-    reason = backend.unavailable(fw, args.device)
+    status, reason, quality, details = "ok", None, None, {}
+    reason = backend.unavailable(fw, args.device, args.variant)
     if reason is not None:
         if args.require_gpu:
             print(f"{label}: error: {reason}, and --require-gpu (config require_gpu) is set", file=sys.stderr)
@@ -189,6 +210,7 @@ def run(backend: Backend, argv=None) -> int:
             "steps_per_epoch": result.steps_per_epoch,
         }
         quality = score(result, data, args.min_r2)
+        details = result.details
         if quality["train_mse"] is None:
             status, reason = "failed", "training diverged: the train MSE is not finite"
         print(f"{label}: {result.fit_predict_s:.2f} s, test MSE {quality['test_mse']}", file=sys.stderr)
@@ -217,6 +239,7 @@ def run(backend: Backend, argv=None) -> int:
             "learning_rate": spec.learning_rate,
             "hidden_units": spec.hidden_units,
             "threads": spec.threads,
+            "variant_details": details,
         },
         "timings": timings,
         "quality": quality,

@@ -44,17 +44,22 @@ def run_script(name: str, *args, check: bool = False) -> subprocess.CompletedPro
     )
 
 
-@pytest.fixture
-def workflow_dir(tmp_path) -> Path:
-    """A fresh copy of the workflow, as a user's clone would have it, with no results."""
+def copy_workflow(directory: Path) -> Path:
+    """Copy the workflow as a user's clone would have it, with no results, plus tiny.yaml."""
     for name in WORKFLOW_FILES:
         source = ROOT / name
         if source.is_dir():
-            shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(source, directory / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
-            shutil.copy2(source, tmp_path / name)
-    shutil.copy2(TEST_DATA / "tiny_config.yaml", tmp_path / "tiny.yaml")
-    return tmp_path
+            shutil.copy2(source, directory / name)
+    shutil.copy2(TEST_DATA / "tiny_config.yaml", directory / "tiny.yaml")
+    return directory
+
+
+@pytest.fixture
+def workflow_dir(tmp_path) -> Path:
+    """A fresh copy of the workflow for one test."""
+    return copy_workflow(tmp_path)
 
 
 def run_snakemake(directory: Path, *args) -> subprocess.CompletedProcess:
@@ -75,12 +80,17 @@ def synthetic_record(
     converged=True,
     host="bench-host",
     variant="seed",
+    step_ms=1.0,
 ) -> dict:
-    """A valid run record with round, hand-checkable numbers, for report and schema tests."""
+    """A valid run record with round, hand-checkable numbers, for report and schema tests.
+
+    Epochs: a 0.5 s first epoch, then epochs of 12 steps at ``step_ms`` (one of them twice as slow).
+    """
     ok = status == "ok"
     timings = {"import_s": 1.5}
     if ok:
-        epochs = [0.5, 0.01, 0.02, 0.01]
+        later = step_ms * 12 / 1000
+        epochs = [0.5, later, 2 * later, later]
         timings |= {
             "setup_s": 0.25,
             "fit_predict_s": fit_predict_s,
@@ -113,6 +123,7 @@ def synthetic_record(
             "learning_rate": 0.001,
             "hidden_units": 20,
             "threads": 2,
+            "variant_details": {"adam": "test"} if ok else {},
         },
         "quality": {
             "final_train_loss": 1e-5 if converged else 0.25,
@@ -144,15 +155,49 @@ def synthetic_record(
 
 
 def synthetic_study() -> list[dict]:
-    """torch-cpu 6/7/8 s (one not converged), keras-cpu 3/4/5 s, both cuda steps skipped."""
+    """torch-cpu seed 6/7/8 s at 1 ms/step (one not converged), sync_free 0.25 ms/step, compiled
+    0.1 ms/step, keras-cpu seed 3/4/5 s at 2 ms/step, steps_per_execution 1.6 ms/step, NumPy
+    0.08 ms/step; both cuda seed steps skipped."""
     no_gpu = "no CUDA device: test"
     return [
         synthetic_record("torch", "cpu", 1, 7.0, converged=False),
         synthetic_record("torch", "cpu", 2, 6.0),
         synthetic_record("torch", "cpu", 3, 8.0),
-        synthetic_record("keras", "cpu", 1, 4.0),
-        synthetic_record("keras", "cpu", 2, 3.0),
-        synthetic_record("keras", "cpu", 3, 5.0),
+        *(synthetic_record("torch", "cpu", r, 2.0, variant="sync_free", step_ms=0.25) for r in (1, 2, 3)),
+        *(synthetic_record("torch", "cpu", r, 2.0, variant="compiled", step_ms=s) for r, s in ((1, 0.1), (2, 0.2))),
+        synthetic_record("keras", "cpu", 1, 4.0, step_ms=2.0),
+        synthetic_record("keras", "cpu", 2, 3.0, step_ms=2.0),
+        synthetic_record("keras", "cpu", 3, 5.0, step_ms=2.0),
+        synthetic_record("keras", "cpu", 1, 3.5, variant="steps_per_execution", step_ms=1.6),
+        synthetic_record("numpy", "cpu", 1, 1.0, variant="reference", step_ms=0.08),
         synthetic_record("torch", "cuda", 1, status="skipped", reason=no_gpu),
         synthetic_record("keras", "cuda", 1, status="skipped", reason=no_gpu),
     ]
+
+
+def synthetic_sweeps() -> list[dict]:
+    """cpu and cuda sweeps: at width 20 cuda wins from batch 4096 on; at width 4 it never does."""
+    env = synthetic_record("torch", "cpu", 1, 1.0)["environment"]
+    cpu = {(4, 64): 0.1, (4, 4096): 0.2, (20, 64): 0.1, (20, 4096): 2.0, (20, 65536): 30.0}
+    cuda = {(4, 64): 0.5, (4, 4096): 0.5, (20, 64): 0.5, (20, 4096): 0.6, (20, 65536): 0.9}
+
+    def sweep(device, times):
+        points = [
+            {"batch_size": b, "hidden_units": w, "step_s": ms / 1e3, "block_step_s": [ms / 1e3] * 3}
+            for (w, b), ms in times.items()
+        ]
+        return {
+            "record_type": "tiny-mlp-bench.sweep",
+            "schema_version": 1,
+            "device": device,
+            "variant": "sync_free",
+            "steps": 10,
+            "blocks": 3,
+            "status": "ok",
+            "reason": None,
+            "peak_gflops": 100.0 if device == "cpu" else 10000.0,
+            "points": points,
+            "environment": env,
+        }
+
+    return [sweep("cpu", cpu), sweep("cuda", cuda)]

@@ -32,7 +32,10 @@ def test_every_schema_key_has_type_description_and_default():
         ({"batch_size": 6.4}, "config key 'batch_size': 6.4 is not of type 'integer'"),
         ({"learning_rate": 0}, "config key 'learning_rate': 0 is less than or equal to the minimum of 0"),
         ({"devices": ["tpu"]}, "config key 'devices.0': 'tpu' is not one of ['cpu', 'cuda']"),
-        ({"frameworks": ["torch", "jax"]}, "config key 'frameworks.1': 'jax' is not one of ['torch', 'keras']"),
+        (
+            {"frameworks": ["torch", "jax"]},
+            "config key 'frameworks.1': 'jax' is not one of ['torch', 'keras', 'numpy']",
+        ),
         ({"frameworks": []}, "config key 'frameworks': [] should be non-empty"),
         ({"require_gpu": "yes"}, "config key 'require_gpu': 'yes' is not of type 'boolean'"),
         ({"cpu_threads": -1}, "config key 'cpu_threads': -1 is less than the minimum of 0"),
@@ -49,3 +52,16 @@ def test_each_mistake_is_named_by_key(change, expected):
 def test_all_mistakes_are_reported_at_once():
     errors = config_errors(DEFAULT | {"epochs": 0, "repeats": "3"}, SCHEMA)
     assert [e.split(":")[0] for e in errors] == ["config key 'epochs'", "config key 'repeats'"]
+
+
+def test_a_framework_without_variants_is_named():
+    config = DEFAULT | {"variants": {"torch": ["seed"], "keras": []}}
+    assert config_errors(config, SCHEMA) == [
+        "config key 'variants.keras': no variants listed, but 'keras' is in frameworks",
+        "config key 'variants.numpy': no variants listed, but 'numpy' is in frameworks",
+    ]
+
+
+def test_unknown_variant_is_named():
+    errors = config_errors(DEFAULT | {"variants": {"torch": ["turbo"]}}, SCHEMA)
+    assert errors[0].startswith("config key 'variants.torch.0': 'turbo' is not one of")

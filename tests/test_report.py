@@ -8,9 +8,10 @@ import os
 import pandas as pd
 import pytest
 
-from conftest import TEST_DATA, run_script, synthetic_record, synthetic_study
-from render_report import records_to_frame, render_markdown, summarize
-from run_record import RecordError, read_record, validate_record, write_record
+from conftest import TEST_DATA, run_script, synthetic_record, synthetic_study, synthetic_sweeps
+from render_report import render_markdown
+from report_data import crossovers, flops_per_step, ladders, records_to_frame, summarize, sweep_frame, targets
+from run_record import SWEEP_SCHEMA, RecordError, read_record, validate_record, write_record, write_sweep
 
 GOLDEN = TEST_DATA / "golden_report.md"
 
@@ -18,15 +19,54 @@ GOLDEN = TEST_DATA / "golden_report.md"
 def test_synthetic_records_are_valid():
     for record in synthetic_study():
         validate_record(record)
+    for sweep in synthetic_sweeps():
+        validate_record(sweep, schema_name=SWEEP_SCHEMA)
 
 
 def test_summary_medians_spread_and_counts():
-    summary = summarize(records_to_frame(synthetic_study())).set_index("step")
-    torch, keras = summary.loc["torch-cpu"], summary.loc["keras-cpu"]
+    summary = summarize(records_to_frame(synthetic_study()))
+    seed = summary[summary["variant"] == "seed"].set_index("step")
+    torch, keras = seed.loc["torch-cpu"], seed.loc["keras-cpu"]
     assert (torch.median_s, torch.min_s, torch.max_s, torch.runs, torch.converged) == (7.0, 6.0, 8.0, 3, 2)
     assert (keras.median_s, keras.min_s, keras.max_s, keras.runs, keras.converged) == (4.0, 3.0, 5.0, 3, 3)
-    assert torch.median_epoch_s == 0.01 and torch.first_epoch_s == 0.5
-    assert "torch-cuda" not in summary.index  # skipped runs are never timed
+    assert torch.median_epoch_s == pytest.approx(0.012) and torch.first_epoch_s == 0.5
+    assert torch.step_s == pytest.approx(1e-3)  # median later epoch / 12 steps
+    assert "torch-cuda" not in seed.index  # skipped runs are never timed
+    # Ladder order, not alphabetical: seed, sync_free, compiled.
+    assert list(summary[summary["step"] == "torch-cpu"]["variant"]) == ["seed", "sync_free", "compiled"]
+
+
+def test_ladder_speedups_and_spread():
+    ladder = ladders(summarize(records_to_frame(synthetic_study())))
+    seed, sync_free, compiled = ladder["torch-cpu"]
+    assert seed.vs_seed == pytest.approx(1.0) and seed.vs_previous is None
+    assert sync_free.vs_seed == pytest.approx(4.0) and sync_free.vs_previous == pytest.approx(4.0)
+    assert compiled.step_s == pytest.approx(0.15e-3)  # median of 0.1 and 0.2 ms
+    assert compiled.vs_previous == pytest.approx(0.25 / 0.15)
+    assert compiled.cv == pytest.approx(0.4714, abs=1e-4)  # stdev(0.1, 0.2) / 0.15
+    assert seed.first_epoch_excess_s == pytest.approx(0.5 - 0.012)
+    assert ladder["numpy-cpu"][0].vs_seed is None  # the reference has no seed to compare with
+
+
+def test_targets_are_judged_from_the_medians():
+    verdicts = {t.name: (t.verdict, t.detail) for t in targets(ladders(summarize(records_to_frame(synthetic_study()))))}
+    five = verdicts["best torch-cpu variant ≥ 5× faster per step than torch-cpu seed"]
+    assert five == ("met", "compiled 150.0 µs/step vs seed 1000.0 µs/step: 6.67×")
+    numpy = verdicts["best torch-cpu variant within 1.5× of the NumPy reference per step"]
+    assert numpy == ("not met", "compiled 150.0 µs/step vs NumPy 80.0: 1.88×")
+    assert verdicts["best keras-cpu variant ≥ 10× faster per step than keras-cpu seed"][0] == "not met"
+    assert verdicts["torch-cuda graphed ≥ 50× faster per step than torch-cuda seed"][0] == "not measured"
+
+
+def test_flops_per_step_of_the_question_shape():
+    assert flops_per_step(64, 20) == 18 * 64 * 20 + 10 * 81
+
+
+def test_crossovers_are_found_from_the_sweep():
+    found = {c.hidden_units: c for c in crossovers(sweep_frame(synthetic_sweeps()))}
+    assert found[20].batch_size == 4096
+    assert found[4].batch_size is None and found[4].largest_batch == 4096
+    assert crossovers(sweep_frame(synthetic_sweeps()[:1])) == []  # one device: nothing to compare
 
 
 def test_report_states_ratios_and_lists_runs_to_look_at():
@@ -38,8 +78,25 @@ def test_report_states_ratios_and_lists_runs_to_look_at():
     assert "| torch-cuda | 17 | skipped | – | 0/1 | – |" in text
 
 
+def test_report_states_ladder_keras_floor_and_crossovers():
+    text = render_markdown(synthetic_study(), synthetic_sweeps())
+    assert "- torch-cpu: from 1000.0 µs per step (seed) to 150.0 µs (compiled), 6.67× faster" in text
+    assert "a step still costs 1600.0 µs, 1.25× the seed's speed" in text
+    assert "- Width 20: cuda is faster than cpu from batch 4096 on." in text
+    assert "- Width 4: cuda was never faster than cpu, up to batch 4096." in text
+    assert "23,850 FLOPs per step; floor 0.239 µs." in text  # at the cpu sweep's 100 GFLOP/s
+    assert "| `compiled` | 150.0 | 100.0–200.0 | 47.1% ⚠ |" in text
+
+
+def test_report_without_a_gpu_sweep_says_so():
+    skipped = synthetic_sweeps()[1] | {"status": "skipped", "reason": "no CUDA device: test", "points": []}
+    text = render_markdown(synthetic_study(), [synthetic_sweeps()[0], skipped])
+    assert "Crossover map: not measured on cuda (no CUDA device: test), so no crossover is stated." in text
+    assert "Width 20" not in text
+
+
 def test_report_matches_the_golden_file():
-    text = render_markdown(synthetic_study())
+    text = render_markdown(synthetic_study(), synthetic_sweeps())
     if os.environ.get("UPDATE_GOLDEN"):
         GOLDEN.write_text(text)
     assert text == GOLDEN.read_text(), "report changed; rerun with UPDATE_GOLDEN=1 and review the diff"
@@ -48,7 +105,7 @@ def test_report_matches_the_golden_file():
 def test_hosts_are_reported_apart():
     records = [*synthetic_study(), synthetic_record("torch", "cpu", 4, 1.0, host="other-node")]
     text = render_markdown(records)
-    assert "### Host `bench-host` (8 runs)" in text and "### Host `other-node` (1 runs)" in text
+    assert "### Host `bench-host` (15 runs)" in text and "### Host `other-node` (1 runs)" in text
 
 
 def test_same_records_give_identical_files(tmp_path):
@@ -56,17 +113,38 @@ def test_same_records_give_identical_files(tmp_path):
     for i, record in enumerate(synthetic_study()):
         paths.append(tmp_path / "runs" / f"{i}.json")
         write_record(record, paths[-1])
+    sweeps = []
+    for sweep in synthetic_sweeps():
+        sweeps.append(tmp_path / "sweep" / f"{sweep['device']}.json")
+        write_sweep(sweep, sweeps[-1])
     outputs = []
+    names = ("report.md", "timings.parquet", "report/t.png", "report/x.png")
     for name in ("a", "b"):
         out = tmp_path / name
-        args = ["--report", out / "report.md", "--timings", out / "timings.parquet", "--plot", out / "report/t.png"]
+        args = [
+            "--report",
+            out / "report.md",
+            "--timings",
+            out / "timings.parquet",
+            "--plot",
+            out / "report/t.png",
+            "--crossover-plot",
+            out / "report/x.png",
+            "--sweeps",
+            *sweeps,
+            "--",
+        ]
         result = run_script("render_report.py", *args, *reversed(paths) if name == "b" else paths)
         assert result.returncode == 0, result.stderr
-        outputs.append([(out / f).read_bytes() for f in ("report.md", "timings.parquet", "report/t.png")])
+        outputs.append([(out / f).read_bytes() for f in names])
     assert outputs[0] == outputs[1]
-    assert "](report/t.png)" in outputs[0][0].decode()
+    assert "](report/t.png)" in outputs[0][0].decode() and "](report/x.png)" in outputs[0][0].decode()
     frame = pd.read_parquet(tmp_path / "a" / "timings.parquet")
-    assert len(frame) == 8 and list(frame["run_id"][:3]) == ["keras-cpu-seed-1", "keras-cpu-seed-2", "keras-cpu-seed-3"]
+    assert len(frame) == 15 and list(frame["run_id"][:3]) == [
+        "keras-cpu-seed-1",
+        "keras-cpu-seed-2",
+        "keras-cpu-seed-3",
+    ]
 
 
 def test_invalid_record_is_named_and_nothing_is_written(tmp_path):
@@ -95,7 +173,7 @@ def test_invalid_record_is_named_and_nothing_is_written(tmp_path):
 def test_truncated_record_file_is_named(tmp_path):
     path = tmp_path / "torch-cpu-seed-1.json"
     path.write_text('{"record_type": ')
-    with pytest.raises(RecordError, match=r"torch-cpu-seed-1\.json: not a readable JSON run record"):
+    with pytest.raises(RecordError, match=r"torch-cpu-seed-1\.json: not a readable JSON record"):
         read_record(path)
 
 

@@ -7,19 +7,19 @@ import re
 import pytest
 import yaml
 
-from conftest import run_snakemake
+from conftest import copy_workflow, run_snakemake
 from dataset import file_sha256
-from run_record import read_record
+from run_record import read_record, read_sweep
 
-TRAIN_RULES = ("train_torch", "train_keras")
+TIMED_RULES = ("train_torch", "train_keras", "train_numpy", "sweep_crossover")
 
 
 def most_timed_jobs_at_once(log_text: str) -> int:
-    """Replay Snakemake's log: the most training jobs that were running at the same moment."""
+    """Replay Snakemake's log: the most timed jobs that were running at the same moment."""
     running, most, current_rule = set(), 0, None
     for line in log_text.splitlines():
         if m := re.match(r"\s*jobid: (\d+)", line):
-            if current_rule in TRAIN_RULES:
+            if current_rule in TIMED_RULES:
                 running.add(m.group(1))
                 most = max(most, len(running))
         elif m := re.match(r"(?:local)?rule (\w+):", line):
@@ -29,20 +29,36 @@ def most_timed_jobs_at_once(log_text: str) -> int:
     return most
 
 
-@pytest.fixture
-def tiny_run(workflow_dir):
-    """The tiny study run once with two cores; returns (directory, snakemake output)."""
-    result = run_snakemake(workflow_dir, "--cores", 2, "--configfile", "tiny.yaml")
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """The tiny study, run once for this module with two cores: (directory, snakemake output)."""
+    directory = copy_workflow(tmp_path_factory.mktemp("tiny_study"))
+    result = run_snakemake(directory, "--cores", 2, "--configfile", "tiny.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
-    return workflow_dir, result.stderr
+    return directory, result.stderr
+
+
+def write_config(directory, name: str, **changes) -> str:
+    """tiny.yaml with some keys changed, saved as ``name``; returns the name for --configfile."""
+    config = yaml.safe_load((directory / "tiny.yaml").read_text()) | changes
+    (directory / name).write_text(yaml.safe_dump(config))
+    return name
 
 
 def test_tiny_study_end_to_end(tiny_run):
     directory, output = tiny_run
     records = sorted((directory / "results" / "runs").glob("*.json"))
-    assert [p.stem for p in records] == [
-        f"{fw}-{dev}-seed-{r}" for fw in ("keras", "torch") for dev in ("cpu", "cuda") for r in (1, 2)
-    ]
+    runs = [
+        "keras-cpu-seed",
+        "keras-cuda-seed",
+        "numpy-cpu-reference",
+        "torch-cpu-seed",
+        "torch-cpu-sync_free",
+        "torch-cuda-graphed",
+        "torch-cuda-seed",
+        "torch-cuda-sync_free",
+    ]  # no numpy-cuda, no torch-cpu-graphed
+    assert [p.stem for p in records] == [f"{run}-{r}" for run in runs for r in (1, 2)]
     by_id = {p.stem: read_record(p) for p in records}
     for run_id, record in by_id.items():
         expected = "ok" if "-cpu-" in run_id else "skipped"
@@ -51,11 +67,16 @@ def test_tiny_study_end_to_end(tiny_run):
         assert record["parameters"]["threads"] == 1
         assert record["environment"]["thread_env"]["OMP_NUM_THREADS"] == "1"
         if expected == "ok":
-            assert record["environment"]["threads"]["intra_op"] == 1
+            assert set(record["environment"]["threads"].values()) == {1}, run_id
     report = (directory / "results" / "report.md").read_text()
     assert "| torch-cpu | 11 |" in report and "| keras-cpu | 9 |" in report
     assert "torch-cuda-seed-1 | skipped | no CUDA device" in report
-    assert (directory / "results" / "report" / "timings.png").stat().st_size > 1000
+    assert "## Where the time goes: the variant ladder" in report and "| `sync_free` |" in report
+    assert "Crossover map: not measured on cuda" in report
+    sweep = read_sweep(directory / "results" / "sweep" / "cpu.json")
+    assert len(sweep["points"]) == 4 and sweep["environment"]["threads"]["intra_op"] == 1
+    for chart in ("timings.png", "crossover.png"):
+        assert (directory / "results" / "report" / chart).stat().st_size > 1000
     assert (directory / "logs" / "train_torch" / "cpu-seed-1.log").read_text().count("epoch 3/3") == 1
     assert most_timed_jobs_at_once(output) == 1
 
@@ -72,16 +93,17 @@ def test_rerun_is_a_no_op_and_dataset_is_byte_identical(tiny_run):
     assert file_sha256(dataset) == first
 
 
-def test_corrupt_dataset_stops_training_with_the_file_named(tiny_run):
-    directory, _ = tiny_run
-    dataset = directory / "results" / "data" / "dataset.parquet"
+def test_corrupt_dataset_stops_training_with_the_file_named(workflow_dir):
+    small = write_config(workflow_dir, "small.yaml", frameworks=["torch"], devices=["cpu"], repeats=1)
+    assert run_snakemake(workflow_dir, "--cores", 1, "--configfile", small).returncode == 0
+    dataset = workflow_dir / "results" / "data" / "dataset.parquet"
     dataset.write_bytes(b"not parquet at all")  # newer than the records: training reruns
-    result = run_snakemake(directory, "--cores", 1, "--configfile", "tiny.yaml")
+    result = run_snakemake(workflow_dir, "--cores", 1, "--configfile", small)
     assert result.returncode != 0
     assert "results/data/dataset.parquet is not a readable Parquet file" in result.stderr
     # The failed job's record is removed, not left looking complete.
     failed = re.findall(r"Error in rule train_\w+:.*?output: (results/runs/\S+\.json)", result.stderr, re.S)
-    assert failed and not any((directory / f).exists() for f in failed)
+    assert failed and not any((workflow_dir / f).exists() for f in failed)
 
 
 @pytest.mark.parametrize(
@@ -90,15 +112,13 @@ def test_corrupt_dataset_stops_training_with_the_file_named(tiny_run):
         ({"epochs": -1}, "config key 'epochs': -1 is less than the minimum of 1"),
         ({"epochs": 0}, "config key 'epochs': 0 is less than the minimum of 1"),
         ({"devices": ["cpu", "tpu"]}, "config key 'devices.1': 'tpu' is not one of ['cpu', 'cuda']"),
-        ({"frameworks": ["mxnet"]}, "config key 'frameworks.0': 'mxnet' is not one of ['torch', 'keras']"),
+        ({"frameworks": ["mxnet"]}, "config key 'frameworks.0': 'mxnet' is not one of ['torch', 'keras', 'numpy']"),
         ({"batch_size": "64"}, "config key 'batch_size': '64' is not of type 'integer'"),
         ({"repeat": 3}, "config key 'repeat' is not a known key; did you mean 'repeats'?"),
     ],
 )
 def test_bad_config_stops_before_any_output(workflow_dir, change, expected):
-    config = yaml.safe_load((workflow_dir / "tiny.yaml").read_text()) | change
-    (workflow_dir / "bad.yaml").write_text(yaml.safe_dump(config))
-    result = run_snakemake(workflow_dir, "--cores", 1, "--configfile", "bad.yaml")
+    result = run_snakemake(workflow_dir, "--cores", 1, "--configfile", write_config(workflow_dir, "bad.yaml", **change))
     assert result.returncode != 0
     assert expected in result.stderr
     assert "bad.yaml" in result.stderr  # says which file to fix
@@ -108,10 +128,8 @@ def test_bad_config_stops_before_any_output(workflow_dir, change, expected):
 def test_require_gpu_without_gpu_fails_the_cuda_job(workflow_dir, has_cuda):
     if has_cuda:
         pytest.skip("a CUDA device is present: the no-GPU path cannot be exercised here")
-    config = yaml.safe_load((workflow_dir / "tiny.yaml").read_text())
-    config |= {"frameworks": ["torch"], "devices": ["cuda"], "repeats": 1, "require_gpu": True}
-    (workflow_dir / "gpu.yaml").write_text(yaml.safe_dump(config))
-    result = run_snakemake(workflow_dir, "--cores", 1, "--configfile", "gpu.yaml")
+    gpu = write_config(workflow_dir, "gpu.yaml", frameworks=["torch"], devices=["cuda"], repeats=1, require_gpu=True)
+    result = run_snakemake(workflow_dir, "--cores", 1, "--configfile", gpu)
     assert result.returncode != 0
     assert "no CUDA device" in result.stderr and "require_gpu" in result.stderr
     assert not (workflow_dir / "results" / "runs" / "torch-cuda-seed-1.json").exists()
