@@ -12,7 +12,9 @@ SCHEMA = yaml.safe_load((ROOT / "config" / "config.schema.yaml").read_text())
 DEFAULT = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
 
 
-@pytest.mark.parametrize("path", [ROOT / "config" / "config.yaml", TEST_DATA / "tiny_config.yaml"])
+@pytest.mark.parametrize(
+    "path", [ROOT / "config" / "config.yaml", ROOT / "config" / "full.yaml", TEST_DATA / "tiny_config.yaml"]
+)
 def test_shipped_configs_are_valid(path):
     assert config_errors(yaml.safe_load(path.read_text()), SCHEMA) == []
 
