@@ -185,6 +185,11 @@ def findings_section(summary: pd.DataFrame, ladder: dict, found_crossovers: list
         if slower:
             line += f" Slower than the rung before: {', '.join(slower)}."
         lines.append(line)
+    noisy = [
+        f"{step} {r.variant} (CV {r.cv:.1%})" for step, rungs in ladder.items() for r in rungs if r.cv > CV_WARNING
+    ]
+    if noisy:
+        lines.append(f"- Spread too large to compare reliably: {', '.join(noisy)}; rerun with more repeats.")
     lines += keras_floor_notes(ladder)
     for c in found_crossovers:
         if c.batch_size is None:

@@ -201,3 +201,8 @@ def test_record_writer_refuses_an_invalid_record(tmp_path):
     with pytest.raises(RecordError, match="field status: 'great' is not one of"):
         write_record(record, tmp_path / "r.json")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_noisy_rungs_are_called_out():
+    text = render_markdown(synthetic_study())
+    assert "- Spread too large to compare reliably: torch-cpu compiled (CV 47.1%); rerun with more repeats." in text
