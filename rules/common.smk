@@ -68,6 +68,20 @@ def get_cpu_threads():
     return config["cpu_threads"] or workflow.cores
 
 
+def get_gpus(wildcards):
+    """GPUs a job asks a cluster for in the `gpus` style (the Slurm executor's `gpu` resource)."""
+    return int(wildcards.device == "cuda" and config["gpu_request"] == "gpus")
+
+
+def get_gres(wildcards):
+    """The same request in the `gres` style; an empty string asks for nothing."""
+    return (
+        "gpu:1"
+        if wildcards.device == "cuda" and config["gpu_request"] == "gres"
+        else ""
+    )
+
+
 def get_train_args(wildcards, threads):
     """The training programs' shared flags, all taken from the config."""
     args = [

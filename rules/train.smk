@@ -1,5 +1,6 @@
 # One timed training run per job. Timed jobs each hold the single timed_slot (capped at 1
 # in profiles/default), so no two of them ever share the machine; other rules run freely.
+# cuda jobs ask a cluster for one GPU in the style config["gpu_request"] names.
 
 
 rule train_torch:
@@ -14,6 +15,8 @@ rule train_torch:
     threads: get_cpu_threads()
     resources:
         timed_slot=1,
+        gpu=get_gpus,
+        gres=get_gres,
     params:
         args=get_train_args,
         script=SCRIPTS / "train_torch.py",
@@ -34,6 +37,8 @@ rule train_keras:
     threads: get_cpu_threads()
     resources:
         timed_slot=1,
+        gpu=get_gpus,
+        gres=get_gres,
     params:
         args=get_train_args,
         script=SCRIPTS / "train_keras.py",
@@ -54,6 +59,8 @@ rule train_numpy:
     threads: get_cpu_threads()
     resources:
         timed_slot=1,
+        gpu=get_gpus,
+        gres=get_gres,
     params:
         args=get_train_args,
         script=SCRIPTS / "train_numpy.py",
@@ -73,6 +80,8 @@ rule sweep_crossover:
     threads: get_cpu_threads()
     resources:
         timed_slot=1,
+        gpu=get_gpus,
+        gres=get_gres,
     params:
         batch_sizes=",".join(map(str, config["sweep"]["batch_sizes"])),
         widths=",".join(map(str, config["sweep"]["hidden_units"])),

@@ -58,6 +58,16 @@ def git_commit(directory: Path = Path(__file__).parent) -> str | None:
         return None
 
 
+def slurm_gpus(environ=os.environ) -> str | None:
+    """GPU indices Slurm allocated to this job, or None outside a Slurm job or without GPUs."""
+    if not environ.get("SLURM_JOB_ID"):
+        return None
+    for name in ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES"):
+        if environ.get(name):
+            return environ[name]
+    return None
+
+
 def nvidia_driver() -> str | None:
     """The NVIDIA driver version from nvidia-smi (frameworks do not report it), or None."""
     try:
@@ -94,6 +104,9 @@ def collect_environment(
         "cuda": cuda,
         "gpu_name": gpu_name,
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+        "slurm_node": os.environ.get("SLURMD_NODENAME"),
+        # The GPUs Slurm gave the job: its own list, else the devices it made visible.
+        "slurm_gpus": slurm_gpus(),
         "container": container(),
         "git_commit": git_commit(),
         "dataset_sha256": dataset_sha256,

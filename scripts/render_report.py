@@ -115,6 +115,10 @@ def attention_section(frame: pd.DataFrame) -> str:
         elif not r.converged:
             rows.append([r.run_id, "not converged", f"train R² {fmt(r.train_r2, 4)}"])
     body = table(["run", "status", "reason"], rows) if rows else "None: every run completed and converged."
+    failed = frame[frame["status"] == "failed"]["run_id"]
+    if len(failed):
+        targets = " ".join(f"results/runs/{run_id}.json" for run_id in failed)
+        body += f"\n\nTo rerun only the failed runs (and this report): `snakemake --forcerun {targets}`"
     return "## Runs to look at\n\nSkipped, failed and non-converged runs.\n\n" + body
 
 
@@ -325,47 +329,64 @@ def phases_section(summary: pd.DataFrame) -> str:
     return "## Phases\n\nMedians over completed runs.\n\n" + table(header, rows)
 
 
+def records_by_host(records: list[dict]) -> dict[str, list[dict]]:
+    hosts: dict[str, list[dict]] = {}
+    for r in records:
+        hosts.setdefault(r["environment"]["host"], []).append(r)
+    return dict(sorted(hosts.items()))
+
+
+def results_sections(records: list[dict], sweeps: list[dict], plot_link: str, crossover_link: str) -> list[str]:
+    """Every result section for records from one host."""
+    frame = records_to_frame(records)
+    summary = summarize(frame)
+    ladder = ladders(summary)
+    points = sweep_frame(sweeps)
+    peaks = {s["device"]: s["peak_gflops"] for s in sweeps if s["peak_gflops"]}
+    sweep_notes = [
+        f"Crossover map: not measured on {s['device']} ({s['reason']}), so no crossover is stated."
+        for s in sweeps
+        if s["status"] != "ok"
+    ]
+    sections = [
+        headline_section(frame, summary, plot_link),
+        findings_section(summary, ladder, crossovers(points), sweep_notes),
+        ladder_section(ladder, summary, peaks),
+        targets_section(targets(ladder)),
+    ]
+    if sweeps:
+        sections.append(crossover_section(points, sweeps, crossover_link))
+    return [*sections, phases_section(summary), quality_section(summary), attention_section(frame)]
+
+
 def render_markdown(
     records: list[dict],
     sweeps: list[dict] = (),
     plot_link: str = "report/timings.png",
     crossover_link: str = "report/crossover.png",
 ) -> str:
-    """The whole report as Markdown text; the links are the charts' paths relative to it."""
-    frame = records_to_frame(records)
-    summary = summarize(frame)
-    ladder = ladders(summary)
-    points = sweep_frame(list(sweeps))
-    peaks = {s["device"]: s["peak_gflops"] for s in sweeps if s["peak_gflops"]}
-    found_crossovers = crossovers(points)
-    sweep_notes = [
-        f"Crossover map: not measured on {s['device']} ({s['reason']}), so no crossover is stated."
-        for s in sweeps
-        if s["status"] != "ok"
-    ]
+    """The whole report as Markdown text; the links are the charts' paths relative to it.
+
+    Records from several hosts get one set of result sections per host: timings from different
+    machines are never averaged together.
+    """
     first = records[0]["parameters"]
-    intro = (
+    sections = [
         "# tiny-mlp-bench report\n\n"
         "Why is a 2→20→1 MLP slower in PyTorch on a GPU than on a CPU, and slower in PyTorch than in "
         f"Keras? {len(records)} run records; {first['epochs']} epochs of {first['n_train']} training "
         f"rows, batch {first['batch_size']}, Adam lr {first['learning_rate']}, "
         f"{first['hidden_units']} hidden units."
-    )
-    sections = [
-        intro,
-        headline_section(frame, summary, plot_link),
-        findings_section(summary, ladder, found_crossovers, sweep_notes),
-        ladder_section(ladder, summary, peaks),
-        targets_section(targets(ladder)),
     ]
-    if sweeps:
-        sections.append(crossover_section(points, list(sweeps), crossover_link))
-    sections += [
-        phases_section(summary),
-        quality_section(summary),
-        attention_section(frame),
-        environment_section(records),
-    ]
+    hosts = records_by_host(records)
+    if len(hosts) == 1:
+        sections += results_sections(records, list(sweeps), plot_link, crossover_link)
+    else:
+        for host, host_records in hosts.items():
+            host_sweeps = [s for s in sweeps if s["environment"]["host"] == host]
+            sections.append(f"# Results on host `{host}`\n\nEach host's runs are summarised on their own.")
+            sections += results_sections(host_records, host_sweeps, plot_link, crossover_link)
+    sections.append(environment_section(records))
     return "\n\n".join(sections) + "\n"
 
 
@@ -407,7 +428,8 @@ def main(argv=None) -> int:
     frame = records_to_frame(records)
     with atomic_path(args.timings) as tmp:
         frame.to_parquet(tmp, index=False)
-    plot_steps(seed_medians(summarize(frame)), args.plot)
+    per_host = {host: seed_medians(summarize(records_to_frame(rs))) for host, rs in records_by_host(records).items()}
+    plot_steps(per_host, args.plot)
 
     def link(path: Path) -> str:
         return Path(os.path.relpath(path, args.report.parent)).as_posix()

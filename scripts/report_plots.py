@@ -21,27 +21,31 @@ def save(fig, path: Path) -> None:
     plt.close(fig)
 
 
-def plot_steps(seed_rows: dict, path: Path) -> None:
-    """Median wall time per question step (seed variant), min-max whiskers, the asker's beside."""
+def plot_steps(seed_rows_by_host: dict[str, dict], path: Path) -> None:
+    """Median wall time per question step (seed variant) per host, min-max whiskers, the asker's beside."""
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
-    width = 0.38
     steps = list(ASKER_SECONDS)
+    width = 0.8 / (1 + len(seed_rows_by_host))
+    colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
     for i, step in enumerate(steps):
-        ax.bar(i - width / 2, ASKER_SECONDS[step], width, color="#bbbbbb", label="asker")
-        if step in seed_rows:
-            s = seed_rows[step]
-            err = [[s.median_s - s.min_s], [s.max_s - s.median_s]]
-            ax.bar(
-                i + width / 2,
-                s.median_s,
-                width,
-                yerr=err,
-                capsize=4,
-                color="#1f77b4",
-                label="this run (median, min–max)",
-            )
-        else:
-            ax.text(i + width / 2, 0.3, "no timed\nrun", ha="center", va="bottom", fontsize=8)
+        left = i - 0.4 + width / 2
+        ax.bar(left, ASKER_SECONDS[step], width, color="#bbbbbb", label="asker")
+        for j, (host, seed_rows) in enumerate(seed_rows_by_host.items(), 1):
+            label = "this run" if len(seed_rows_by_host) == 1 else host
+            if step in seed_rows:
+                s = seed_rows[step]
+                err = [[s.median_s - s.min_s], [s.max_s - s.median_s]]
+                ax.bar(
+                    left + j * width,
+                    s.median_s,
+                    width,
+                    yerr=err,
+                    capsize=3,
+                    color=colours[(j - 1) % 6],
+                    label=f"{label} (median, min–max)",
+                )
+            else:
+                ax.text(left + j * width, 0.3, "no timed\nrun", ha="center", va="bottom", fontsize=7)
     ax.set_xticks(range(len(steps)), steps)
     ax.set_ylabel("seconds, fit start to predictions")
     ax.set_title("Seed experiment: wall time per step")

@@ -13,6 +13,7 @@ import datetime
 import math
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,7 +191,7 @@ def run(backend: Backend, argv=None) -> int:
     fw = backend.load()
     timings = {"import_s": time.perf_counter() - start}
 
-    status, reason, quality, details = "ok", None, None, {}
+    status, reason, quality, details, result = "ok", None, None, {}, None
     reason = backend.unavailable(fw, args.device, args.variant)
     if reason is not None:
         if args.require_gpu:
@@ -200,7 +201,14 @@ def run(backend: Backend, argv=None) -> int:
         print(f"{label}: skipped: {reason}", file=sys.stderr)
     else:
         print(f"{label}: training {args.epochs} epochs on {args.device}", file=sys.stderr, flush=True)
-        result = backend.train(fw, spec, data)
+        try:
+            result = backend.train(fw, spec, data)
+        except Exception as err:  # any error inside the framework: report it, let the other runs finish
+            traceback.print_exc()
+            status, reason = "failed", f"{type(err).__name__}: {err}".strip()[:500]
+            print(f"{label}: recorded as failed: {reason}", file=sys.stderr)
+            result = None
+    if result is not None:
         timings |= {
             "setup_s": result.setup_s,
             "fit_predict_s": result.fit_predict_s,

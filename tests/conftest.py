@@ -147,6 +147,8 @@ def synthetic_record(
             "cuda": {"build_cuda": None, "build_cudnn": None, "driver": None},
             "gpu_name": None,
             "slurm_job_id": None,
+            "slurm_node": None,
+            "slurm_gpus": None,
             "container": None,
             "git_commit": "abc123",
             "dataset_sha256": "0" * 64,

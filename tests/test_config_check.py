@@ -41,6 +41,7 @@ def test_every_schema_key_has_type_description_and_default():
         ({"frameworks": []}, "config key 'frameworks': [] should be non-empty"),
         ({"require_gpu": "yes"}, "config key 'require_gpu': 'yes' is not of type 'boolean'"),
         ({"cpu_threads": -1}, "config key 'cpu_threads': -1 is less than the minimum of 0"),
+        ({"gpu_request": "mig"}, "config key 'gpu_request': 'mig' is not one of ['gpus', 'gres']"),
         ({"epoch": 10}, "config key 'epoch' is not a known key; did you mean 'epochs'?"),
         ({"zzz": 1}, "config key 'zzz' is not a known key; known keys: batch_size"),
     ],

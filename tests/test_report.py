@@ -106,6 +106,10 @@ def test_hosts_are_reported_apart():
     records = [*synthetic_study(), synthetic_record("torch", "cpu", 4, 1.0, host="other-node")]
     text = render_markdown(records)
     assert "### Host `bench-host` (15 runs)" in text and "### Host `other-node` (1 runs)" in text
+    # Each host is summarised on its own: the other node's 1 s run is not averaged into 6/7/8 s.
+    bench, other = text.split("# Results on host `bench-host`")[1].split("# Results on host `other-node`")
+    assert "| torch-cpu | 11 | 7.00 | 6.00–8.00 | 3/3 | 2/3 |" in bench
+    assert "| torch-cpu | 11 | 1.00 | 1.00–1.00 | 1/1 | 1/1 |" in other
 
 
 def test_same_records_give_identical_files(tmp_path):
@@ -206,3 +210,10 @@ def test_record_writer_refuses_an_invalid_record(tmp_path):
 def test_noisy_rungs_are_called_out():
     text = render_markdown(synthetic_study())
     assert "- Spread too large to compare reliably: torch-cpu compiled (CV 47.1%); rerun with more repeats." in text
+
+
+def test_failed_runs_come_with_the_command_that_reruns_them():
+    records = [*synthetic_study(), synthetic_record("torch", "cpu", 4, status="failed", reason="RuntimeError: x")]
+    text = render_markdown(records)
+    assert "| torch-cpu-seed-4 | failed | RuntimeError: x |" in text
+    assert "`snakemake --forcerun results/runs/torch-cpu-seed-4.json`" in text

@@ -348,3 +348,16 @@ def test_sweep_rejects_a_bad_grid(tmp_path):
         "sweep.py", "--device", "cpu", "--batch-sizes", "8,x", "--hidden-units", "4", "--output", tmp_path / "s.json"
     )
     assert result.returncode == 2 and "expected comma-separated integers, got '8,x'" in result.stderr
+
+
+def test_driver_records_an_exception_as_failed(small_dataset, tmp_path):
+    def broken(fw, spec, data):
+        raise RuntimeError("CUDA out of memory (test)")
+
+    out = tmp_path / "r.json"
+    backend = fake_backend(exact)
+    backend = Backend(**{**backend.__dict__, "train": broken})
+    assert run(backend, ["--dataset", str(small_dataset), "--output", str(out)]) == 0
+    record = read_record(out)
+    assert record["status"] == "failed" and record["reason"] == "RuntimeError: CUDA out of memory (test)"
+    assert record["quality"] is None and set(record["timings"]) == {"import_s"}

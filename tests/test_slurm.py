@@ -1,0 +1,84 @@
+"""The workflow on a real Slurm cluster through profiles/slurm (the Snakemake Slurm executor).
+
+Needs a running cluster: tests/slurm/start_cluster.sh starts a one-node one as root. Without one
+these tests skip with that reason; CI sets TINY_MLP_BENCH_REQUIRE_SLURM=1, which turns the skip
+into a failure, so a CI run can never pass them by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import run_snakemake
+from run_record import read_record, read_sweep
+from test_workflow import write_config
+
+
+def slurm_problem() -> str | None:
+    """Why no Slurm cluster can take jobs here, or None when one can."""
+    if shutil.which("sinfo") is None:
+        return "Slurm is not installed (no sinfo): apt-get install slurm-wlm munge"
+    probe = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0 or not {"idle", "mixed", "allocated"} & set(probe.stdout.split()):
+        return (
+            f"no Slurm node is up (sinfo: {(probe.stdout + probe.stderr).strip()!r}): run tests/slurm/start_cluster.sh"
+        )
+    return None
+
+
+@pytest.fixture(scope="module")
+def slurm():
+    problem = slurm_problem()
+    if problem and os.environ.get("TINY_MLP_BENCH_REQUIRE_SLURM") == "1":
+        pytest.fail(f"TINY_MLP_BENCH_REQUIRE_SLURM=1 but {problem}")
+    if problem:
+        pytest.skip(problem)
+
+
+def run_on_slurm(directory, configfile: str, *extra):
+    # Status checks start soon after submission, so the test does not wait on the default delay.
+    return run_snakemake(
+        directory,
+        "--profile",
+        "profiles/slurm",
+        "--configfile",
+        configfile,
+        "--slurm-init-seconds-before-status-checks",
+        5,
+        *extra,
+    )
+
+
+def test_tiny_study_on_slurm(slurm, workflow_dir):
+    result = run_on_slurm(workflow_dir, "tiny.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    records = {p.stem: read_record(p) for p in (workflow_dir / "results" / "runs").glob("*.json")}
+    assert len(records) == 16
+    for run_id, record in records.items():
+        env = record["environment"]
+        assert env["slurm_job_id"] and env["slurm_node"], run_id
+        if "-cuda-" in run_id:
+            # Slurm ran it with the GPU it asked for; the fake GPU has no CUDA behind it.
+            assert env["slurm_gpus"] is not None and record["status"] == "skipped", run_id
+        else:
+            assert env["slurm_gpus"] is None and record["status"] == "ok", run_id
+    # Submitted as Slurm jobs, each with its own job ID.
+    assert len({r["environment"]["slurm_job_id"] for r in records.values()}) == 16
+    for device in ("cpu", "cuda"):
+        assert read_sweep(workflow_dir / "results" / "sweep" / f"{device}.json")["environment"]["slurm_job_id"]
+    assert "| torch-cpu | 11 |" in (workflow_dir / "results" / "report.md").read_text()
+
+
+def test_gres_style_gpu_request(slurm, workflow_dir):
+    small = {"frameworks": ["torch"], "devices": ["cuda"], "repeats": 1, "variants": {"torch": ["seed"]}}
+    config = write_config(workflow_dir, "gres.yaml", **small)
+    # The profile picks the style with `config: [gpu_request=...]`; --config on the command line wins.
+    result = run_on_slurm(workflow_dir, config, "--until", "train_torch", "--config", "gpu_request=gres")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "gpu=0, gres=gpu:1" in result.stderr
+    record = read_record(workflow_dir / "results" / "runs" / "torch-cuda-seed-1.json")
+    assert record["environment"]["slurm_gpus"] is not None and record["environment"]["slurm_job_id"]
