@@ -102,10 +102,26 @@ class Session:
         test = t.tensor(self.data.test[: self.spec.batch_size], dtype=t.float, device=self.device)
         return train, test
 
-    def predict_batch(self, rows) -> None:
+    def seed_step(self, optimizer, batch):
+        """The asker's step: zero_grad, forward, loss of ``pred.squeeze()``, backward, Adam step."""
+        optimizer.zero_grad()
+        loss = self.loss_fn(self.model(batch[:, :2]).squeeze(), batch[:, 2])
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    def fit_and_predict(self, fit_start: float, epoch, test_batch):
+        """Train for spec.epochs timed epochs, then predict one test batch, as the question does.
+
+        Returns the epoch times, the last loss and the clock readings around the prediction.
+        """
+        self.model.train()
+        epoch_s, loss = timed_epochs(self.spec, self.now, fit_start, epoch)
+        predict_start = self.now()
         self.model.eval()
         with self.torch.no_grad():
-            self.model(rows[:, :2]).cpu()
+            self.model(test_batch()[:, :2]).cpu()
+        return epoch_s, loss, predict_start, self.now()
 
     def predict_all(self, features):
         with self.torch.no_grad():
@@ -145,18 +161,12 @@ def loader_loop(s: Session, batched: bool) -> TrainResult:
 
     def epoch():
         for batch in train_loader:
-            batch = batch.to(s.device)
-            optimizer.zero_grad()
-            loss = s.loss_fn(s.model(batch[:, :2]).squeeze(), batch[:, 2])
-            loss.backward()
-            optimizer.step()
+            loss = s.seed_step(optimizer, batch.to(s.device))
         return loss
 
-    s.model.train()
-    epoch_s, loss = timed_epochs(spec, s.now, fit_start, epoch)
-    predict_start = s.now()
-    s.predict_batch(next(iter(test_loader)).to(s.device))
-    end = s.now()
+    epoch_s, loss, predict_start, end = s.fit_and_predict(
+        fit_start, epoch, lambda: next(iter(test_loader)).to(s.device)
+    )
     details = {
         "data": "DataLoader, " + ("batch fetch" if batched else "per-row fetch"),
         "adam": adam_implementation(t, optimizer),
@@ -176,18 +186,10 @@ def resident_loop(s: Session) -> TrainResult:
     def epoch():
         perm = t.randperm(n, device=s.device)
         for i in range(0, n, size):
-            batch = rows[perm[i : i + size]]
-            optimizer.zero_grad()
-            loss = s.loss_fn(s.model(batch[:, :2]).squeeze(), batch[:, 2])
-            loss.backward()
-            optimizer.step()
+            loss = s.seed_step(optimizer, rows[perm[i : i + size]])
         return loss
 
-    s.model.train()
-    epoch_s, loss = timed_epochs(spec, s.now, fit_start, epoch)
-    predict_start = s.now()
-    s.predict_batch(test)
-    end = s.now()
+    epoch_s, loss, predict_start, end = s.fit_and_predict(fit_start, epoch, lambda: test)
     details = {"data": "device-resident, randperm per epoch", "adam": adam_implementation(t, optimizer)}
     return s.result(start, fit_start, epoch_s, predict_start, end, -(-n // size), loss, details)
 
@@ -211,14 +213,10 @@ def sync_free_loop(s: Session) -> TrainResult:
         watch_syncs(t, s.device, False)  # the clock's own synchronize is not counted
         return loss
 
-    s.model.train()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        epoch_s, loss = timed_epochs(spec, s.now, fit_start, epoch)
+        epoch_s, loss, predict_start, end = s.fit_and_predict(fit_start, epoch, lambda: test)
     syncs = [w for w in caught if "synchroniz" in str(w.message).lower()]
-    predict_start = s.now()
-    s.predict_batch(test)
-    end = s.now()
     details = {
         "data": "device-resident, one gather per epoch",
         "adam": adam_implementation(t, optimizer),
@@ -283,11 +281,7 @@ def compiled_loop(s: Session) -> TrainResult:
             loss = run_steps(chunk)
         return loss
 
-    s.model.train()
-    epoch_s, loss = timed_epochs(spec, s.now, fit_start, epoch)
-    predict_start = s.now()
-    s.predict_batch(test)
-    end = s.now()
+    epoch_s, loss, predict_start, end = s.fit_and_predict(fit_start, epoch, lambda: test)
     details = {
         "data": "device-resident, one gather per epoch",
         "adam": "functional, torch.optim.Adam's formula, in place",
@@ -356,11 +350,7 @@ def graphed_loop(s: Session) -> TrainResult:
             graphs[b].replay()
         return losses[b]
 
-    s.model.train()
-    epoch_s, loss = timed_epochs(spec, s.now, fit_start, epoch)
-    predict_start = s.now()
-    s.predict_batch(test)
-    end = s.now()
+    epoch_s, loss, predict_start, end = s.fit_and_predict(fit_start, epoch, lambda: test)
     details = {
         "data": "device-resident, copied into static inputs",
         "adam": "capturable foreach",

@@ -1,4 +1,4 @@
-"""The command line and run driver shared by the training programs (train_torch.py, train_keras.py).
+"""The command line and run driver shared by the training programs (train_torch, train_keras, train_numpy).
 
 A framework module supplies a :class:`Backend`: how to import it, whether a device is
 usable, how to train, and what to say about its environment. This module parses the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -79,6 +80,28 @@ def test_tiny_study_end_to_end(tiny_run):
         assert (directory / "results" / "report" / chart).stat().st_size > 1000
     assert (directory / "logs" / "train_torch" / "cpu-seed-1.log").read_text().count("epoch 3/3") == 1
     assert most_timed_jobs_at_once(output) == 1
+
+
+def test_a_failed_run_is_redone_alone_with_the_reported_command(tiny_run):
+    directory, _ = tiny_run
+    # Runs before the rerun test below, which rewrites the dataset and so outdates every record.
+    precheck = run_snakemake(directory, "-n", "--configfile", "tiny.yaml")
+    assert "Nothing to be done" in precheck.stdout + precheck.stderr
+    path = directory / "results" / "runs" / "torch-cpu-seed-2.json"
+    record = json.loads(path.read_text()) | {"status": "failed", "reason": "RuntimeError: injected by the test"}
+    path.write_text(json.dumps(record))
+    assert (
+        run_snakemake(directory, "--cores", 1, "--configfile", "tiny.yaml", "--forcerun", "render_report").returncode
+        == 0
+    )
+    report = (directory / "results" / "report.md").read_text()
+    command = re.search(r"`snakemake (--forcerun [^`]+)`", report).group(1).split()
+    plan = run_snakemake(directory, "-n", "--configfile", "tiny.yaml", *command)
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", plan.stdout + plan.stderr, re.M))
+    assert jobs == {"all": "1", "render_report": "1", "train_torch": "1", "total": "3"}
+    result = run_snakemake(directory, "--cores", 1, "--configfile", "tiny.yaml", *command)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert read_record(path)["status"] == "ok"
 
 
 def test_rerun_is_a_no_op_and_dataset_is_byte_identical(tiny_run):
