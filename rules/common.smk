@@ -6,10 +6,18 @@ from pathlib import Path
 import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
+from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 min_version("9.0")
 
 SCRIPTS = Path(workflow.basedir) / "scripts"
+# Rules run the interpreter that runs Snakemake (it has the project's packages, activated or
+# not, on this machine or on a Slurm node); inside an Apptainer image, the image's python.
+PYTHON = (
+    "python"
+    if DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method
+    else sys.executable
+)
 CONFIG_SCHEMA = Path(workflow.basedir) / "config" / "config.schema.yaml"
 
 # Every config error, one line per key, before any job can run; then Snakemake's own

@@ -13,8 +13,9 @@ rule render_report:
     container:
         config["images"]["torch"]
     params:
+        python=PYTHON,
         script=SCRIPTS / "render_report.py",
     shell:
-        "python {params.script} --report {output.report} --timings {output.timings}"
+        "{params.python} {params.script} --report {output.report} --timings {output.timings}"
         " --plot {output.plot} --crossover-plot {output.crossover_plot}"
         " --sweeps {input.sweeps} -- {input.records} > {log} 2>&1"

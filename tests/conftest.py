@@ -62,11 +62,16 @@ def workflow_dir(tmp_path) -> Path:
     return copy_workflow(tmp_path)
 
 
-def run_snakemake(directory: Path, *args) -> subprocess.CompletedProcess:
-    """Run the snakemake of this environment in ``directory``; output in .stdout."""
+def run_snakemake(directory: Path, *args, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run the snakemake of this environment in ``directory``; its log is in .stderr."""
     snakemake = Path(sys.executable).with_name("snakemake")
     return subprocess.run(
-        [str(snakemake), *map(str, args)], cwd=directory, capture_output=True, text=True, stdin=subprocess.DEVNULL
+        [str(snakemake), *map(str, args)],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=env,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
@@ -114,6 +115,16 @@ def test_rerun_is_a_no_op_and_dataset_is_byte_identical(tiny_run):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert file_sha256(dataset) == first
+
+
+def test_jobs_use_the_environment_that_runs_snakemake(workflow_dir):
+    # No virtual environment on PATH: the jobs must still find the project's packages.
+    bare = {**os.environ, "PATH": "/usr/bin:/bin"}
+    result = run_snakemake(
+        workflow_dir, "results/runs/numpy-cpu-reference-1.json", "--cores", 1, "--configfile", "tiny.yaml", env=bare
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert read_record(workflow_dir / "results" / "runs" / "numpy-cpu-reference-1.json")["status"] == "ok"
 
 
 def test_corrupt_dataset_stops_training_with_the_file_named(workflow_dir):
