@@ -93,11 +93,12 @@ def train(fw, spec: RunSpec, data) -> TrainResult:
     model.predict(data.test[: spec.batch_size, :2], verbose=0)
     end = time.perf_counter()
 
-    return TrainResult(
-        setup_s=fit_start - start,
-        epoch_s=epoch_s,
-        predict_s=end - predict_start,
-        fit_predict_s=end - start,
+    return TrainResult.from_clock(
+        start,
+        fit_start,
+        epoch_s,
+        predict_start,
+        end,
         steps_per_epoch=steps_per_epoch,
         final_train_loss=history.history["loss"][-1],
         predict=lambda features: model.predict(features, batch_size=4096, verbose=0),

@@ -103,11 +103,12 @@ def train(fw, spec: RunSpec, data) -> TrainResult:
     predict_start = time.perf_counter()
     forward(params, data.test[: spec.batch_size, :2].astype(np.float32))
     end = time.perf_counter()
-    return TrainResult(
-        setup_s=fit_start - start,
-        epoch_s=epoch_s,
-        predict_s=end - predict_start,
-        fit_predict_s=end - start,
+    return TrainResult.from_clock(
+        start,
+        fit_start,
+        epoch_s,
+        predict_start,
+        end,
         steps_per_epoch=-(-len(rows) // spec.batch_size),
         final_train_loss=loss,
         predict=lambda features: forward(params, features.astype(np.float32))[0],

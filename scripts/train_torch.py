@@ -129,11 +129,12 @@ class Session:
             return self.model(x).cpu().numpy()
 
     def result(self, start, fit_start, epoch_s, predict_start, end, steps, loss, details) -> TrainResult:
-        return TrainResult(
-            setup_s=fit_start - start,
-            epoch_s=epoch_s,
-            predict_s=end - predict_start,
-            fit_predict_s=end - start,
+        return TrainResult.from_clock(
+            start,
+            fit_start,
+            epoch_s,
+            predict_start,
+            end,
             steps_per_epoch=steps,
             final_train_loss=loss.item(),
             predict=self.predict_all,

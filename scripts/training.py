@@ -56,6 +56,15 @@ class TrainResult:
     predict: Callable[[np.ndarray], np.ndarray]
     details: dict[str, str] = field(default_factory=dict)  # what the variant used, e.g. which Adam
 
+    @classmethod
+    def from_clock(
+        cls, start: float, fit_start: float, epoch_s: list[float], predict_start: float, end: float, **rest
+    ) -> TrainResult:
+        """Build the phase times from the four clock readings every loop takes."""
+        return cls(
+            setup_s=fit_start - start, epoch_s=epoch_s, predict_s=end - predict_start, fit_predict_s=end - start, **rest
+        )
+
 
 @dataclass(frozen=True)
 class Backend:
