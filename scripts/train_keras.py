@@ -15,6 +15,7 @@ Run with --help for every option.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -78,11 +79,10 @@ def train(fw, spec: RunSpec, data) -> TrainResult:
             keras.layers.Dense(1, activation="relu"),
         ]
     )
-    steps_per_epoch = -(-len(x_train) // spec.batch_size)
     options = {
         "seed": {},
         "xla": {"jit_compile": True},
-        "steps_per_execution": {"steps_per_execution": steps_per_epoch},
+        "steps_per_execution": {"steps_per_execution": math.ceil(len(x_train) / spec.batch_size)},
     }[spec.variant]
     model.compile(loss="mse", optimizer=keras.optimizers.Adam(learning_rate=spec.learning_rate), **options)
     fit_start = time.perf_counter()
@@ -99,7 +99,6 @@ def train(fw, spec: RunSpec, data) -> TrainResult:
         epoch_s,
         predict_start,
         end,
-        steps_per_epoch=steps_per_epoch,
         final_train_loss=history.history["loss"][-1],
         predict=lambda features: model.predict(features, batch_size=4096, verbose=0),
         details={

@@ -109,7 +109,6 @@ def train(fw, spec: RunSpec, data) -> TrainResult:
         epoch_s,
         predict_start,
         end,
-        steps_per_epoch=-(-len(rows) // spec.batch_size),
         final_train_loss=loss,
         predict=lambda features: forward(params, features.astype(np.float32))[0],
         details={"implementation": "hand-written float32 NumPy", "adam": "written out, torch's constants"},

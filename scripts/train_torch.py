@@ -128,14 +128,13 @@ class Session:
             x = self.torch.tensor(features, dtype=self.torch.float, device=self.device)
             return self.model(x).cpu().numpy()
 
-    def result(self, start, fit_start, epoch_s, predict_start, end, steps, loss, details) -> TrainResult:
+    def result(self, start, fit_start, epoch_s, predict_start, end, loss, details) -> TrainResult:
         return TrainResult.from_clock(
             start,
             fit_start,
             epoch_s,
             predict_start,
             end,
-            steps_per_epoch=steps,
             final_train_loss=loss.item(),
             predict=self.predict_all,
             details=details,
@@ -172,7 +171,7 @@ def loader_loop(s: Session, batched: bool) -> TrainResult:
         "data": "DataLoader, " + ("batch fetch" if batched else "per-row fetch"),
         "adam": adam_implementation(t, optimizer),
     }
-    return s.result(start, fit_start, epoch_s, predict_start, end, len(train_loader), loss, details)
+    return s.result(start, fit_start, epoch_s, predict_start, end, loss, details)
 
 
 def resident_loop(s: Session) -> TrainResult:
@@ -192,7 +191,7 @@ def resident_loop(s: Session) -> TrainResult:
 
     epoch_s, loss, predict_start, end = s.fit_and_predict(fit_start, epoch, lambda: test)
     details = {"data": "device-resident, randperm per epoch", "adam": adam_implementation(t, optimizer)}
-    return s.result(start, fit_start, epoch_s, predict_start, end, -(-n // size), loss, details)
+    return s.result(start, fit_start, epoch_s, predict_start, end, loss, details)
 
 
 def sync_free_loop(s: Session) -> TrainResult:
@@ -225,7 +224,7 @@ def sync_free_loop(s: Session) -> TrainResult:
     }
     if s.device.type == "cuda":
         details["host_syncs_during_epochs"] = str(len(syncs))
-    return s.result(start, fit_start, epoch_s, predict_start, end, -(-n // spec.batch_size), loss, details)
+    return s.result(start, fit_start, epoch_s, predict_start, end, loss, details)
 
 
 # Steps unrolled into one compiled call: enough to cover the question's 12-step epoch, few
@@ -288,7 +287,7 @@ def compiled_loop(s: Session) -> TrainResult:
         "adam": "functional, torch.optim.Adam's formula, in place",
         "compiled": f"torch.compile(fullgraph=True), up to {COMPILED_STEPS_PER_CALL} steps per compiled call",
     }
-    return s.result(start, fit_start, epoch_s, predict_start, end, -(-n // spec.batch_size), loss, details)
+    return s.result(start, fit_start, epoch_s, predict_start, end, loss, details)
 
 
 def watch_syncs(torch, device, on: bool) -> None:
@@ -357,7 +356,7 @@ def graphed_loop(s: Session) -> TrainResult:
         "adam": "capturable foreach",
         "graphs": f"one per batch shape: {shapes}",
     }
-    return s.result(start, fit_start, epoch_s, predict_start, end, -(-n // size), loss, details)
+    return s.result(start, fit_start, epoch_s, predict_start, end, loss, details)
 
 
 def set_threads(torch, threads: int) -> None:

@@ -51,7 +51,6 @@ class TrainResult:
     epoch_s: list[float]
     predict_s: float
     fit_predict_s: float
-    steps_per_epoch: int
     final_train_loss: float
     predict: Callable[[np.ndarray], np.ndarray]
     details: dict[str, str] = field(default_factory=dict)  # what the variant used, e.g. which Adam
@@ -224,7 +223,8 @@ def run(backend: Backend, argv=None) -> int:
             "fit_s": float(sum(result.epoch_s)),
             "predict_s": result.predict_s,
             "epoch_s": result.epoch_s,
-            "steps_per_epoch": result.steps_per_epoch,
+            # Every loop takes the train rows in batches of batch_size, the last one short.
+            "steps_per_epoch": math.ceil(len(data.train) / spec.batch_size),
         }
         quality = score(result, data, args.min_r2)
         details = result.details

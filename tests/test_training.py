@@ -18,7 +18,6 @@ def result_predicting(predict) -> TrainResult:
         epoch_s=[0.1],
         predict_s=0.0,
         fit_predict_s=0.1,
-        steps_per_epoch=1,
         final_train_loss=0.0,
         predict=predict,
     )
