@@ -24,6 +24,7 @@ CONFIG_SCHEMA = Path(workflow.basedir) / "config" / "config.schema.yaml"
 # validate fills in the schema's defaults.
 sys.path.insert(0, str(SCRIPTS))
 from config_check import config_errors
+from container_run import ContainerError, find_engine, image_id
 
 _config_problems = config_errors(config, yaml.safe_load(CONFIG_SCHEMA.read_text()))
 if _config_problems:
@@ -90,6 +91,22 @@ def get_gres(wildcards):
     )
 
 
+def step_launcher(image):
+    """The command that starts a step's script, the local interpreter (or Apptainer's) or `<engine> run` in its image."""
+    engine = config["container_engine"]
+
+    def launcher(wildcards):
+        if engine == "none":
+            return PYTHON
+        gpu = " --gpu" if getattr(wildcards, "device", None) == "cuda" else ""
+        return (
+            f"{sys.executable} {SCRIPTS / 'container_run.py'} --engine {engine}"
+            f" --image {config['images'][image]}{gpu} --mount {workflow.basedir} -- python"
+        )
+
+    return launcher
+
+
 def get_train_args(wildcards, threads):
     """The training programs' shared flags, all taken from the config."""
     args = [
@@ -106,3 +123,27 @@ def get_train_args(wildcards, threads):
     if config["require_gpu"]:
         args.append("--require-gpu")
     return " ".join(args)
+
+
+def check_container_engine():
+    """With Docker or Podman, the engine and every image the study uses must exist before any job runs."""
+    engine = config["container_engine"]
+    if engine == "none":
+        return
+    if DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method:
+        raise WorkflowError(
+            f"container_engine is '{engine}' and --sdm apptainer is set: use one of them "
+            "(--config container_engine=none to let Apptainer run the steps)"
+        )
+    images = ["torch"] + (["keras"] if "keras" in config["frameworks"] else [])
+    try:
+        find_engine(engine)
+        for key in images:
+            image_id(engine, config["images"][key])
+    except ContainerError as err:
+        raise WorkflowError(
+            f"cannot run the steps in {engine} containers: {err}"
+        ) from None
+
+
+check_container_engine()

@@ -7,10 +7,10 @@ rule make_dataset:
     container:
         config["images"]["torch"]
     params:
-        python=PYTHON,
+        run=step_launcher("torch"),
         seed=config["seed"],
         n_rows=config["n_rows"],
         script=SCRIPTS / "dataset.py",
     shell:
-        "{params.python} {params.script} --seed {params.seed} --n-rows {params.n_rows}"
+        "{params.run} {params.script} --seed {params.seed} --n-rows {params.n_rows}"
         " --output {output.dataset} > {log} 2>&1"

@@ -13,9 +13,9 @@ rule render_report:
     container:
         config["images"]["torch"]
     params:
-        python=PYTHON,
+        run=step_launcher("torch"),
         script=SCRIPTS / "render_report.py",
     shell:
-        "{params.python} {params.script} --report {output.report} --timings {output.timings}"
+        "{params.run} {params.script} --report {output.report} --timings {output.timings}"
         " --plot {output.plot} --crossover-plot {output.crossover_plot}"
         " --sweeps {input.sweeps} -- {input.records} > {log} 2>&1"

@@ -18,11 +18,11 @@ rule train_torch:
         gpu=get_gpus,
         gres=get_gres,
     params:
-        python=PYTHON,
+        run=step_launcher("torch"),
         args=get_train_args,
         script=SCRIPTS / "train_torch.py",
     shell:
-        "{params.python} {params.script} --dataset {input.dataset} {params.args}"
+        "{params.run} {params.script} --dataset {input.dataset} {params.args}"
         " --output {output.record} > {log} 2>&1"
 
 
@@ -41,11 +41,11 @@ rule train_keras:
         gpu=get_gpus,
         gres=get_gres,
     params:
-        python=PYTHON,
+        run=step_launcher("keras"),
         args=get_train_args,
         script=SCRIPTS / "train_keras.py",
     shell:
-        "{params.python} {params.script} --dataset {input.dataset} {params.args}"
+        "{params.run} {params.script} --dataset {input.dataset} {params.args}"
         " --output {output.record} > {log} 2>&1"
 
 
@@ -64,11 +64,11 @@ rule train_numpy:
         gpu=get_gpus,
         gres=get_gres,
     params:
-        python=PYTHON,
+        run=step_launcher("torch"),
         args=get_train_args,
         script=SCRIPTS / "train_numpy.py",
     shell:
-        "{params.python} {params.script} --dataset {input.dataset} {params.args}"
+        "{params.run} {params.script} --dataset {input.dataset} {params.args}"
         " --output {output.record} > {log} 2>&1"
 
 
@@ -86,13 +86,13 @@ rule sweep_crossover:
         gpu=get_gpus,
         gres=get_gres,
     params:
-        python=PYTHON,
+        run=step_launcher("torch"),
         batch_sizes=",".join(map(str, config["sweep"]["batch_sizes"])),
         widths=",".join(map(str, config["sweep"]["hidden_units"])),
         steps=config["sweep"]["steps"],
         require_gpu="--require-gpu" if config["require_gpu"] else "",
         script=SCRIPTS / "sweep.py",
     shell:
-        "{params.python} {params.script} --device {wildcards.device} --threads {threads}"
+        "{params.run} {params.script} --device {wildcards.device} --threads {threads}"
         " --batch-sizes {params.batch_sizes} --hidden-units {params.widths}"
         " --steps {params.steps} {params.require_gpu} --output {output.sweep} > {log} 2>&1"

@@ -10,8 +10,10 @@ from pathlib import Path
 
 # Variables that change how many threads the numeric libraries start.
 THREAD_ENV_PREFIXES = ("OMP_", "MKL_", "OPENBLAS_", "GOTO_", "VECLIB_", "NUMEXPR_", "TF_NUM_")
-# Set by the container rules (issue: containers) to the image the step runs in.
+# Set by scripts/container_run.py for a step it runs with Docker or Podman.
+ENGINE_ENV = "TINY_MLP_BENCH_CONTAINER_ENGINE"
 IMAGE_ENV = "TINY_MLP_BENCH_IMAGE"
+IMAGE_ID_ENV = "TINY_MLP_BENCH_IMAGE_ID"
 
 
 def cpu_model() -> str:
@@ -30,15 +32,20 @@ def thread_env(environ=os.environ) -> dict[str, str]:
     return {k: environ[k] for k in sorted(environ) if k.startswith(THREAD_ENV_PREFIXES)}
 
 
-def container(environ=os.environ) -> str | None:
-    """The image named by the workflow, else the engine whose marker file exists, else None."""
-    if environ.get(IMAGE_ENV):
-        return environ[IMAGE_ENV]
-    if environ.get("APPTAINER_CONTAINER") or environ.get("SINGULARITY_CONTAINER"):
-        return environ.get("APPTAINER_CONTAINER") or environ["SINGULARITY_CONTAINER"]
+def container(environ=os.environ) -> dict | None:
+    """The engine, image and image ID the step runs in; None when it runs on the host.
+
+    Docker and Podman steps are told by container_run.py; Apptainer says so itself (the image
+    file, no ID); an engine's marker file without either still records that there was one.
+    """
+    if environ.get(ENGINE_ENV):
+        return {"engine": environ[ENGINE_ENV], "image": environ.get(IMAGE_ENV), "image_id": environ.get(IMAGE_ID_ENV)}
+    apptainer_image = environ.get("APPTAINER_CONTAINER") or environ.get("SINGULARITY_CONTAINER")
+    if apptainer_image:
+        return {"engine": "apptainer", "image": apptainer_image, "image_id": None}
     for marker, engine in (("/run/.containerenv", "podman"), ("/.dockerenv", "docker")):
         if Path(marker).exists():
-            return f"{engine} (image not named)"
+            return {"engine": engine, "image": None, "image_id": None}
     return None
 
 

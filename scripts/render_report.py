@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -71,11 +72,31 @@ def quality_section(summary: pd.DataFrame) -> str:
     )
 
 
-def environment_section(records: list[dict]) -> str:
-    """One block per host, so results from different machines are never mixed up."""
-    by_host: dict[str, list[dict]] = {}
-    for r in records:
-        by_host.setdefault(r["environment"]["host"], []).append(r["environment"])
+def machine_key(environment: dict) -> tuple:
+    return (environment["host"], environment["cpu_model"], environment["logical_cpus"], environment["gpu_name"])
+
+
+def machine_labels(items: list[dict]) -> dict[tuple, str]:
+    """A name per machine: its host name, with its hardware added where two machines share one
+    (VMs and containers are often all called the same)."""
+    keys = {machine_key(i["environment"]) for i in items}
+    names = Counter(key[0] for key in keys)
+    return {
+        key: key[0] if names[key[0]] == 1 else f"{key[0]} ({key[1]}, {key[2]} logical CPUs, {key[3] or 'no GPU'})"
+        for key in keys
+    }
+
+
+def group_by_machine(items: list[dict], labels: dict[tuple, str]) -> dict[str, list[dict]]:
+    groups: dict[str, list[dict]] = {}
+    for item in items:
+        groups.setdefault(labels[machine_key(item["environment"])], []).append(item)
+    return dict(sorted(groups.items()))
+
+
+def environment_section(records: list[dict], labels: dict[tuple, str]) -> str:
+    """One block per machine, so results from different machines are never mixed up."""
+    by_host = {host: [r["environment"] for r in rs] for host, rs in group_by_machine(records, labels).items()}
 
     def values(envs, get) -> str:
         found = sorted({str(get(e)) for e in envs})
@@ -98,13 +119,23 @@ def environment_section(records: list[dict]) -> str:
                 "thread variables",
                 values(envs, lambda e: " ".join(f"{k}={v}" for k, v in e["thread_env"].items()) or "none"),
             ],
-            ["container", values(envs, lambda e: e["container"] or "none (host)")],
+            ["container", values(envs, lambda e: describe_container(e["container"]))],
             ["Slurm job", values(envs, lambda e: e["slurm_job_id"] or "none")],
             ["git commit", values(envs, lambda e: e["git_commit"] or "unknown")],
             ["dataset sha256", values(envs, lambda e: e["dataset_sha256"])],
         ]
         parts.append(f"### Host `{host}` ({len(envs)} runs)\n\n" + table(["", ""], rows))
     return "\n\n".join(parts)
+
+
+def describe_container(container: dict | None) -> str:
+    """One cell: engine, image and short image ID, or that the step ran on the host."""
+    if container is None:
+        return "none (host)"
+    image_id = (container["image_id"] or "").removeprefix("sha256:")[:12]
+    return " ".join(
+        filter(None, [container["engine"], container["image"] or "(image not named)", image_id and f"({image_id})"])
+    )
 
 
 def attention_section(frame: pd.DataFrame) -> str:
@@ -329,13 +360,6 @@ def phases_section(summary: pd.DataFrame) -> str:
     return "## Phases\n\nMedians over completed runs.\n\n" + table(header, rows)
 
 
-def records_by_host(records: list[dict]) -> dict[str, list[dict]]:
-    hosts: dict[str, list[dict]] = {}
-    for r in records:
-        hosts.setdefault(r["environment"]["host"], []).append(r)
-    return dict(sorted(hosts.items()))
-
-
 def results_sections(records: list[dict], sweeps: list[dict], plot_link: str, crossover_link: str) -> list[str]:
     """Every result section for records from one host."""
     frame = records_to_frame(records)
@@ -378,15 +402,16 @@ def render_markdown(
         f"rows, batch {first['batch_size']}, Adam lr {first['learning_rate']}, "
         f"{first['hidden_units']} hidden units."
     ]
-    hosts = records_by_host(records)
+    labels = machine_labels([*records, *sweeps])
+    hosts = group_by_machine(records, labels)
     if len(hosts) == 1:
         sections += results_sections(records, list(sweeps), plot_link, crossover_link)
     else:
+        sweeps_by_host = group_by_machine(list(sweeps), labels)
         for host, host_records in hosts.items():
-            host_sweeps = [s for s in sweeps if s["environment"]["host"] == host]
             sections.append(f"# Results on host `{host}`\n\nEach host's runs are summarised on their own.")
-            sections += results_sections(host_records, host_sweeps, plot_link, crossover_link)
-    sections.append(environment_section(records))
+            sections += results_sections(host_records, sweeps_by_host.get(host, []), plot_link, crossover_link)
+    sections.append(environment_section(records, labels))
     return "\n\n".join(sections) + "\n"
 
 
@@ -428,7 +453,10 @@ def main(argv=None) -> int:
     frame = records_to_frame(records)
     with atomic_path(args.timings) as tmp:
         frame.to_parquet(tmp, index=False)
-    per_host = {host: seed_medians(summarize(records_to_frame(rs))) for host, rs in records_by_host(records).items()}
+    per_host = {
+        host: seed_medians(summarize(records_to_frame(rs)))
+        for host, rs in group_by_machine(records, machine_labels([*records, *sweeps])).items()
+    }
     plot_steps(per_host, args.plot)
 
     def link(path: Path) -> str:

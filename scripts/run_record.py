@@ -16,7 +16,9 @@ RUN_SCHEMA = "run_record.schema.json"
 SWEEP_SCHEMA = "sweep_record.schema.json"
 RECORD_TYPE = "tiny-mlp-bench.run"
 SWEEP_RECORD_TYPE = "tiny-mlp-bench.sweep"
-SCHEMA_VERSION = 1
+# 2: environment.container became {engine, image, image_id}; version 1 records are upgraded on reading.
+SCHEMA_VERSION = 2
+CONTAINER_ENGINES = ("docker", "podman", "apptainer")
 
 
 class RecordError(Exception):
@@ -60,7 +62,22 @@ def read_record(path: Path, schema_name: str = RUN_SCHEMA) -> dict:
         record = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise RecordError(f"{path}: not a readable JSON record ({err}); delete it to rerun that job") from err
-    return validate_record(record, str(path), schema_name)
+    return validate_record(upgrade(record), str(path), schema_name)
+
+
+def upgrade(record: dict) -> dict:
+    """A version 1 record in today's shape: its container was one string, the image or '<engine> (image not named)'."""
+    if isinstance(record, dict) and record.get("schema_version") == 1:
+        environment = record.get("environment")
+        container = environment.get("container") if isinstance(environment, dict) else None
+        if isinstance(container, str):
+            engine, _, rest = container.partition(" ")
+            if engine in CONTAINER_ENGINES and rest == "(image not named)":
+                environment["container"] = {"engine": engine, "image": None, "image_id": None}
+            else:  # version 1 named only Apptainer's image file (or TINY_MLP_BENCH_IMAGE, never set then)
+                environment["container"] = {"engine": "apptainer", "image": container, "image_id": None}
+        record["schema_version"] = SCHEMA_VERSION
+    return record
 
 
 def write_sweep(record: dict, path: Path) -> None:

@@ -18,7 +18,7 @@ import sys
 import time
 
 from environment import collect_environment
-from run_record import SWEEP_RECORD_TYPE, write_sweep
+from run_record import SCHEMA_VERSION, SWEEP_RECORD_TYPE, write_sweep
 from train_torch import build_model, describe, load, set_threads, unavailable
 from training import positive_int
 
@@ -91,7 +91,7 @@ def main(argv=None) -> int:
     set_threads(torch, args.threads)
     record = {
         "record_type": SWEEP_RECORD_TYPE,
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
         "device": args.device,
         "variant": "sync_free",
         "steps": args.steps,

@@ -106,7 +106,7 @@ def synthetic_record(
         }
     return {
         "record_type": "tiny-mlp-bench.run",
-        "schema_version": 1,
+        "schema_version": 2,
         "identity": {
             "run_id": f"{framework}-{device}-{variant}-{repeat}",
             "framework": framework,
@@ -195,7 +195,7 @@ def synthetic_sweeps() -> list[dict]:
         ]
         return {
             "record_type": "tiny-mlp-bench.sweep",
-            "schema_version": 1,
+            "schema_version": 2,
             "device": device,
             "variant": "sync_free",
             "steps": 10,

@@ -112,6 +112,15 @@ def test_hosts_are_reported_apart():
     assert "| torch-cpu | 11 | 1.00 | 1.00–1.00 | 1/1 | 1/1 |" in other
 
 
+def test_machines_sharing_a_host_name_are_reported_apart():
+    # VMs and containers are often all called the same: the hardware tells them apart.
+    gpu_machine = synthetic_record("torch", "cpu", 4, 1.0)
+    gpu_machine["environment"]["gpu_name"] = "NVIDIA H200"
+    text = render_markdown([*synthetic_study(), gpu_machine])
+    assert "# Results on host `bench-host (Test CPU, 2 logical CPUs, no GPU)`" in text
+    assert "# Results on host `bench-host (Test CPU, 2 logical CPUs, NVIDIA H200)`" in text
+
+
 def test_same_records_give_identical_files(tmp_path):
     paths = []
     for i, record in enumerate(synthetic_study()):

@@ -1,0 +1,312 @@
+"""Steps in Docker or Podman images: the launcher, the workflow's switch, and a real Podman run.
+
+The real run needs Podman and the CPU images (`make images FLAVOR=cpu`); without them it skips
+with that reason. CI builds the images and sets TINY_MLP_BENCH_REQUIRE_PODMAN=1, which turns the
+skip into a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import container_run
+import environment
+from conftest import ROOT, run_snakemake
+from run_record import read_record, read_sweep
+from test_workflow import write_config
+
+VERSION = (ROOT / "VERSION").read_text().strip()
+CPU_IMAGES = {
+    "torch": f"docker://ghcr.io/tiny-mlp-bench/torch:{VERSION}-cpu",
+    "keras": f"docker://ghcr.io/tiny-mlp-bench/keras:{VERSION}-cpu",
+}
+
+
+@pytest.fixture
+def fake_engine(tmp_path, monkeypatch):
+    """A `podman` on PATH that answers `info` and knows only the images listed in its file."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    known = tmp_path / "known-images"
+    known.write_text("")
+    script = bin_dir / "podman"
+    script.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = info ]; then exit 0; fi\n'
+        'if [ "$1" = image ] && [ "$2" = inspect ]; then\n'
+        f'  grep -qxF "$5" {known} && echo sha256:0123456789abcdef0123 && exit 0\n'
+        '  echo "Error: $5: image not known" >&2; exit 125\n'
+        "fi\n"
+        "exit 3\n"
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    container_run.find_engine.cache_clear()
+    yield known
+    container_run.find_engine.cache_clear()
+
+
+def test_image_reference_drops_apptainers_prefix_and_refuses_image_files():
+    assert container_run.image_reference("docker://ghcr.io/x/torch:1") == "ghcr.io/x/torch:1"
+    assert container_run.image_reference("ghcr.io/x/torch:1") == "ghcr.io/x/torch:1"
+    for apptainer_only in ("torch.sif", "oras://ghcr.io/x/torch:1"):
+        with pytest.raises(container_run.ContainerError, match="Apptainer image"):
+            container_run.image_reference(apptainer_only)
+
+
+def test_a_missing_engine_says_what_to_install_and_which_key_to_change(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    container_run.find_engine.cache_clear()
+    with pytest.raises(container_run.ContainerError) as err:
+        container_run.find_engine("podman")
+    container_run.find_engine.cache_clear()
+    assert "no 'podman' command is on PATH" in str(err.value)
+    assert "apt-get install podman" in str(err.value) and "container_engine: none" in str(err.value)
+
+
+def test_a_missing_image_names_the_command_that_builds_it(fake_engine):
+    with pytest.raises(container_run.ContainerError) as err:
+        container_run.image_id("podman", CPU_IMAGES["torch"])
+    message = str(err.value)
+    assert f"'ghcr.io/tiny-mlp-bench/torch:{VERSION}-cpu' is not in podman's local images" in message
+    assert "make images ENGINE=podman FLAVOR=cpu" in message and "image not known" in message
+    fake_engine.write_text(f"ghcr.io/tiny-mlp-bench/torch:{VERSION}-cpu\n")
+    assert container_run.image_id("podman", CPU_IMAGES["torch"]) == "sha256:0123456789abcdef0123"
+
+
+def test_the_launcher_exits_2_with_the_message_and_starts_nothing(fake_engine, capsys):
+    assert container_run.main(["--engine", "podman", "--image", "nope:1", "--", "python", "-V"]) == 2
+    assert "error: image 'nope:1' is not in podman's local images" in capsys.readouterr().err
+
+
+def test_podman_gets_the_gpu_only_through_a_cdi_spec(tmp_path):
+    flags, why_not = container_run.gpu_flags("podman", cdi_dirs=[tmp_path / "missing", tmp_path])
+    assert flags == [] and "nvidia-ctk cdi generate" in why_not
+    (tmp_path / "nvidia.yaml").write_text("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices: []\n")
+    assert container_run.gpu_flags("podman", cdi_dirs=[tmp_path]) == (["--device", "nvidia.com/gpu=all"], None)
+
+
+def test_docker_gets_the_gpu_only_with_the_container_toolkit(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    flags, why_not = container_run.gpu_flags("docker")
+    assert flags == [] and "NVIDIA Container Toolkit" in why_not
+    hook = tmp_path / "nvidia-container-runtime-hook"
+    hook.write_text("#!/bin/sh\n")
+    hook.chmod(0o755)
+    assert container_run.gpu_flags("docker") == (["--gpus", "all"], None)
+
+
+@pytest.mark.parametrize(
+    ("engine", "uid", "user_flags"),
+    [
+        ("docker", 1000, ["--user", "1000:100"]),
+        ("podman", 0, ["--user", "0:100"]),
+        ("podman", 1000, ["--userns=keep-id", "--user", "1000:100"]),  # rootless
+    ],
+)
+def test_run_command_mounts_the_workspace_and_runs_as_the_caller(engine, uid, user_flags, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    environ = {"OMP_NUM_THREADS": "2", "SLURM_JOB_ID": "7", "HOME": "/root", "PATH": "/bin"}
+    command = container_run.run_command(
+        engine,
+        "img:1",
+        ["python", "x.py"],
+        [tmp_path, tmp_path, ROOT],
+        ["--gpus", "all"],
+        "sha256:ab",
+        environ,
+        uid,
+        100,
+    )
+    assert command[:4] == [engine, "run", "--rm", "--network=none"]
+    assert command[-3:] == ["img:1", "python", "x.py"]
+    text = " ".join(command)
+    assert " ".join(user_flags) in text
+    assert text.count(f"--volume {tmp_path.resolve()}:{tmp_path.resolve()}") == 1
+    assert f"--volume {ROOT}:{ROOT}" in text and f"--workdir {tmp_path.resolve()}" in text
+    assert f"--hostname {socket.gethostname()}" in text  # records group by the machine, not the container
+    # Thread and Slurm variables pass by name; the rest of the caller's environment stays out.
+    assert "--env OMP_NUM_THREADS" in text and "--env SLURM_JOB_ID" in text
+    assert "HOME" not in text and "--env PATH" not in text
+    for variable in ("CONTAINER_ENGINE=" + engine, "IMAGE=img:1", "IMAGE_ID=sha256:ab"):
+        assert f"--env TINY_MLP_BENCH_{variable}" in text
+    assert command.index("--gpus") < command.index("img:1")  # engine flags come before the image
+
+
+def test_record_names_the_container_from_the_launchers_variables():
+    launched = {
+        environment.ENGINE_ENV: "podman",
+        environment.IMAGE_ENV: "ghcr.io/x/torch:1",
+        environment.IMAGE_ID_ENV: "sha256:ab",
+    }
+    assert environment.container(launched) == {
+        "engine": "podman",
+        "image": "ghcr.io/x/torch:1",
+        "image_id": "sha256:ab",
+    }
+    apptainer = {"APPTAINER_CONTAINER": "/cache/torch.sif"}
+    assert environment.container(apptainer) == {"engine": "apptainer", "image": "/cache/torch.sif", "image_id": None}
+    if not any(Path(m).exists() for m in ("/run/.containerenv", "/.dockerenv")):
+        assert environment.container({}) is None
+
+
+def shell_commands(dry_run_output: str) -> dict[str, str]:
+    """Each job's output file -> its shell command, from `snakemake -n -p`."""
+    jobs = re.findall(r"output: (\S+?)(?:,.*?)?\n.*?Shell command: (.+?)\n", dry_run_output, re.S)
+    return dict(jobs)
+
+
+def test_the_switch_wraps_every_step_and_passes_the_gpu_to_cuda_steps_only(workflow_dir, fake_engine):
+    fake_engine.write_text("".join(container_run.image_reference(i) + "\n" for i in CPU_IMAGES.values()))
+    config = write_config(workflow_dir, "podman.yaml", container_engine="podman", images=CPU_IMAGES)
+    result = run_snakemake(workflow_dir, "-n", "-p", "--cores", 1, "--configfile", config)
+    assert result.returncode == 0, result.stderr
+    commands = shell_commands(result.stdout + result.stderr)
+    assert len(commands) > 10 and "results/report.md" in commands
+    for output, command in commands.items():
+        assert "container_run.py --engine podman --image docker://ghcr.io/tiny-mlp-bench/" in command, output
+        image = "keras" if "/keras-" in output else "torch"
+        assert f"/{image}:{VERSION}-cpu" in command, output
+        assert ("--gpu " in command) == ("-cuda" in output or output.endswith("cuda.json")), output
+        assert "-- python " in command, output
+
+
+def test_a_missing_image_stops_the_workflow_before_any_job(workflow_dir, fake_engine):
+    config = write_config(workflow_dir, "podman.yaml", container_engine="podman", images=CPU_IMAGES)
+    result = run_snakemake(workflow_dir, "--cores", 1, "--configfile", config)
+    assert result.returncode != 0
+    assert "cannot run the steps in podman containers" in result.stderr
+    assert "make images ENGINE=podman FLAVOR=cpu" in result.stderr
+    assert not (workflow_dir / "results").exists() and not (workflow_dir / "logs").exists()
+
+
+def test_docker_or_podman_and_apptainer_exclude_each_other(workflow_dir, fake_engine):
+    config = write_config(workflow_dir, "podman.yaml", container_engine="podman")
+    result = run_snakemake(workflow_dir, "-n", "--cores", 1, "--configfile", config, "--sdm", "apptainer")
+    assert result.returncode != 0
+    assert "container_engine is 'podman' and --sdm apptainer is set" in result.stdout + result.stderr
+
+
+APPTAINER_STAND_IN = """#!/bin/sh
+# Stands in for Apptainer (not installed here): logs each call, "pulls" by creating the file,
+# and runs `exec ... IMAGE bash -c CMD` on the host with the variable Apptainer sets.
+echo "$*" >> "$(dirname "$0")/calls.log"
+case "$1" in
+  --version) echo "apptainer version 1.3.4" ;;
+  pull) : > "$3" ;;
+  exec) shift; while [ "$1" != bash ]; do image=$1; shift; done; APPTAINER_CONTAINER=$image exec "$@" ;;
+esac
+"""
+
+
+def test_apptainer_profile_runs_each_step_in_its_image_with_gpus_visible(workflow_dir, tmp_path):
+    stand_in = tmp_path / "apptainer-bin"
+    stand_in.mkdir()
+    (stand_in / "apptainer").write_text(APPTAINER_STAND_IN)
+    (stand_in / "apptainer").chmod(0o755)
+    env = os.environ | {"PATH": f"{stand_in}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    targets = ["results/runs/torch-cpu-seed-1.json", "results/runs/keras-cpu-seed-1.json"]
+    result = run_snakemake(
+        workflow_dir, *targets, "--cores", 1, "--configfile", "tiny.yaml", "--profile", "profiles/apptainer", env=env
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    calls = (stand_in / "calls.log").read_text().splitlines()
+    pulled = sorted(c.split()[-1] for c in calls if c.startswith("pull "))
+    assert pulled == [f"docker://ghcr.io/tiny-mlp-bench/{name}:{VERSION}" for name in ("keras", "torch")]
+    runs = [c for c in calls if c.startswith("exec ")]
+    assert len(runs) == 3 and all(" --nv " in c for c in runs)  # the dataset and the two runs
+    images = {}
+    for target in targets:
+        container = read_record(workflow_dir / target)["environment"]["container"]
+        assert container["engine"] == "apptainer" and container["image"].endswith(".simg")
+        images[target] = container["image"]
+    assert len(set(images.values())) == 2  # torch and keras each in its own image
+
+
+def test_the_config_images_carry_the_projects_version():
+    import yaml
+
+    images = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["images"]
+    assert images == {name: f"docker://ghcr.io/tiny-mlp-bench/{name}:{VERSION}" for name in ("torch", "keras")}
+
+
+# --- the real thing: the tiny study in Podman --------------------------------------------------
+
+
+def podman_problem() -> str | None:
+    """Why the tiny study cannot run in Podman here, or None when it can."""
+    if shutil.which("podman") is None:
+        return "Podman is not installed: apt-get install podman (then docker/podman-host-setup.sh)"
+    for image in CPU_IMAGES.values():
+        name = container_run.image_reference(image)
+        found = subprocess.run(["podman", "image", "exists", name], capture_output=True)
+        if found.returncode != 0:
+            return f"image {name} is not built: make images ENGINE=podman FLAVOR=cpu"
+    return None
+
+
+@pytest.fixture(scope="module")
+def podman():
+    problem = podman_problem()
+    if problem and os.environ.get("TINY_MLP_BENCH_REQUIRE_PODMAN") == "1":
+        pytest.fail(f"TINY_MLP_BENCH_REQUIRE_PODMAN=1 but {problem}")
+    if problem:
+        pytest.skip(problem)
+
+
+def podman_image_id(image: str) -> str:
+    out = subprocess.run(
+        ["podman", "image", "inspect", "--format", "{{.Id}}", container_run.image_reference(image)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+def test_tiny_study_runs_every_step_in_its_podman_image(podman, workflow_dir):
+    config = write_config(workflow_dir, "podman.yaml", container_engine="podman", images=CPU_IMAGES)
+    result = run_snakemake(workflow_dir, "--cores", 2, "--configfile", config)
+    assert result.returncode == 0, result.stderr[-5000:]
+    ids = {name: podman_image_id(image) for name, image in CPU_IMAGES.items()}
+    records = sorted((workflow_dir / "results" / "runs").glob("*.json"))
+    assert len(records) == 16
+    for path in records:
+        record = read_record(path)
+        image = "keras" if record["identity"]["framework"] == "keras" else "torch"
+        container = record["environment"]["container"]
+        assert container == {
+            "engine": "podman",
+            "image": container_run.image_reference(CPU_IMAGES[image]),
+            "image_id": ids[image],
+        }, path.name
+        # The image's interpreter and CPU builds ran, not this environment's.
+        assert record["environment"]["host"] == socket.gethostname()
+        expected = "skipped" if record["identity"]["device"] == "cuda" else "ok"
+        assert record["status"] == expected, (path.name, record["reason"])
+        if record["status"] == "skipped":
+            assert "no CUDA device" in record["reason"]
+    for device in ("cpu", "cuda"):
+        sweep = read_sweep(workflow_dir / "results" / "sweep" / f"{device}.json")
+        assert sweep["environment"]["container"]["engine"] == "podman"
+    # Files the containers wrote belong to the caller, and the report names the images.
+    assert all(p.stat().st_uid == os.getuid() for p in records)
+    report = (workflow_dir / "results" / "report.md").read_text()
+    assert f"podman ghcr.io/tiny-mlp-bench/torch:{VERSION}-cpu ({ids['torch'].removeprefix('sha256:')[:12]})" in report
+    log = (workflow_dir / "logs" / "train_torch" / "cuda-seed-1.log").read_text()
+    assert "warning: no GPU passed to the podman container" in log
+
+
+def test_version_1_records_read_in_todays_shape():
+    # Written on the H200 machine before the container block had its fields (its image has /.dockerenv).
+    record = read_record(ROOT / "results" / "archive" / "2026-11-29-h200" / "runs" / "torch-cuda-graphed-2.json")
+    assert record["schema_version"] == 2
+    assert record["environment"]["container"] == {"engine": "docker", "image": None, "image_id": None}
