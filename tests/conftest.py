@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +23,14 @@ def torch_has_cuda() -> bool:
     """Whether a CUDA device is usable, asked in a subprocess so tests don't import torch."""
     probe = "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"
     return subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
+
+
+def skip_unless_ready(problem: str | None, require_variable: str) -> None:
+    """Skip with the reason when a test's service is missing; fail instead where CI sets the variable to 1."""
+    if problem and os.environ.get(require_variable) == "1":
+        pytest.fail(f"{require_variable}=1 but {problem}")
+    if problem:
+        pytest.skip(problem)
 
 
 @pytest.fixture(scope="session")

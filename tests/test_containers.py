@@ -19,7 +19,7 @@ import pytest
 
 import container_run
 import environment
-from conftest import ROOT, run_snakemake
+from conftest import ROOT, run_snakemake, skip_unless_ready
 from run_record import read_record, read_sweep
 from test_workflow import write_config
 
@@ -255,11 +255,7 @@ def podman_problem() -> str | None:
 
 @pytest.fixture(scope="module")
 def podman():
-    problem = podman_problem()
-    if problem and os.environ.get("TINY_MLP_BENCH_REQUIRE_PODMAN") == "1":
-        pytest.fail(f"TINY_MLP_BENCH_REQUIRE_PODMAN=1 but {problem}")
-    if problem:
-        pytest.skip(problem)
+    skip_unless_ready(podman_problem(), "TINY_MLP_BENCH_REQUIRE_PODMAN")
 
 
 def podman_image_id(image: str) -> str:
@@ -310,3 +306,37 @@ def test_version_1_records_read_in_todays_shape():
     record = read_record(ROOT / "results" / "archive" / "2026-11-29-h200" / "runs" / "torch-cuda-graphed-2.json")
     assert record["schema_version"] == 2
     assert record["environment"]["container"] == {"engine": "docker", "image": None, "image_id": None}
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["FLAVOR=gpu"], "error: FLAVOR must be cuda or cpu, not 'gpu'"),
+        (["ENGINE=no-such-engine"], "error: no 'no-such-engine' on PATH: install Podman"),
+    ],
+)
+def test_make_images_refuses_a_wrong_flavor_or_engine(args, expected):
+    result = subprocess.run(["make", "-s", "-C", str(ROOT), "image-keras", *args], capture_output=True, text=True)
+    assert result.returncode != 0 and expected in result.stderr
+
+
+def test_a_build_without_its_packages_says_how_to_build_offline(podman):
+    # pip may not use the network and the wheelhouse lacks TensorFlow: the build must stop with
+    # the paragraph that says what to pass, not with pip's error alone. Built on the CPU image's
+    # own base, so the layers before pip come from the cache and need no network either.
+    keras = container_run.image_reference(CPU_IMAGES["keras"])
+    label = '{{index .Labels "org.opencontainers.image.base.name"}}'
+    inspect = ["podman", "image", "inspect", "--format", label, keras]
+    base = subprocess.run(inspect, capture_output=True, text=True, check=True).stdout.strip()
+    build_args = ["--build-arg", "FLAVOR=cpu", "--build-arg", "PIP_NO_INDEX=1", "--build-arg", f"BASE_IMAGE={base}"]
+    result = subprocess.run(
+        ["podman", "build", "--force-rm", "--network=none", "-f", "docker/keras.Dockerfile", *build_args, "."],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "ERROR: pip could not install the image's packages" in output
+    assert "--secret id=ca_bundle" in output and "--build-arg PIP_NO_INDEX=1" in output

@@ -7,13 +7,12 @@ into a failure, so a CI run can never pass them by skipping.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 
 import pytest
 
-from conftest import run_snakemake
+from conftest import run_snakemake, skip_unless_ready
 from run_record import read_record, read_sweep
 from test_workflow import write_config
 
@@ -32,11 +31,7 @@ def slurm_problem() -> str | None:
 
 @pytest.fixture(scope="module")
 def slurm():
-    problem = slurm_problem()
-    if problem and os.environ.get("TINY_MLP_BENCH_REQUIRE_SLURM") == "1":
-        pytest.fail(f"TINY_MLP_BENCH_REQUIRE_SLURM=1 but {problem}")
-    if problem:
-        pytest.skip(problem)
+    skip_unless_ready(slurm_problem(), "TINY_MLP_BENCH_REQUIRE_SLURM")
 
 
 def run_on_slurm(directory, configfile: str, *extra):
