@@ -85,9 +85,9 @@ image-torch image-keras: image-%:
 # PyPI's Linux torch is the CUDA build; the CPU build comes from PyTorch's own index (or from
 # pip's find-links, where a machine keeps it on disk) into wheelhouse/cpu/, which only
 # FLAVOR=cpu builds read.
-torch-cpu-wheel:
+torch-cpu-wheel: | $(BIN)/python
 	@ls wheelhouse/cpu/torch-$(TORCH_VERSION)+cpu-*.whl >/dev/null 2>&1 || \
-		$(PYTHON) -m pip download --no-deps --only-binary=:all: --python-version 3.11 \
+		$(BIN)/python -m pip download --no-deps --only-binary=:all: --python-version 3.11 \
 			--platform manylinux_2_28_x86_64 --index-url https://download.pytorch.org/whl/cpu \
 			-d wheelhouse/cpu torch==$(TORCH_VERSION)+cpu
 
