@@ -1,6 +1,5 @@
-# syntax=docker/dockerfile:1
-# tiny-mlp-bench keras image: scripts/train_keras.py (Keras 3 on TensorFlow), with
-# `python` = /opt/venv/bin/python. Build from the repository root:
+# tiny-mlp-bench keras image: scripts/train.py --framework keras (Keras 3 on TensorFlow) with the
+# tiny_mlp_bench package, and `python` = /opt/venv/bin/python. Build from the repository root:
 #   podman build -f docker/keras.Dockerfile -t ghcr.io/tiny-mlp-bench/keras:0.1.0 \
 #     --secret id=ca_bundle,src=/etc/ssl/certs/ca-certificates.crt .
 # FLAVOR=cuda (default) installs tensorflow[and-cuda], the CUDA libraries as nvidia-* wheels;
@@ -67,6 +66,7 @@ RUN --mount=type=secret,id=ca_bundle \
 
 RUN useradd --uid 1000 --user-group --no-create-home --home-dir /tmp --shell /bin/bash bench
 COPY scripts/ /opt/tiny-mlp-bench/scripts/
+COPY tiny_mlp_bench/ /opt/tiny-mlp-bench/tiny_mlp_bench/
 WORKDIR /opt/tiny-mlp-bench
 # HOME=/tmp: the workflow runs the image as the host's uid (--user), which may have no home, and
 # Keras writes ~/.keras. No bytecode in a mounted workspace.

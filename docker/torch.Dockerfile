@@ -1,6 +1,6 @@
-# syntax=docker/dockerfile:1
-# tiny-mlp-bench torch image: scripts/dataset.py, train_torch.py, train_numpy.py, sweep.py and
-# render_report.py, with `python` = /opt/venv/bin/python. Build from the repository root:
+# tiny-mlp-bench torch image: scripts/make_dataset.py, train.py (torch, numpy), sweep_crossover.py
+# and render_report.py with the tiny_mlp_bench package; `python` = /opt/venv/bin/python.
+# Build from the repository root:
 #   podman build -f docker/torch.Dockerfile -t ghcr.io/tiny-mlp-bench/torch:0.1.0 \
 #     --secret id=ca_bundle,src=/etc/ssl/certs/ca-certificates.crt .
 # FLAVOR=cuda (default): torch==2.13.0 from PyPI, the CUDA build (it pulls the nvidia-* wheels
@@ -78,6 +78,7 @@ RUN --mount=type=secret,id=ca_bundle \
 
 RUN useradd --uid 1000 --user-group --no-create-home --home-dir /tmp --shell /bin/bash bench
 COPY scripts/ /opt/tiny-mlp-bench/scripts/
+COPY tiny_mlp_bench/ /opt/tiny-mlp-bench/tiny_mlp_bench/
 WORKDIR /opt/tiny-mlp-bench
 # HOME=/tmp: the workflow runs the image as the host's uid (--user), which may have no home, and
 # torch.compile and matplotlib write caches under it. No bytecode in a mounted workspace.

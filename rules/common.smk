@@ -10,7 +10,7 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 min_version("9.0")
 
-SCRIPTS = Path(workflow.basedir) / "scripts"
+SCRIPTS = Path(workflow.basedir) / "scripts"  # the command-line programs each rule runs
 # Rules run the interpreter that runs Snakemake (it has the project's packages, activated or
 # not, on this machine or on a Slurm node); inside an Apptainer image, the image's python.
 PYTHON = (
@@ -20,12 +20,14 @@ PYTHON = (
 )
 CONFIG_SCHEMA = Path(workflow.basedir) / "config" / "config.schema.yaml"
 
+# The library the programs share: the catalogue of variants, the config check, the engines.
+sys.path.insert(0, workflow.basedir)
+from tiny_mlp_bench import catalogue
+from tiny_mlp_bench.config_check import config_errors
+from tiny_mlp_bench.containers import ContainerError, find_engine, image_id
+
 # Every config error, one line per key, before any job can run; then Snakemake's own
 # validate fills in the schema's defaults.
-sys.path.insert(0, str(SCRIPTS))
-from config_check import config_errors
-from container_run import ContainerError, find_engine, image_id
-
 _config_problems = config_errors(config, yaml.safe_load(CONFIG_SCHEMA.read_text()))
 if _config_problems:
     _sources = ", ".join(str(f) for f in workflow.configfiles) or "--config"
@@ -36,36 +38,29 @@ validate(config, schema=str(CONFIG_SCHEMA))
 
 
 wildcard_constraints:
-    framework="torch|keras|numpy",
-    device="cpu|cuda",
+    framework="|".join(catalogue.framework_names()),
+    device="|".join(catalogue.DEVICES),
     variant="[a-z_]+",
     repeat=r"[1-9]\d*",
 
 
-# Combinations that cannot exist: the NumPy reference has no GPU path, CUDA graphs no CPU one.
-IMPOSSIBLE_RUNS = {("numpy", "cuda"), ("graphed", "cpu")}
-
-
 def get_run_records():
-    """Every run record the config asks for: framework x device x its variants x repeat."""
-    records = []
-    for framework in config["frameworks"]:
-        for device in config["devices"]:
-            for variant in config["variants"][framework]:
-                if {(framework, device), (variant, device)} & IMPOSSIBLE_RUNS:
-                    continue
-                records += expand(
-                    "results/runs/{framework}-{device}-{variant}-{repeat}.json",
-                    framework=framework,
-                    device=device,
-                    variant=variant,
-                    repeat=range(1, config["repeats"] + 1),
-                )
-    return records
+    """Every run record the config asks for: framework x device x its variants x repeat, where the
+    catalogue says the variant runs on the device."""
+    return [
+        rules.train.output.record.format(
+            framework=framework, device=device, variant=variant, repeat=repeat
+        )
+        for framework in config["frameworks"]
+        for device in config["devices"]
+        for variant in config["variants"][framework]
+        if catalogue.variant(framework, variant).runs_on(device)
+        for repeat in range(1, config["repeats"] + 1)
+    ]
 
 
 def get_sweeps():
-    return expand("results/sweep/{device}.json", device=config["devices"])
+    return expand(rules.sweep_crossover.output.sweep, device=config["devices"])
 
 
 def get_final_output():
@@ -91,25 +86,33 @@ def get_gres(wildcards):
     )
 
 
-def step_launcher(image):
-    """The command that starts a step's script, the local interpreter (or Apptainer's) or `<engine> run` in its image."""
+def image_key(wildcards):
+    """Which of the config's images a job runs in: its framework's (the catalogue says), else torch's."""
+    framework = getattr(wildcards, "framework", None)
+    return catalogue.framework(framework).image if framework else "torch"
+
+
+def get_image(wildcards):
+    return config["images"][image_key(wildcards)]
+
+
+def get_launcher(wildcards):
+    """The command that starts a step's program: the local interpreter (or Apptainer's), or
+    `<engine> run` in the job's image."""
     engine = config["container_engine"]
-
-    def launcher(wildcards):
-        if engine == "none":
-            return PYTHON
-        gpu = " --gpu" if getattr(wildcards, "device", None) == "cuda" else ""
-        return (
-            f"{sys.executable} {SCRIPTS / 'container_run.py'} --engine {engine}"
-            f" --image {config['images'][image]}{gpu} --mount {workflow.basedir} -- python"
-        )
-
-    return launcher
+    if engine == "none":
+        return PYTHON
+    gpu = " --gpu" if getattr(wildcards, "device", None) == "cuda" else ""
+    return (
+        f"{sys.executable} {SCRIPTS / 'container_run.py'} --engine {engine}"
+        f" --image {get_image(wildcards)}{gpu} --mount {workflow.basedir} -- python"
+    )
 
 
 def get_train_args(wildcards, threads):
     """The training programs' shared flags, all taken from the config."""
     args = [
+        f"--framework {wildcards.framework}",
         f"--device {wildcards.device}",
         f"--variant {wildcards.variant}",
         f"--repeat {wildcards.repeat}",
@@ -135,10 +138,10 @@ def check_container_engine():
             f"container_engine is '{engine}' and --sdm apptainer is set: use one of them "
             "(--config container_engine=none to let Apptainer run the steps)"
         )
-    images = ["torch"] + (["keras"] if "keras" in config["frameworks"] else [])
+    images = {"torch"} | {catalogue.framework(f).image for f in config["frameworks"]}
     try:
         find_engine(engine)
-        for key in images:
+        for key in sorted(images):
             image_id(engine, config["images"][key])
     except ContainerError as err:
         raise WorkflowError(

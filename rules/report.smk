@@ -11,9 +11,9 @@ rule render_report:
     log:
         "logs/render_report/render_report.log",
     container:
-        config["images"]["torch"]
+        get_image
     params:
-        run=step_launcher("torch"),
+        run=get_launcher,
         script=SCRIPTS / "render_report.py",
     shell:
         "{params.run} {params.script} --report {output.report} --timings {output.timings}"

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from dataset import make_dataset, write_dataset
+from tiny_mlp_bench.dataset import make_dataset, write_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
 TEST_DATA = ROOT / "tests" / "data"
 # What a user's clone needs to run the workflow.
-WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "profiles"]
+WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "tiny_mlp_bench", "config", "profiles"]
 
 
 def torch_has_cuda() -> bool:
@@ -101,21 +101,20 @@ def synthetic_record(
     Epochs: a 0.5 s first epoch, then epochs of 12 steps at ``step_ms`` (one of them twice as slow).
     """
     ok = status == "ok"
-    timings = {"import_s": 1.5}
+    timings = {"phases_s": {"import": 1.5}}
     if ok:
         later = step_ms * 12 / 1000
         epochs = [0.5, later, 2 * later, later]
-        timings |= {
-            "setup_s": 0.25,
+        timings = {
+            "phases_s": {"import": 1.5, "setup": 0.25, "fit": sum(epochs), "predict": 0.004},
             "fit_predict_s": fit_predict_s,
-            "fit_s": sum(epochs),
-            "predict_s": 0.004,
-            "epoch_s": epochs,
+            "block_s": epochs,
+            "block_epochs": [1, 1, 1, 1],
             "steps_per_epoch": 12,
         }
     return {
         "record_type": "tiny-mlp-bench.run",
-        "schema_version": 2,
+        "schema_version": 3,
         "identity": {
             "run_id": f"{framework}-{device}-{variant}-{repeat}",
             "framework": framework,
@@ -204,7 +203,7 @@ def synthetic_sweeps() -> list[dict]:
         ]
         return {
             "record_type": "tiny-mlp-bench.sweep",
-            "schema_version": 2,
+            "schema_version": 3,
             "device": device,
             "variant": "sync_free",
             "steps": 10,

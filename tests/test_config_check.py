@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from config_check import config_errors
 from conftest import ROOT, TEST_DATA
+from tiny_mlp_bench.config_check import config_errors
 
 SCHEMA = yaml.safe_load((ROOT / "config" / "config.schema.yaml").read_text())
 DEFAULT = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())

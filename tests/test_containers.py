@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 import container_run
-import environment
 from conftest import ROOT, run_snakemake, skip_unless_ready
-from run_record import read_record, read_sweep
 from test_workflow import write_config
+from tiny_mlp_bench import containers, environment
+from tiny_mlp_bench.records import read_record, read_sweep
 
 VERSION = (ROOT / "VERSION").read_text().strip()
 CPU_IMAGES = {
@@ -49,37 +49,37 @@ def fake_engine(tmp_path, monkeypatch):
     )
     script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    container_run.find_engine.cache_clear()
+    containers.find_engine.cache_clear()
     yield known
-    container_run.find_engine.cache_clear()
+    containers.find_engine.cache_clear()
 
 
 def test_image_reference_drops_apptainers_prefix_and_refuses_image_files():
-    assert container_run.image_reference("docker://ghcr.io/x/torch:1") == "ghcr.io/x/torch:1"
-    assert container_run.image_reference("ghcr.io/x/torch:1") == "ghcr.io/x/torch:1"
+    assert containers.image_reference("docker://ghcr.io/x/torch:1") == "ghcr.io/x/torch:1"
+    assert containers.image_reference("ghcr.io/x/torch:1") == "ghcr.io/x/torch:1"
     for apptainer_only in ("torch.sif", "oras://ghcr.io/x/torch:1"):
-        with pytest.raises(container_run.ContainerError, match="Apptainer image"):
-            container_run.image_reference(apptainer_only)
+        with pytest.raises(containers.ContainerError, match="Apptainer image"):
+            containers.image_reference(apptainer_only)
 
 
 def test_a_missing_engine_says_what_to_install_and_which_key_to_change(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
-    container_run.find_engine.cache_clear()
-    with pytest.raises(container_run.ContainerError) as err:
-        container_run.find_engine("podman")
-    container_run.find_engine.cache_clear()
+    containers.find_engine.cache_clear()
+    with pytest.raises(containers.ContainerError) as err:
+        containers.find_engine("podman")
+    containers.find_engine.cache_clear()
     assert "no 'podman' command is on PATH" in str(err.value)
     assert "apt-get install podman" in str(err.value) and "container_engine: none" in str(err.value)
 
 
 def test_a_missing_image_names_the_command_that_builds_it(fake_engine):
-    with pytest.raises(container_run.ContainerError) as err:
-        container_run.image_id("podman", CPU_IMAGES["torch"])
+    with pytest.raises(containers.ContainerError) as err:
+        containers.image_id("podman", CPU_IMAGES["torch"])
     message = str(err.value)
     assert f"'ghcr.io/tiny-mlp-bench/torch:{VERSION}-cpu' is not in podman's local images" in message
     assert "make images ENGINE=podman FLAVOR=cpu" in message and "image not known" in message
     fake_engine.write_text(f"ghcr.io/tiny-mlp-bench/torch:{VERSION}-cpu\n")
-    assert container_run.image_id("podman", CPU_IMAGES["torch"]) == "sha256:0123456789abcdef0123"
+    assert containers.image_id("podman", CPU_IMAGES["torch"]) == "sha256:0123456789abcdef0123"
 
 
 def test_the_launcher_exits_2_with_the_message_and_starts_nothing(fake_engine, capsys):
@@ -88,20 +88,20 @@ def test_the_launcher_exits_2_with_the_message_and_starts_nothing(fake_engine, c
 
 
 def test_podman_gets_the_gpu_only_through_a_cdi_spec(tmp_path):
-    flags, why_not = container_run.gpu_flags("podman", cdi_dirs=[tmp_path / "missing", tmp_path])
+    flags, why_not = containers.gpu_flags("podman", cdi_dirs=[tmp_path / "missing", tmp_path])
     assert flags == [] and "nvidia-ctk cdi generate" in why_not
     (tmp_path / "nvidia.yaml").write_text("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices: []\n")
-    assert container_run.gpu_flags("podman", cdi_dirs=[tmp_path]) == (["--device", "nvidia.com/gpu=all"], None)
+    assert containers.gpu_flags("podman", cdi_dirs=[tmp_path]) == (["--device", "nvidia.com/gpu=all"], None)
 
 
 def test_docker_gets_the_gpu_only_with_the_container_toolkit(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
-    flags, why_not = container_run.gpu_flags("docker")
+    flags, why_not = containers.gpu_flags("docker")
     assert flags == [] and "NVIDIA Container Toolkit" in why_not
     hook = tmp_path / "nvidia-container-runtime-hook"
     hook.write_text("#!/bin/sh\n")
     hook.chmod(0o755)
-    assert container_run.gpu_flags("docker") == (["--gpus", "all"], None)
+    assert containers.gpu_flags("docker") == (["--gpus", "all"], None)
 
 
 @pytest.mark.parametrize(
@@ -115,7 +115,7 @@ def test_docker_gets_the_gpu_only_with_the_container_toolkit(tmp_path, monkeypat
 def test_run_command_mounts_the_workspace_and_runs_as_the_caller(engine, uid, user_flags, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     environ = {"OMP_NUM_THREADS": "2", "SLURM_JOB_ID": "7", "HOME": "/root", "PATH": "/bin"}
-    command = container_run.run_command(
+    command = containers.run_command(
         engine,
         "img:1",
         ["python", "x.py"],
@@ -165,7 +165,7 @@ def shell_commands(dry_run_output: str) -> dict[str, str]:
 
 
 def test_the_switch_wraps_every_step_and_passes_the_gpu_to_cuda_steps_only(workflow_dir, fake_engine):
-    fake_engine.write_text("".join(container_run.image_reference(i) + "\n" for i in CPU_IMAGES.values()))
+    fake_engine.write_text("".join(containers.image_reference(i) + "\n" for i in CPU_IMAGES.values()))
     config = write_config(workflow_dir, "podman.yaml", container_engine="podman", images=CPU_IMAGES)
     result = run_snakemake(workflow_dir, "-n", "-p", "--cores", 1, "--configfile", config)
     assert result.returncode == 0, result.stderr
@@ -246,7 +246,7 @@ def podman_problem() -> str | None:
     if shutil.which("podman") is None:
         return "Podman is not installed: apt-get install podman (then docker/podman-host-setup.sh)"
     for image in CPU_IMAGES.values():
-        name = container_run.image_reference(image)
+        name = containers.image_reference(image)
         found = subprocess.run(["podman", "image", "exists", name], capture_output=True)
         if found.returncode != 0:
             return f"image {name} is not built: make images ENGINE=podman FLAVOR=cpu"
@@ -260,7 +260,7 @@ def podman():
 
 def podman_image_id(image: str) -> str:
     out = subprocess.run(
-        ["podman", "image", "inspect", "--format", "{{.Id}}", container_run.image_reference(image)],
+        ["podman", "image", "inspect", "--format", "{{.Id}}", containers.image_reference(image)],
         capture_output=True,
         text=True,
         check=True,
@@ -281,7 +281,7 @@ def test_tiny_study_runs_every_step_in_its_podman_image(podman, workflow_dir):
         container = record["environment"]["container"]
         assert container == {
             "engine": "podman",
-            "image": container_run.image_reference(CPU_IMAGES[image]),
+            "image": containers.image_reference(CPU_IMAGES[image]),
             "image_id": ids[image],
         }, path.name
         # The image's interpreter and CPU builds ran, not this environment's.
@@ -297,15 +297,19 @@ def test_tiny_study_runs_every_step_in_its_podman_image(podman, workflow_dir):
     assert all(p.stat().st_uid == os.getuid() for p in records)
     report = (workflow_dir / "results" / "report.md").read_text()
     assert f"podman ghcr.io/tiny-mlp-bench/torch:{VERSION}-cpu ({ids['torch'].removeprefix('sha256:')[:12]})" in report
-    log = (workflow_dir / "logs" / "train_torch" / "cuda-seed-1.log").read_text()
+    log = (workflow_dir / "logs" / "train" / "torch-cuda-seed-1.log").read_text()
     assert "warning: no GPU passed to the podman container" in log
 
 
 def test_version_1_records_read_in_todays_shape():
     # Written on the H200 machine before the container block had its fields (its image has /.dockerenv).
     record = read_record(ROOT / "results" / "archive" / "2026-11-29-h200" / "runs" / "torch-cuda-graphed-2.json")
-    assert record["schema_version"] == 2
+    assert record["schema_version"] == 3
     assert record["environment"]["container"] == {"engine": "docker", "image": None, "image_id": None}
+    # Its epochs became one-epoch blocks and its phase keys one phases_s block.
+    timings = record["timings"]
+    assert set(timings["phases_s"]) == {"import", "setup", "fit", "predict"}
+    assert timings["block_epochs"] == [1] * 1000 and len(timings["block_s"]) == 1000
 
 
 @pytest.mark.parametrize(
@@ -324,7 +328,7 @@ def test_a_build_without_its_packages_says_how_to_build_offline(podman):
     # pip may not use the network and the wheelhouse lacks TensorFlow: the build must stop with
     # the paragraph that says what to pass, not with pip's error alone. Built on the CPU image's
     # own base, so the layers before pip come from the cache and need no network either.
-    keras = container_run.image_reference(CPU_IMAGES["keras"])
+    keras = containers.image_reference(CPU_IMAGES["keras"])
     label = '{{index .Labels "org.opencontainers.image.base.name"}}'
     inspect = ["podman", "image", "inspect", "--format", label, keras]
     base = subprocess.run(inspect, capture_output=True, text=True, check=True).stdout.strip()

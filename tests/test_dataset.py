@@ -11,7 +11,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import MinMaxScaler
 
 from conftest import run_script
-from dataset import DatasetError, file_sha256, make_dataset, read_dataset, write_dataset
+from tiny_mlp_bench.dataset import DatasetError, file_sha256, make_dataset, read_dataset, write_dataset
 
 # sha256 of the default dataset (seed 42, 1000 rows) written with the versions pinned in
 # requirements/runtime.txt. If a lock update changes it, the Parquet bytes changed: check
@@ -76,14 +76,14 @@ def test_another_seed_gives_other_rows():
 
 def test_command_line_writes_the_file_and_reports_its_hash(tmp_path):
     out = tmp_path / "sub" / "d.parquet"
-    result = run_script("dataset.py", "--seed", 42, "--n-rows", 1000, "--output", out)
+    result = run_script("make_dataset.py", "--seed", 42, "--n-rows", 1000, "--output", out)
     assert result.returncode == 0, result.stderr
     assert DEFAULT_DATASET_SHA256 in result.stderr
     assert [p.name for p in out.parent.iterdir()] == ["d.parquet"]  # no temporary file left
 
 
 def test_command_line_rejects_too_few_rows(tmp_path):
-    result = run_script("dataset.py", "--seed", 1, "--n-rows", 2, "--output", tmp_path / "d.parquet")
+    result = run_script("make_dataset.py", "--seed", 1, "--n-rows", 2, "--output", tmp_path / "d.parquet")
     assert result.returncode == 2
     assert "--n-rows must be at least 4" in result.stderr
     assert not (tmp_path / "d.parquet").exists()

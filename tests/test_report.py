@@ -1,19 +1,38 @@
-"""Aggregation and rendering: right numbers, a golden Markdown file, identical bytes on reruns."""
+"""The report: its model's numbers tested directly, its wording pinned by one golden file, its bytes
+identical on reruns, and bad records refused before anything is written."""
 
 from __future__ import annotations
 
 import json
 import os
+import random
 
 import pandas as pd
 import pytest
 
 from conftest import TEST_DATA, run_script, synthetic_record, synthetic_study, synthetic_sweeps
-from render_report import render_markdown
-from report_data import crossovers, flops_per_step, ladders, records_to_frame, summarize, sweep_frame, targets
-from run_record import SWEEP_SCHEMA, RecordError, read_record, validate_record, write_record, write_sweep
+from tiny_mlp_bench.records import SWEEP_SCHEMA, RecordError, read_record, validate_record, write_record, write_sweep
+from tiny_mlp_bench.report.ladder import flops_per_step
+from tiny_mlp_bench.report.markdown import render_markdown
+from tiny_mlp_bench.report.model import build_report
+from tiny_mlp_bench.timing import PHASES
 
 GOLDEN = TEST_DATA / "golden_report.md"
+
+
+def only_machine(records, sweeps=()):
+    report = build_report(records, sweeps)
+    assert len(report.machines) == 1
+    return report.machines[0]
+
+
+def render(records, sweeps=()) -> str:
+    return render_markdown(build_report(records, sweeps))
+
+
+def table_rows(text: str) -> list[list[str]]:
+    """Every Markdown table row in ``text`` as its stripped cells (tabulate pads them)."""
+    return [[cell.strip() for cell in line.strip()[1:-1].split("|")] for line in text.splitlines() if line[:1] == "|"]
 
 
 def test_synthetic_records_are_valid():
@@ -24,38 +43,102 @@ def test_synthetic_records_are_valid():
 
 
 def test_summary_medians_spread_and_counts():
-    summary = summarize(records_to_frame(synthetic_study()))
-    seed = summary[summary["variant"] == "seed"].set_index("step")
+    summary = only_machine(synthetic_study()).summary
+    seed = summary[summary["variant"] == "seed"].set_index("pair")
     torch, keras = seed.loc["torch-cpu"], seed.loc["keras-cpu"]
     assert (torch.median_s, torch.min_s, torch.max_s, torch.runs, torch.converged) == (7.0, 6.0, 8.0, 3, 2)
     assert (keras.median_s, keras.min_s, keras.max_s, keras.runs, keras.converged) == (4.0, 3.0, 5.0, 3, 3)
-    assert torch.median_epoch_s == pytest.approx(0.012) and torch.first_epoch_s == 0.5
-    assert torch.step_s == pytest.approx(1e-3)  # median later epoch / 12 steps
+    assert torch.step_s == pytest.approx(1e-3)  # median later block (12 ms) / 12 steps
+    assert torch.first_block_excess_s == pytest.approx(0.5 - 0.012)
+    assert [torch[f"{phase}_s"] for phase in PHASES] == pytest.approx([1.5, 0.25, 0.548, 0.004])
     assert "torch-cuda" not in seed.index  # skipped runs are never timed
-    # Ladder order, not alphabetical: seed, sync_free, compiled.
-    assert list(summary[summary["step"] == "torch-cpu"]["variant"]) == ["seed", "sync_free", "compiled"]
+    # Ladder order, not alphabetical: seed, sync_free, compiled; pairs in the question's order.
+    assert list(summary[summary["pair"] == "torch-cpu"]["variant"]) == ["seed", "sync_free", "compiled"]
+    assert list(dict.fromkeys(summary["pair"])) == ["torch-cpu", "keras-cpu", "numpy-cpu"]
 
 
-def test_ladder_speedups_and_spread():
-    ladder = ladders(summarize(records_to_frame(synthetic_study())))
-    seed, sync_free, compiled = ladder["torch-cpu"]
+def test_steady_step_time_counts_the_steps_of_multi_epoch_blocks():
+    record = synthetic_record("torch", "cpu", 1, 1.0, variant="compiled")
+    # A first block of one epoch, then blocks of 2, 1 and 2 epochs of 12 steps each.
+    record["timings"] |= {"block_s": [0.5, 0.048, 0.012, 0.072], "block_epochs": [1, 2, 1, 2]}
+    run = build_report([record]).runs.iloc[0]
+    assert run.step_s == pytest.approx(0.002)  # median of 2, 1 and 3 ms per step
+    assert run.first_block_excess_s == pytest.approx(0.5 - 12 * 0.002)
+
+
+def test_question_table_and_ratios():
+    machine = only_machine(synthetic_study())
+    rows = {q.pair: q for q in machine.question}
+    assert list(rows) == ["torch-cuda", "torch-cpu", "keras-cpu", "keras-cuda"]
+    torch = rows["torch-cpu"]
+    assert (torch.asker_s, torch.median_s, torch.min_s, torch.max_s) == (11.0, 7.0, 6.0, 8.0)
+    assert (torch.timed, torch.runs, torch.converged) == (3, 3, 2)
+    cuda = rows["torch-cuda"]
+    assert (cuda.timed, cuda.runs, cuda.median_s, cuda.statuses) == (0, 1, None, ("skipped",))
+    ratios = {(r.numerator, r.denominator): r for r in machine.ratios}
+    torch_keras = ratios["torch-cpu", "keras-cpu"]
+    assert torch_keras.asker == pytest.approx(11 / 9)
+    assert torch_keras.ours == pytest.approx(7 / 4) and torch_keras.factor == pytest.approx(1.75)
+    cuda_cpu = ratios["torch-cuda", "torch-cpu"]
+    assert cuda_cpu.ours is None and cuda_cpu.missing == ["torch-cuda"]
+    assert ratios["torch-cuda", "keras-cuda"].missing == ["torch-cuda", "keras-cuda"]
+
+
+def test_ladder_speedups_spread_and_floors():
+    ladders = {ladder.pair: ladder for ladder in only_machine(synthetic_study(), synthetic_sweeps()).ladders}
+    torch = ladders["torch-cpu"]
+    seed, sync_free, compiled = torch.rungs
     assert seed.vs_seed == pytest.approx(1.0) and seed.vs_previous is None
     assert sync_free.vs_seed == pytest.approx(4.0) and sync_free.vs_previous == pytest.approx(4.0)
     assert compiled.step_s == pytest.approx(0.15e-3)  # median of 0.1 and 0.2 ms
+    assert (compiled.step_min_s, compiled.step_max_s) == pytest.approx((0.1e-3, 0.2e-3))
     assert compiled.vs_previous == pytest.approx(0.25 / 0.15)
-    assert compiled.cv == pytest.approx(0.4714, abs=1e-4)  # stdev(0.1, 0.2) / 0.15
-    assert seed.first_epoch_excess_s == pytest.approx(0.5 - 0.012)
-    assert ladder["numpy-cpu"][0].vs_seed is None  # the reference has no seed to compare with
+    assert compiled.cv == pytest.approx(0.4714, abs=1e-4) and compiled.noisy  # stdev(0.1, 0.2) / 0.15
+    assert not seed.noisy and (seed.runs, seed.converged) == (3, 2)
+    assert seed.first_block_excess_s == pytest.approx(0.5 - 0.012)
+    assert torch.fastest() is compiled and torch.biggest_rung is sync_free and torch.slower_rungs == []
+    # The floor: the step's FLOPs at the cpu sweep's 100 GFLOP/s.
+    assert torch.flops_per_step == 23_850 and torch.floor_s == pytest.approx(23_850 / 100e9)
+    assert seed.above_floor == pytest.approx(1e-3 / torch.floor_s)
+    assert ladders["numpy-cpu"].rungs[0].vs_seed is None  # the reference has no seed to compare with
+    assert not ladders["numpy-cpu"].from_seed
+    assert only_machine(synthetic_study()).ladders[0].floor_s is None  # no sweep, no floor
+    (keras,) = only_machine(synthetic_study()).epoch_floors
+    assert keras.pair == "keras-cpu" and keras.step_s == pytest.approx(1.6e-3)
+    assert keras.vs_seed == pytest.approx(1.25) and keras.tenfold_step_s == pytest.approx(0.2e-3)
 
 
 def test_targets_are_judged_from_the_medians():
-    verdicts = {t.name: (t.verdict, t.detail) for t in targets(ladders(summarize(records_to_frame(synthetic_study()))))}
-    five = verdicts["best torch-cpu variant ≥ 5× faster per step than torch-cpu seed"]
-    assert five == ("met", "compiled 150.0 µs/step vs seed 1000.0 µs/step: 6.67×")
-    numpy = verdicts["best torch-cpu variant within 1.5× of the NumPy reference per step"]
-    assert numpy == ("not met", "compiled 150.0 µs/step vs NumPy 80.0: 1.88×")
-    assert verdicts["best keras-cpu variant ≥ 10× faster per step than keras-cpu seed"][0] == "not met"
-    assert verdicts["torch-cuda graphed ≥ 50× faster per step than torch-cuda seed"][0] == "not measured"
+    found = {(t.spec.kind, t.spec.pair): t for t in only_machine(synthetic_study()).targets}
+    five = found["speedup", "torch-cpu"]
+    assert (five.rung.variant, five.baseline.variant, five.met) == ("compiled", "seed", True)
+    assert five.ratio == pytest.approx(1e-3 / 0.15e-3)
+    numpy = found["within", "torch-cpu"]
+    assert (numpy.rung.variant, numpy.baseline.pair, numpy.met) == ("compiled", "numpy-cpu", False)
+    assert numpy.ratio == pytest.approx(0.15 / 0.08)
+    keras = found["speedup", "keras-cpu"]
+    assert keras.met is False and keras.ratio == pytest.approx(1.25)
+    graphed = found["speedup", "torch-cuda"]
+    assert graphed.spec.variant == "graphed" and graphed.met is None and graphed.ratio is None
+
+
+def test_targets_are_worded_from_the_numbers():
+    rows = table_rows(render(synthetic_study()))
+    assert [
+        "best torch-cpu variant ≥ 5× faster per step than torch-cpu seed",
+        "met",
+        "compiled 150.0 µs/step vs seed 1000.0 µs/step: 6.67×",
+    ] in rows
+    assert [
+        "best torch-cpu variant within 1.5× of the NumPy reference per step",
+        "not met",
+        "compiled 150.0 µs/step vs NumPy 80.0: 1.88×",
+    ] in rows
+    assert [
+        "torch-cuda graphed ≥ 50× faster per step than torch-cuda seed",
+        "not measured",
+        "no completed torch-cuda runs of seed and graphed",
+    ] in rows
 
 
 def test_flops_per_step_of_the_question_shape():
@@ -63,62 +146,114 @@ def test_flops_per_step_of_the_question_shape():
 
 
 def test_crossovers_are_found_from_the_sweep():
-    found = {c.hidden_units: c for c in crossovers(sweep_frame(synthetic_sweeps()))}
+    machine = only_machine(synthetic_study(), synthetic_sweeps())
+    found = {c.hidden_units: c for c in machine.crossovers}
     assert found[20].batch_size == 4096
     assert found[4].batch_size is None and found[4].largest_batch == 4096
-    assert crossovers(sweep_frame(synthetic_sweeps()[:1])) == []  # one device: nothing to compare
+    row = machine.sweep_table.set_index(["hidden_units", "batch_size"]).loc[(20, 4096)]
+    assert (row.cpu_step_s, row.cuda_step_s, row.cpu_over_cuda) == pytest.approx((2e-3, 0.6e-3, 2 / 0.6))
+    one_device = only_machine(synthetic_study(), synthetic_sweeps()[:1])
+    assert one_device.crossovers == ()  # one device: nothing to compare
+    assert list(one_device.sweep_table.columns) == ["hidden_units", "batch_size", "cpu_step_s", "cpu_over_cuda"]
+
+
+def test_runs_to_look_at_and_the_runs_table():
+    report = build_report(synthetic_study())
+    attention = report.machines[0].attention
+    assert list(attention["run_id"]) == ["keras-cuda-seed-1", "torch-cpu-seed-1", "torch-cuda-seed-1"]
+    assert list(attention["status"]) == ["skipped", "ok", "skipped"]
+    assert report.machines[0].failed_runs == []
+    assert len(report.runs) == 15 and "step" not in report.runs.columns
+    assert {"pair", *(f"{phase}_s" for phase in PHASES), "step_s", "first_block_excess_s"} <= set(report.runs.columns)
 
 
 def test_report_states_ratios_and_lists_runs_to_look_at():
-    text = render_markdown(synthetic_study())
-    assert "| torch-cpu / keras-cpu | 1.22 | 1.75 |" in text  # asker 11/9, ours 7/4
-    assert "torch-cpu took 7.00 s, 1.75× slower than keras-cpu (4.00 s)." in text
-    assert "| torch-cpu-seed-1 | not converged | train R² -5.3500 |" in text
-    assert "| torch-cuda-seed-1 | skipped | no CUDA device: test |" in text
-    assert "| torch-cuda | 17 | skipped | – | 0/1 | – |" in text
+    text = render(synthetic_study())
+    rows = table_rows(text)
+    assert ["torch-cpu / keras-cpu", "1.22", "1.75"] in rows  # asker 11/9, ours 7/4
+    assert "- torch-cpu took 7.00 s, 1.75× slower than keras-cpu (4.00 s)." in text
+    assert "- torch-cuda vs torch-cpu: not compared, no completed torch-cuda run." in text
+    assert ["torch-cpu-seed-1", "not converged", "train R² -5.3500"] in rows
+    assert ["torch-cuda-seed-1", "skipped", "no CUDA device: test"] in rows
+    assert ["torch-cuda", "17", "skipped", "–", "0/1", "–"] in rows
+    assert rows[0][0] == "framework-device"
 
 
 def test_report_states_ladder_keras_floor_and_crossovers():
-    text = render_markdown(synthetic_study(), synthetic_sweeps())
+    text = render(synthetic_study(), synthetic_sweeps())
     assert "- torch-cpu: from 1000.0 µs per step (seed) to 150.0 µs (compiled), 6.67× faster" in text
     assert "a step still costs 1600.0 µs, 1.25× the seed's speed" in text
+    assert "A 10× speed-up would need 200.0 µs per step." in text
     assert "- Width 20: cuda is faster than cpu from batch 4096 on." in text
     assert "- Width 4: cuda was never faster than cpu, up to batch 4096." in text
     assert "23,850 FLOPs per step; floor 0.239 µs." in text  # at the cpu sweep's 100 GFLOP/s
-    assert "| `compiled` | 150.0 | 100.0–200.0 | 47.1% ⚠ |" in text
+    removes = "per-op dispatch and per-call overhead: forward, backward and Adam in one `torch.compile` graph, "
+    removes += "up to 16 steps per call"
+    compiled = ["`compiled`", "150.0", "100.0–200.0", "47.1% ⚠", "6.67", "1.67", "0.50", "2/2", "629", removes]
+    assert compiled in table_rows(text)
 
 
 def test_report_without_a_gpu_sweep_says_so():
     skipped = synthetic_sweeps()[1] | {"status": "skipped", "reason": "no CUDA device: test", "points": []}
-    text = render_markdown(synthetic_study(), [synthetic_sweeps()[0], skipped])
+    machine = only_machine(synthetic_study(), [synthetic_sweeps()[0], skipped])
+    assert machine.crossovers == () and [s.status for s in machine.sweeps] == ["ok", "skipped"]
+    text = render(synthetic_study(), [synthetic_sweeps()[0], skipped])
     assert "Crossover map: not measured on cuda (no CUDA device: test), so no crossover is stated." in text
+    assert "Not measured here: cuda: skipped (no CUDA device: test)." in text
     assert "Width 20" not in text
 
 
 def test_report_matches_the_golden_file():
-    text = render_markdown(synthetic_study(), synthetic_sweeps())
+    text = render(synthetic_study(), synthetic_sweeps())
     if os.environ.get("UPDATE_GOLDEN"):
-        GOLDEN.write_text(text)
-    assert text == GOLDEN.read_text(), "report changed; rerun with UPDATE_GOLDEN=1 and review the diff"
+        GOLDEN.write_text(text, encoding="utf-8")
+    assert text == GOLDEN.read_text(encoding="utf-8"), "report changed; rerun with UPDATE_GOLDEN=1 and review the diff"
+
+
+def test_the_model_does_not_depend_on_record_order():
+    records, sweeps = synthetic_study(), synthetic_sweeps()
+    random.Random(3).shuffle(records)
+    shuffled = build_report(records, sweeps[::-1])
+    ordered = build_report(synthetic_study(), synthetic_sweeps())
+    pd.testing.assert_frame_equal(shuffled.runs, ordered.runs)
+    assert render_markdown(shuffled) == render_markdown(ordered)
 
 
 def test_hosts_are_reported_apart():
     records = [*synthetic_study(), synthetic_record("torch", "cpu", 4, 1.0, host="other-node")]
-    text = render_markdown(records)
-    assert "### Host `bench-host` (15 runs)" in text and "### Host `other-node` (1 runs)" in text
+    report = build_report(records)
+    assert [(m.label, len(m.runs)) for m in report.machines] == [("bench-host", 15), ("other-node", 1)]
     # Each host is summarised on its own: the other node's 1 s run is not averaged into 6/7/8 s.
-    bench, other = text.split("# Results on host `bench-host`")[1].split("# Results on host `other-node`")
-    assert "| torch-cpu | 11 | 7.00 | 6.00–8.00 | 3/3 | 2/3 |" in bench
-    assert "| torch-cpu | 11 | 1.00 | 1.00–1.00 | 1/1 | 1/1 |" in other
+    bench, other = ({q.pair: q for q in m.question}["torch-cpu"] for m in report.machines)
+    assert (bench.median_s, bench.min_s, bench.max_s, bench.timed, bench.converged) == (7.0, 6.0, 8.0, 3, 2)
+    assert (other.median_s, other.min_s, other.max_s, other.timed, other.converged) == (1.0, 1.0, 1.0, 1, 1)
+    text = render_markdown(report)
+    assert "### Host `bench-host` (15 runs)" in text and "### Host `other-node` (1 runs)" in text
+    bench_text, other_text = text.split("# Results on host `bench-host`")[1].split("# Results on host `other-node`")
+    assert ["torch-cpu", "11", "7.00", "6.00–8.00", "3/3", "2/3"] in table_rows(bench_text)
+    assert ["torch-cpu", "11", "1.00", "1.00–1.00", "1/1", "1/1"] in table_rows(other_text)
 
 
 def test_machines_sharing_a_host_name_are_reported_apart():
     # VMs and containers are often all called the same: the hardware tells them apart.
     gpu_machine = synthetic_record("torch", "cpu", 4, 1.0)
     gpu_machine["environment"]["gpu_name"] = "NVIDIA H200"
-    text = render_markdown([*synthetic_study(), gpu_machine])
+    report = build_report([*synthetic_study(), gpu_machine])
+    assert [m.label for m in report.machines] == [
+        "bench-host (Test CPU, 2 logical CPUs, NVIDIA H200)",
+        "bench-host (Test CPU, 2 logical CPUs, no GPU)",
+    ]
+    text = render_markdown(report)
     assert "# Results on host `bench-host (Test CPU, 2 logical CPUs, no GPU)`" in text
     assert "# Results on host `bench-host (Test CPU, 2 logical CPUs, NVIDIA H200)`" in text
+
+
+def render_report(out, records, sweeps=()):
+    """Run scripts/render_report.py as the workflow does, writing under ``out``."""
+    args = ["--report", out / "report.md", "--timings", out / "timings.parquet", "--plot", out / "report/t.png"]
+    if sweeps:
+        args += ["--crossover-plot", out / "report/x.png", "--sweeps", *sweeps]
+    return run_script("render_report.py", *args, "--", *records)
 
 
 def test_same_records_give_identical_files(tmp_path):
@@ -132,32 +267,21 @@ def test_same_records_give_identical_files(tmp_path):
         write_sweep(sweep, sweeps[-1])
     outputs = []
     names = ("report.md", "timings.parquet", "report/t.png", "report/x.png")
-    for name in ("a", "b"):
+    for name, order in (("a", 1), ("b", -1)):
         out = tmp_path / name
-        args = [
-            "--report",
-            out / "report.md",
-            "--timings",
-            out / "timings.parquet",
-            "--plot",
-            out / "report/t.png",
-            "--crossover-plot",
-            out / "report/x.png",
-            "--sweeps",
-            *sweeps,
-            "--",
-        ]
-        result = run_script("render_report.py", *args, *reversed(paths) if name == "b" else paths)
+        result = render_report(out, paths[::order], sweeps[::order])
         assert result.returncode == 0, result.stderr
         outputs.append([(out / f).read_bytes() for f in names])
     assert outputs[0] == outputs[1]
-    assert "](report/t.png)" in outputs[0][0].decode() and "](report/x.png)" in outputs[0][0].decode()
+    report = outputs[0][0].decode()
+    assert "](report/t.png)" in report and "](report/x.png)" in report
+    assert report == render_markdown(
+        build_report(synthetic_study(), synthetic_sweeps()), "report/t.png", "report/x.png"
+    )
     frame = pd.read_parquet(tmp_path / "a" / "timings.parquet")
-    assert len(frame) == 15 and list(frame["run_id"][:3]) == [
-        "keras-cpu-seed-1",
-        "keras-cpu-seed-2",
-        "keras-cpu-seed-3",
-    ]
+    assert len(frame) == 15
+    assert list(frame["run_id"][:3]) == ["keras-cpu-seed-1", "keras-cpu-seed-2", "keras-cpu-seed-3"]
+    assert list(frame["pair"][:3]) == ["keras-cpu"] * 3
 
 
 def test_invalid_record_is_named_and_nothing_is_written(tmp_path):
@@ -166,46 +290,29 @@ def test_invalid_record_is_named_and_nothing_is_written(tmp_path):
     broken = synthetic_record("torch", "cpu", 2, 1.0)
     broken["timings"]["fit_predict_s"] = "fast"
     bad.write_text(json.dumps(broken))
-    report = tmp_path / "report.md"
-    result = run_script(
-        "render_report.py",
-        "--report",
-        report,
-        "--timings",
-        tmp_path / "t.parquet",
-        "--plot",
-        tmp_path / "t.png",
-        good,
-        bad,
-    )
+    result = render_report(tmp_path / "out", [good, bad])
     assert result.returncode == 1
     assert f"{bad}: field timings/fit_predict_s: 'fast' is not of type 'number'" in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "good.json"]
 
 
-def test_truncated_record_file_is_named(tmp_path):
+def test_truncated_record_file_is_named_and_nothing_is_written(tmp_path):
     path = tmp_path / "torch-cpu-seed-1.json"
     path.write_text('{"record_type": ')
     with pytest.raises(RecordError, match=r"torch-cpu-seed-1\.json: not a readable JSON record"):
         read_record(path)
+    result = render_report(tmp_path / "out", [path])
+    assert result.returncode == 1 and "torch-cpu-seed-1.json: not a readable JSON record" in result.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["torch-cpu-seed-1.json"]
 
 
 def test_duplicate_runs_are_refused(tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     for path in (a, b):
         write_record(synthetic_record("torch", "cpu", 1, 1.0), path)
-    result = run_script(
-        "render_report.py",
-        "--report",
-        tmp_path / "r.md",
-        "--timings",
-        tmp_path / "t.parquet",
-        "--plot",
-        tmp_path / "t.png",
-        a,
-        b,
-    )
-    assert result.returncode == 1 and "run torch-cpu-seed-1 is also in" in result.stderr
+    result = render_report(tmp_path / "out", [a, b])
+    assert result.returncode == 1 and f"{b}: run torch-cpu-seed-1 is also in {a}" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json"]
 
 
 def test_record_writer_refuses_an_invalid_record(tmp_path):
@@ -217,12 +324,15 @@ def test_record_writer_refuses_an_invalid_record(tmp_path):
 
 
 def test_noisy_rungs_are_called_out():
-    text = render_markdown(synthetic_study())
+    machine = only_machine(synthetic_study())
+    assert [(r.pair, r.variant) for r in machine.noisy_rungs] == [("torch-cpu", "compiled")]
+    text = render(synthetic_study())
     assert "- Spread too large to compare reliably: torch-cpu compiled (CV 47.1%); rerun with more repeats." in text
 
 
 def test_failed_runs_come_with_the_command_that_reruns_them():
     records = [*synthetic_study(), synthetic_record("torch", "cpu", 4, status="failed", reason="RuntimeError: x")]
-    text = render_markdown(records)
-    assert "| torch-cpu-seed-4 | failed | RuntimeError: x |" in text
+    assert only_machine(records).failed_runs == ["torch-cpu-seed-4"]
+    text = render(records)
+    assert ["torch-cpu-seed-4", "failed", "RuntimeError: x"] in table_rows(text)
     assert "`snakemake --forcerun results/runs/torch-cpu-seed-4.json`" in text

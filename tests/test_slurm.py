@@ -13,8 +13,9 @@ import subprocess
 import pytest
 
 from conftest import run_snakemake, skip_unless_ready
-from run_record import read_record, read_sweep
+from test_report import table_rows
 from test_workflow import write_config
+from tiny_mlp_bench.records import read_record, read_sweep
 
 
 def slurm_problem() -> str | None:
@@ -65,14 +66,15 @@ def test_tiny_study_on_slurm(slurm, workflow_dir):
     assert len({r["environment"]["slurm_job_id"] for r in records.values()}) == 16
     for device in ("cpu", "cuda"):
         assert read_sweep(workflow_dir / "results" / "sweep" / f"{device}.json")["environment"]["slurm_job_id"]
-    assert "| torch-cpu | 11 |" in (workflow_dir / "results" / "report.md").read_text()
+    rows = table_rows((workflow_dir / "results" / "report.md").read_text())
+    assert ["torch-cpu", "11"] in [row[:2] for row in rows]
 
 
 def test_gres_style_gpu_request(slurm, workflow_dir):
     small = {"frameworks": ["torch"], "devices": ["cuda"], "repeats": 1, "variants": {"torch": ["seed"]}}
     config = write_config(workflow_dir, "gres.yaml", **small)
     # The profile picks the style with `config: [gpu_request=...]`; --config on the command line wins.
-    result = run_on_slurm(workflow_dir, config, "--until", "train_torch", "--config", "gpu_request=gres")
+    result = run_on_slurm(workflow_dir, config, "--until", "train", "--config", "gpu_request=gres")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "gpu=0, gres=gpu:1" in result.stderr
     record = read_record(workflow_dir / "results" / "runs" / "torch-cuda-seed-1.json")

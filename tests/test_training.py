@@ -1,26 +1,46 @@
-"""The training programs: usage, records, skips, failures and scoring."""
+"""The training program and its driver: usage, records, skips, failures and scoring."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
 from conftest import run_script
-from run_record import read_record, read_sweep
-from training import Backend, TrainResult, run, score
+from tiny_mlp_bench.driver import Backend, EpochLoop, run, score
+from tiny_mlp_bench.records import read_record, read_sweep
+from train import parse_args
 
 
-def result_predicting(predict) -> TrainResult:
-    return TrainResult(
-        setup_s=0.0,
-        epoch_s=[0.1],
-        predict_s=0.0,
-        fit_predict_s=0.1,
-        final_train_loss=0.0,
-        predict=predict,
-    )
+class FakeTraining(EpochLoop):
+    """A framework-free trained model: predicts with ``predict``, runs epochs that do nothing."""
+
+    @property
+    def details(self):
+        return {"adam": "none"}
+
+    def __init__(self, predict):
+        self.predict = predict
+
+    def run_epochs(self, epochs):
+        pass
+
+    def predict_test_batch(self):
+        pass
+
+    def final_train_loss(self):
+        return 0.0
+
+
+def result_predicting(predict) -> FakeTraining:
+    return FakeTraining(predict)
+
+
+def train(framework: str, *args, check: bool = False):
+    """Run scripts/train.py for one framework, as the train rule does."""
+    return run_script("train.py", "--framework", framework, *args, check=check)
 
 
 class Data:
@@ -49,11 +69,11 @@ def test_score_turns_non_finite_values_into_null():
     assert quality["train_mse"] is None and quality["train_r2"] is None and not quality["converged"]
 
 
-@pytest.mark.parametrize("script", ["train_torch.py", "train_keras.py"])
-def test_help_describes_the_program(script):
-    result = run_script(script, "--help")
+def test_help_describes_the_program_and_lists_the_catalogue():
+    result = run_script("train.py", "--help")
     assert result.returncode == 0
     assert "--dataset" in result.stdout and "--require-gpu" in result.stdout
+    assert "keras: seed, xla, steps_per_execution" in " ".join(result.stdout.split())
 
 
 @pytest.mark.parametrize(
@@ -62,12 +82,12 @@ def test_help_describes_the_program(script):
         (["--epochs", "0"], "--epochs: must be a positive integer, got 0"),
         (["--learning-rate", "-1"], "--learning-rate: must be a positive number"),
         (["--device", "tpu"], "argument --device: invalid choice: 'tpu'"),
-        (["--variant", "fastest"], "argument --variant: invalid choice: 'fastest'"),
+        (["--variant", "fastest"], "argument --variant: unknown torch variant 'fastest'; known: seed, batched_fetch"),
     ],
 )
 def test_usage_errors_name_the_option(small_dataset, tmp_path, args, message):
     out = tmp_path / "r.json"
-    result = run_script("train_torch.py", "--dataset", small_dataset, "--output", out, *args)
+    result = train("torch", "--dataset", small_dataset, "--output", out, *args)
     assert result.returncode == 2
     assert message in result.stderr
     assert not out.exists()
@@ -77,7 +97,7 @@ def test_corrupt_dataset_fails_before_importing_and_writes_nothing(tmp_path):
     bad = tmp_path / "dataset.parquet"
     bad.write_bytes(b"garbage")
     out = tmp_path / "r.json"
-    result = run_script("train_torch.py", "--dataset", bad, "--output", out)
+    result = train("torch", "--dataset", bad, "--output", out)
     assert result.returncode == 1
     assert f"{bad} is not a readable Parquet file" in result.stderr
     assert "importing" not in result.stderr
@@ -86,15 +106,18 @@ def test_corrupt_dataset_fails_before_importing_and_writes_nothing(tmp_path):
 
 def test_torch_cpu_run_writes_a_complete_record(small_dataset, tmp_path):
     out = tmp_path / "torch-cpu-seed-2.json"
-    run_script("train_torch.py", "--dataset", small_dataset, "--output", out, "--epochs", 4, "--repeat", 2, check=True)
+    train("torch", "--dataset", small_dataset, "--output", out, "--epochs", 4, "--repeat", 2, check=True)
     record = read_record(out)
     assert record["identity"]["run_id"] == "torch-cpu-seed-2"
     assert record["status"] == "ok" and record["reason"] is None
     assert record["parameters"]["init_seed"] == 7 + 2 - 1
     t = record["timings"]
-    assert len(t["epoch_s"]) == 4 and t["steps_per_epoch"] == 3  # 150 train rows / 64
-    # The timing point holds set-up, every epoch and the predictions.
-    assert t["fit_predict_s"] >= t["setup_s"] + t["fit_s"] + t["predict_s"] - 1e-6
+    assert t["block_epochs"] == [1, 1, 1, 1] and t["steps_per_epoch"] == 3  # 150 train rows / 64
+    phases = t["phases_s"]
+    assert list(phases) == ["fit", "import", "predict", "setup"]  # every phase, keys sorted in the file
+    # The timing point holds set-up, every epoch and the predictions; the blocks make up the fit phase.
+    assert t["fit_predict_s"] >= phases["setup"] + phases["fit"] + phases["predict"] - 1e-6
+    assert sum(t["block_s"]) <= phases["fit"] + 1e-6
     assert record["environment"]["threads"]["intra_op"] == 1
     assert record["environment"]["dataset_sha256"] and record["environment"]["versions"]["torch"]
     assert record["quality"]["test_mse"] is not None
@@ -103,30 +126,29 @@ def test_torch_cpu_run_writes_a_complete_record(small_dataset, tmp_path):
 def test_same_repeat_trains_the_same_weights(small_dataset, tmp_path):
     runs = []
     for name in ("a.json", "b.json"):
-        run_script("train_torch.py", "--dataset", small_dataset, "--output", tmp_path / name, "--epochs", 2, check=True)
+        train("torch", "--dataset", small_dataset, "--output", tmp_path / name, "--epochs", 2, check=True)
         runs.append(json.loads((tmp_path / name).read_text())["quality"])
     assert runs[0] == runs[1]
 
 
-@pytest.mark.parametrize("script", ["train_torch.py", "train_keras.py"])
-def test_cuda_without_gpu_is_recorded_as_skipped(small_dataset, tmp_path, has_cuda, script):
+@pytest.mark.parametrize("framework", ["torch", "keras"])
+def test_cuda_without_gpu_is_recorded_as_skipped(small_dataset, tmp_path, has_cuda, framework):
     if has_cuda:
         pytest.skip("a CUDA device is present: the no-GPU path cannot be exercised here")
     out = tmp_path / "r.json"
-    run_script(script, "--dataset", small_dataset, "--output", out, "--device", "cuda", check=True)
+    train(framework, "--dataset", small_dataset, "--output", out, "--device", "cuda", check=True)
     record = read_record(out)
     assert record["status"] == "skipped"
     assert record["reason"].startswith("no CUDA device")
-    assert record["quality"] is None and set(record["timings"]) == {"import_s"}
+    assert record["quality"] is None and list(record["timings"]) == ["phases_s"]
+    assert list(record["timings"]["phases_s"]) == ["import"]  # skipped before any timed phase
 
 
 def test_require_gpu_fails_loudly_and_writes_nothing(small_dataset, tmp_path, has_cuda):
     if has_cuda:
         pytest.skip("a CUDA device is present: the no-GPU path cannot be exercised here")
     out = tmp_path / "r.json"
-    result = run_script(
-        "train_torch.py", "--dataset", small_dataset, "--output", out, "--device", "cuda", "--require-gpu"
-    )
+    result = train("torch", "--dataset", small_dataset, "--output", out, "--device", "cuda", "--require-gpu")
     assert result.returncode == 1
     assert "no CUDA device" in result.stderr and "--require-gpu" in result.stderr
     assert not out.exists()
@@ -136,58 +158,80 @@ def test_torch_cuda_run_on_a_gpu(small_dataset, tmp_path, has_cuda):
     if not has_cuda:
         pytest.skip("no CUDA device on this machine: the torch-cuda run is tested only where one exists")
     out = tmp_path / "r.json"
-    run_script(
-        "train_torch.py", "--dataset", small_dataset, "--output", out, "--device", "cuda", "--epochs", 2, check=True
-    )
+    train("torch", "--dataset", small_dataset, "--output", out, "--device", "cuda", "--epochs", 2, check=True)
     record = read_record(out)
     assert record["status"] == "ok" and record["environment"]["gpu_name"]
 
 
 def test_keras_cpu_run_writes_a_complete_record(small_dataset, tmp_path):
     out = tmp_path / "keras.json"
-    result = run_script("train_keras.py", "--dataset", small_dataset, "--output", out, "--epochs", 3)
+    result = train("keras", "--dataset", small_dataset, "--output", out, "--epochs", 3)
     assert result.returncode == 0, result.stderr
     record = read_record(out)
     assert record["status"] == "ok"
-    assert len(record["timings"]["epoch_s"]) == 3 and record["timings"]["steps_per_epoch"] == 3
+    # fit() runs every epoch in one call; the clock's callback closes a block at each epoch's end.
+    assert record["timings"]["block_epochs"] == [1, 1, 1] and record["timings"]["steps_per_epoch"] == 3
     env = record["environment"]
     assert env["versions"]["keras"].startswith("3.") and env["versions"]["keras_backend"] == "tensorflow"
     assert env["threads"] == {"intra_op": 1, "inter_op": 1}
     assert "epoch 3/3" in result.stderr  # progress reaches the log
 
 
-def fake_backend(predict, unavailable=None) -> Backend:
+def fake_backend(predict, gpu_missing=None) -> Backend:
     """A framework-free backend, to test the driver's own decisions in-process."""
     return Backend(
         name="torch",
         variants=("seed",),
         load=lambda: None,
-        unavailable=lambda fw, device, variant: unavailable,
-        train=lambda fw, spec, data: result_predicting(predict),
+        gpu_missing=lambda fw: gpu_missing,
+        prepare=lambda fw, spec: None,
+        build=lambda fw, spec, data: result_predicting(predict),
         describe=lambda fw, device: {"versions": {}, "threads": {}, "cuda": {}, "gpu_name": None},
     )
+
+
+def run_args(small_dataset, out, *extra):
+    return parse_args(["--framework", "torch", "--dataset", str(small_dataset), "--output", str(out), *map(str, extra)])
 
 
 def test_driver_records_a_diverged_run_as_failed(small_dataset, tmp_path):
     out = tmp_path / "r.json"
     backend = fake_backend(lambda f: np.full(len(f), np.inf))
-    assert run(backend, ["--dataset", str(small_dataset), "--output", str(out)]) == 0
+    assert run(backend, run_args(small_dataset, out)) == 0
     record = read_record(out)
     assert record["status"] == "failed" and "not finite" in record["reason"]
     assert record["quality"]["converged"] is False
 
 
+def test_driver_times_every_phase_and_one_block_per_epoch(small_dataset, tmp_path):
+    out = tmp_path / "r.json"
+    assert run(fake_backend(lambda f: np.zeros(len(f))), run_args(small_dataset, out, "--epochs", 5)) == 0
+    record = read_record(out)
+    assert record["status"] == "ok", record["reason"]
+    timings = record["timings"]
+    assert set(timings["phases_s"]) == {"import", "setup", "fit", "predict"}
+    assert timings["block_epochs"] == [1] * 5 and len(timings["block_s"]) == 5
+
+
 def test_driver_records_an_unavailable_device_as_skipped(small_dataset, tmp_path):
     out = tmp_path / "r.json"
-    backend = fake_backend(exact, unavailable="no CUDA device: fake")
-    assert run(backend, ["--dataset", str(small_dataset), "--output", str(out), "--device", "cuda"]) == 0
+    backend = fake_backend(exact, gpu_missing="no CUDA device: fake")
+    assert run(backend, run_args(small_dataset, out, "--device", "cuda")) == 0
     assert read_record(out)["reason"] == "no CUDA device: fake"
+
+
+def test_the_catalogue_decides_where_a_variant_runs(small_dataset, tmp_path):
+    # graphed is listed for cuda only: on cpu it is skipped before the backend is asked anything.
+    out = tmp_path / "r.json"
+    assert run(fake_backend(exact), run_args(small_dataset, out, "--variant", "graphed", "--require-gpu")) == 0
+    record = read_record(out)
+    assert record["status"] == "skipped" and record["reason"] == "torch graphed runs on cuda only"
 
 
 def test_numpy_gradients_match_torch_autograd():
     import torch
 
-    from train_numpy import init_params, loss_and_grads
+    from tiny_mlp_bench.backends.numpy_reference import init_params, loss_and_grads
 
     rng = np.random.default_rng(0)
     params = init_params(rng, hidden=5)
@@ -209,7 +253,7 @@ def test_numpy_gradients_match_torch_autograd():
 def test_numpy_adam_matches_torch_adam():
     import torch
 
-    from train_numpy import Adam
+    from tiny_mlp_bench.backends.numpy_reference import Adam
 
     start = np.array([0.5, -1.0, 2.0], dtype=np.float32)
     ours = {"w": start.copy()}
@@ -226,9 +270,7 @@ def test_numpy_adam_matches_torch_adam():
 def test_numpy_reference_run_converges(small_dataset, tmp_path):
     out = tmp_path / "numpy.json"
     # Weight seed 7 + 3 - 1 keeps the final ReLU alive on this data (seeds 7, 8, 10 and 11 kill it).
-    run_script(
-        "train_numpy.py", "--dataset", small_dataset, "--output", out, "--epochs", 200, "--repeat", 3, check=True
-    )
+    train("numpy", "--dataset", small_dataset, "--output", out, "--epochs", 200, "--repeat", 3, check=True)
     record = read_record(out)
     assert record["identity"]["run_id"] == "numpy-cpu-reference-3"
     assert record["status"] == "ok" and record["quality"]["converged"], record["quality"]
@@ -236,8 +278,8 @@ def test_numpy_reference_run_converges(small_dataset, tmp_path):
 
 def test_numpy_reference_on_cuda_is_skipped(small_dataset, tmp_path):
     out = tmp_path / "numpy.json"
-    run_script("train_numpy.py", "--dataset", small_dataset, "--output", out, "--device", "cuda", check=True)
-    assert read_record(out)["reason"] == "the NumPy reference runs on the CPU only"
+    train("numpy", "--dataset", small_dataset, "--output", out, "--device", "cuda", check=True)
+    assert read_record(out)["reason"] == "numpy reference runs on cpu only"
 
 
 @pytest.mark.parametrize(
@@ -251,41 +293,31 @@ def test_numpy_reference_on_cuda_is_skipped(small_dataset, tmp_path):
 )
 def test_torch_variants_train_the_same_model(small_dataset, tmp_path, variant, detail):
     out = tmp_path / f"{variant}.json"
-    result = run_script(
-        "train_torch.py",
-        "--dataset",
-        small_dataset,
-        "--output",
-        out,
-        "--variant",
-        variant,
-        "--epochs",
-        200,
-        "--repeat",
-        3,
+    result = train(
+        "torch", "--dataset", small_dataset, "--output", out, "--variant", variant, "--epochs", 200, "--repeat", 3
     )
     assert result.returncode == 0, result.stderr
     record = read_record(out)
     assert record["identity"]["variant"] == variant and record["status"] == "ok"
     assert detail.items() <= record["parameters"]["variant_details"].items()
-    assert len(record["timings"]["epoch_s"]) == 200 and record["timings"]["steps_per_epoch"] == 3
+    assert len(record["timings"]["block_s"]) == 200 and record["timings"]["steps_per_epoch"] == 3
     # Weight seed 7 + 3 - 1 keeps the final ReLU alive on this data: every variant must learn the target.
     assert record["quality"]["converged"], record["quality"]
 
 
 def test_graphed_on_cpu_is_skipped_with_the_reason(small_dataset, tmp_path):
     out = tmp_path / "graphed.json"
-    run_script("train_torch.py", "--dataset", small_dataset, "--output", out, "--variant", "graphed", check=True)
+    train("torch", "--dataset", small_dataset, "--output", out, "--variant", "graphed", check=True)
     record = read_record(out)
-    assert record["status"] == "skipped" and "cuda only" in record["reason"]
+    assert record["status"] == "skipped" and record["reason"] == "torch graphed runs on cuda only"
 
 
 def test_graphed_on_a_gpu(small_dataset, tmp_path, has_cuda):
     if not has_cuda:
         pytest.skip("no CUDA device on this machine: CUDA graph capture can only be tested where one exists")
     out = tmp_path / "graphed.json"
-    run_script(
-        "train_torch.py",
+    train(
+        "torch",
         "--dataset",
         small_dataset,
         "--output",
@@ -307,9 +339,7 @@ def test_graphed_on_a_gpu(small_dataset, tmp_path, has_cuda):
 @pytest.mark.parametrize("variant", ["seed", "xla", "steps_per_execution"])
 def test_keras_variants_record_what_they_compiled(small_dataset, tmp_path, variant):
     out = tmp_path / f"{variant}.json"
-    result = run_script(
-        "train_keras.py", "--dataset", small_dataset, "--output", out, "--variant", variant, "--epochs", 2
-    )
+    result = train("keras", "--dataset", small_dataset, "--output", out, "--variant", variant, "--epochs", 2)
     assert result.returncode == 0, result.stderr
     details = read_record(out)["parameters"]["variant_details"]
     assert details["jit_compile"] == str(variant == "xla")
@@ -320,7 +350,17 @@ def test_keras_variants_record_what_they_compiled(small_dataset, tmp_path, varia
 def test_sweep_measures_every_point(tmp_path):
     out = tmp_path / "sweep.json"
     result = run_script(
-        "sweep.py", "--device", "cpu", "--batch-sizes", "8,32", "--hidden-units", "4,16", "--steps", 2, "--output", out
+        "sweep_crossover.py",
+        "--device",
+        "cpu",
+        "--batch-sizes",
+        "8,32",
+        "--hidden-units",
+        "4,16",
+        "--steps",
+        2,
+        "--output",
+        out,
     )
     assert result.returncode == 0, result.stderr
     record = read_sweep(out)
@@ -335,16 +375,24 @@ def test_sweep_without_gpu_is_skipped_or_fails_with_require_gpu(tmp_path, has_cu
         pytest.skip("a CUDA device is present: the no-GPU path cannot be exercised here")
     out = tmp_path / "sweep.json"
     args = ["--device", "cuda", "--batch-sizes", "8", "--hidden-units", "4", "--output", out]
-    run_script("sweep.py", *args, check=True)
+    run_script("sweep_crossover.py", *args, check=True)
     assert read_sweep(out)["status"] == "skipped"
     out.unlink()
-    result = run_script("sweep.py", *args, "--require-gpu")
+    result = run_script("sweep_crossover.py", *args, "--require-gpu")
     assert result.returncode == 1 and "--require-gpu" in result.stderr and not out.exists()
 
 
 def test_sweep_rejects_a_bad_grid(tmp_path):
     result = run_script(
-        "sweep.py", "--device", "cpu", "--batch-sizes", "8,x", "--hidden-units", "4", "--output", tmp_path / "s.json"
+        "sweep_crossover.py",
+        "--device",
+        "cpu",
+        "--batch-sizes",
+        "8,x",
+        "--hidden-units",
+        "4",
+        "--output",
+        tmp_path / "s.json",
     )
     assert result.returncode == 2 and "expected comma-separated integers, got '8,x'" in result.stderr
 
@@ -354,9 +402,8 @@ def test_driver_records_an_exception_as_failed(small_dataset, tmp_path):
         raise RuntimeError("CUDA out of memory (test)")
 
     out = tmp_path / "r.json"
-    backend = fake_backend(exact)
-    backend = Backend(**{**backend.__dict__, "train": broken})
-    assert run(backend, ["--dataset", str(small_dataset), "--output", str(out)]) == 0
+    backend = dataclasses.replace(fake_backend(exact), build=broken)
+    assert run(backend, run_args(small_dataset, out)) == 0
     record = read_record(out)
     assert record["status"] == "failed" and record["reason"] == "RuntimeError: CUDA out of memory (test)"
-    assert record["quality"] is None and set(record["timings"]) == {"import_s"}
+    assert record["quality"] is None and set(record["timings"]) == {"phases_s"}

@@ -1,20 +1,16 @@
-"""Make, write and read the seed question's dataset as a self-describing Parquet file.
+"""Make, write and read the question's dataset as a self-describing Parquet file.
 
 The generation follows the question step by step: ``x`` and ``y`` drawn with
 ``randint(10, 1000)``, target ``4*x + 3*y + 10``, the rows shuffled, all three
 columns MinMax-scaled together, then scikit-learn's default 75/25 split. A seeded
 ``RandomState`` stands in for the asker's global NumPy generator, so the same seed
 gives the same rows the asker would have drawn after ``np.random.seed(seed)``.
-
-Usage: python scripts/dataset.py --seed 42 --n-rows 1000 --output results/data/dataset.parquet
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from atomic import atomic_path
+from tiny_mlp_bench.atomic import atomic_path
 
 FEATURES = ("x", "y")
 TARGET = "target"
@@ -46,7 +42,7 @@ class Dataset:
 
 
 def make_dataset(seed: int, n_rows: int) -> pa.Table:
-    """Return the seed question's dataset as an Arrow table with a ``split`` column.
+    """Return the question's dataset as an Arrow table with a ``split`` column.
 
     Train rows come first, then test rows, each in the order scikit-learn's
     ``train_test_split`` returned them (the order the asker's loaders saw).
@@ -121,25 +117,3 @@ def read_dataset(path: Path) -> Dataset:
         metadata=metadata,
         sha256=file_sha256(path),
     )
-
-
-def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seed", type=int, required=True, help="seed of the NumPy generator")
-    parser.add_argument("--n-rows", type=int, required=True, help="rows before the split")
-    parser.add_argument("--output", type=Path, required=True, help="Parquet file to write")
-    args = parser.parse_args(argv)
-    if args.n_rows < 4:
-        parser.error(f"--n-rows must be at least 4 (got {args.n_rows})")
-    return args
-
-
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    write_dataset(make_dataset(args.seed, args.n_rows), args.output)
-    print(f"wrote {args.output} (sha256 {file_sha256(args.output)})", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

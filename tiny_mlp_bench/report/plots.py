@@ -1,4 +1,4 @@
-"""The report's two charts, written as PNG files without timestamps (same data, same bytes)."""
+"""The report's two charts, drawn from the report model as PNG files without timestamps (same data, same bytes)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from atomic import atomic_path
-from report_data import ASKER_SECONDS
+from tiny_mlp_bench.atomic import atomic_path
+from tiny_mlp_bench.report.model import ASKER_SECONDS, Machine
 
 
 def save(fig, path: Path) -> None:
@@ -21,23 +21,24 @@ def save(fig, path: Path) -> None:
     plt.close(fig)
 
 
-def plot_steps(seed_rows_by_host: dict[str, dict], path: Path) -> None:
-    """Median wall time per question step (seed variant) per host, min-max whiskers, the asker's beside."""
+def plot_seed_times(machines: tuple[Machine, ...], path: Path) -> None:
+    """Median wall time per question pair (seed variant) per machine, min-max whiskers, the asker's beside."""
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
-    steps = list(ASKER_SECONDS)
-    width = 0.8 / (1 + len(seed_rows_by_host))
+    pairs = list(ASKER_SECONDS)
+    width = 0.8 / (1 + len(machines))
     colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
-    for i, step in enumerate(steps):
+    for i, pair in enumerate(pairs):
         left = i - 0.4 + width / 2
-        ax.bar(left, ASKER_SECONDS[step], width, color="#bbbbbb", label="asker")
-        for j, (host, seed_rows) in enumerate(seed_rows_by_host.items(), 1):
-            label = "this run" if len(seed_rows_by_host) == 1 else host
-            if step in seed_rows:
-                s = seed_rows[step]
-                err = [[s.median_s - s.min_s], [s.max_s - s.median_s]]
+        ax.bar(left, ASKER_SECONDS[pair], width, color="#bbbbbb", label="asker")
+        for j, machine in enumerate(machines, 1):
+            label = "this run" if len(machines) == 1 else machine.label
+            timed = {q.pair: q for q in machine.question if q.timed}
+            if pair in timed:
+                q = timed[pair]
+                err = [[q.median_s - q.min_s], [q.max_s - q.median_s]]
                 ax.bar(
                     left + j * width,
-                    s.median_s,
+                    q.median_s,
                     width,
                     yerr=err,
                     capsize=3,
@@ -46,9 +47,10 @@ def plot_steps(seed_rows_by_host: dict[str, dict], path: Path) -> None:
                 )
             else:
                 ax.text(left + j * width, 0.3, "no timed\nrun", ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(range(len(steps)), steps)
+    ax.set_xticks(range(len(pairs)), pairs)
+    ax.set_xlabel("framework-device pair")
     ax.set_ylabel("seconds, fit start to predictions")
-    ax.set_title("Seed experiment: wall time per step")
+    ax.set_title("Seed experiment: wall time per framework-device pair")
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))  # one legend entry per label, not per bar
     ax.legend(unique.values(), unique.keys())
@@ -56,7 +58,10 @@ def plot_steps(seed_rows_by_host: dict[str, dict], path: Path) -> None:
 
 
 def plot_crossover(points: pd.DataFrame, path: Path) -> None:
-    """Time per step against batch size, one colour per width, solid cpu and dashed cuda."""
+    """Time per optimiser step against batch size, one colour per width, solid cpu and dashed cuda.
+
+    ``points`` is the report's sweep_points: device, batch_size, hidden_units, step_s.
+    """
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     widths = sorted(points["hidden_units"].unique())

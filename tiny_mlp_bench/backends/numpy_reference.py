@@ -1,22 +1,16 @@
-"""Train the seed question's MLP with hand-written NumPy and write a run record: the no-framework floor.
+"""NumPy: the question's MLP written out by hand, the no-framework reference.
 
 Variant ``reference``: forward, backward and Adam written out in float32 NumPy, with torch's
 default initialisation (uniform in +-1/sqrt(fan_in)), a fresh permutation of the rows every
 epoch and the same batch size, learning rate and Adam constants (betas 0.9/0.999, eps 1e-8).
 It runs on the CPU only.
-
-Usage: python scripts/train_numpy.py --dataset results/data/dataset.parquet --threads 2 \
-           --output results/runs/numpy-cpu-reference-1.json
 """
 
 from __future__ import annotations
 
-import sys
-import time
-
 import numpy as np
 
-from training import Backend, RunSpec, TrainResult, run, timed_epochs
+from tiny_mlp_bench.driver import Backend, EpochLoop, RunSpec
 
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
 
@@ -25,10 +19,6 @@ def load():
     from threadpoolctl import threadpool_info, threadpool_limits
 
     return threadpool_info, threadpool_limits
-
-
-def unavailable(fw, device: str, variant: str) -> str | None:
-    return "the NumPy reference runs on the CPU only" if device != "cpu" else None
 
 
 def init_params(rng: np.random.Generator, hidden: int) -> dict[str, np.ndarray]:
@@ -82,37 +72,43 @@ class Adam:
             params[k] -= (self.lr / c1) * self.m[k] / (np.sqrt(self.v[k] / c2) + EPS)
 
 
-def train(fw, spec: RunSpec, data) -> TrainResult:
+class ReferenceRun(EpochLoop):
+    """The set-up: weights from the run's seed, float32 rows and Adam state."""
+
+    def __init__(self, fw, spec: RunSpec, data):
+        self.spec, self.data = spec, data
+        self.rng = np.random.default_rng(spec.init_seed)
+        self.rows = data.train.astype(np.float32)
+        self.params = init_params(self.rng, spec.hidden_units)
+        self.adam = Adam(self.params, spec.learning_rate)
+        self.loss = float("nan")
+
+    def run_epochs(self, epochs: int) -> None:
+        rows, size = self.rows, self.spec.batch_size
+        for _ in range(epochs):
+            for idx in np.array_split(self.rng.permutation(len(rows)), range(size, len(rows), size)):
+                batch = rows[idx]
+                self.loss, grads = loss_and_grads(self.params, batch[:, :2], batch[:, 2])
+                self.adam.step(self.params, grads)
+
+    def predict_test_batch(self) -> None:
+        self.predict(self.data.test[: self.spec.batch_size, :2])
+
+    def predict(self, features):
+        return forward(self.params, features.astype(np.float32))[0]
+
+    def final_train_loss(self) -> float:
+        return self.loss
+
+    @property
+    def details(self) -> dict[str, str]:
+        return {"implementation": "hand-written float32 NumPy", "adam": "written out, torch's constants"}
+
+
+def prepare(fw, spec: RunSpec):
     _, threadpool_limits = fw
     threadpool_limits(spec.threads)
-    start = time.perf_counter()
-    rng = np.random.default_rng(spec.init_seed)
-    rows = data.train.astype(np.float32)
-    params = init_params(rng, spec.hidden_units)
-    adam = Adam(params, spec.learning_rate)
-    fit_start = time.perf_counter()
-
-    def epoch():
-        for idx in np.array_split(rng.permutation(len(rows)), range(spec.batch_size, len(rows), spec.batch_size)):
-            batch = rows[idx]
-            loss, grads = loss_and_grads(params, batch[:, :2], batch[:, 2])
-            adam.step(params, grads)
-        return loss
-
-    epoch_s, loss = timed_epochs(spec, time.perf_counter, fit_start, epoch)
-    predict_start = time.perf_counter()
-    forward(params, data.test[: spec.batch_size, :2].astype(np.float32))
-    end = time.perf_counter()
-    return TrainResult.from_clock(
-        start,
-        fit_start,
-        epoch_s,
-        predict_start,
-        end,
-        final_train_loss=loss,
-        predict=lambda features: forward(params, features.astype(np.float32))[0],
-        details={"implementation": "hand-written float32 NumPy", "adam": "written out, torch's constants"},
-    )
+    return None  # NumPy computes synchronously
 
 
 def describe(fw, device: str) -> dict:
@@ -121,14 +117,13 @@ def describe(fw, device: str) -> dict:
     return {"versions": {}, "threads": pools, "cuda": {}, "gpu_name": None}
 
 
+# The catalogue runs the reference on cpu only, so the no-GPU check is never asked.
 BACKEND = Backend(
-    name="numpy", variants=("reference",), load=load, unavailable=unavailable, train=train, describe=describe
+    name="numpy",
+    variants=("reference",),
+    load=load,
+    gpu_missing=lambda fw: "the NumPy reference has no GPU path",
+    prepare=prepare,
+    build=ReferenceRun,
+    describe=describe,
 )
-
-
-def main(argv=None) -> int:
-    return run(BACKEND, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -9,15 +9,17 @@ from pathlib import Path
 import jsonschema
 import referencing
 
-from atomic import write_text_atomic
+from tiny_mlp_bench.atomic import write_text_atomic
 
 HERE = Path(__file__).parent
 RUN_SCHEMA = "run_record.schema.json"
 SWEEP_SCHEMA = "sweep_record.schema.json"
 RECORD_TYPE = "tiny-mlp-bench.run"
 SWEEP_RECORD_TYPE = "tiny-mlp-bench.sweep"
-# 2: environment.container became {engine, image, image_id}; version 1 records are upgraded on reading.
-SCHEMA_VERSION = 2
+# 2: environment.container became {engine, image, image_id}.
+# 3: timings hold phases_s and blocks of epochs (block_s, block_epochs) instead of flat phase keys
+#    and epoch_s. Older records are upgraded on reading.
+SCHEMA_VERSION = 3
 CONTAINER_ENGINES = ("docker", "podman", "apptainer")
 
 
@@ -66,17 +68,29 @@ def read_record(path: Path, schema_name: str = RUN_SCHEMA) -> dict:
 
 
 def upgrade(record: dict) -> dict:
-    """A version 1 record in today's shape: its container was one string, the image or '<engine> (image not named)'."""
-    if isinstance(record, dict) and record.get("schema_version") == 1:
-        environment = record.get("environment")
-        container = environment.get("container") if isinstance(environment, dict) else None
-        if isinstance(container, str):
-            engine, _, rest = container.partition(" ")
-            if engine in CONTAINER_ENGINES and rest == "(image not named)":
-                environment["container"] = {"engine": engine, "image": None, "image_id": None}
-            else:  # version 1 named only Apptainer's image file (or TINY_MLP_BENCH_IMAGE, never set then)
-                environment["container"] = {"engine": "apptainer", "image": container, "image_id": None}
-        record["schema_version"] = SCHEMA_VERSION
+    """An older record in today's shape; anything else is returned as it is, for the schema to judge."""
+    if not isinstance(record, dict) or record.get("schema_version") not in (1, 2):
+        return record
+    environment = record.get("environment")
+    container = environment.get("container") if isinstance(environment, dict) else None
+    if record["schema_version"] == 1 and isinstance(container, str):
+        # Version 1's container was one string: the image, or '<engine> (image not named)'.
+        engine, _, rest = container.partition(" ")
+        if engine in CONTAINER_ENGINES and rest == "(image not named)":
+            environment["container"] = {"engine": engine, "image": None, "image_id": None}
+        else:  # version 1 named only Apptainer's image file (or TINY_MLP_BENCH_IMAGE, never set then)
+            environment["container"] = {"engine": "apptainer", "image": container, "image_id": None}
+    timings = record.get("timings")
+    if record.get("record_type") == RECORD_TYPE and isinstance(timings, dict) and "import_s" in timings:
+        # Versions 1 and 2 timed one epoch per block and kept each phase under its own key.
+        phases = {
+            name: timings.pop(f"{name}_s") for name in ("import", "setup", "fit", "predict") if f"{name}_s" in timings
+        }
+        timings["phases_s"] = phases
+        if "epoch_s" in timings:
+            timings["block_s"] = timings.pop("epoch_s")
+            timings["block_epochs"] = [1] * len(timings["block_s"])
+    record["schema_version"] = SCHEMA_VERSION
     return record
 
 

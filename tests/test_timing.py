@@ -1,0 +1,93 @@
+"""The timing module: phases, blocks, the Keras callback, progress lines and the steady state."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from tiny_mlp_bench import timing
+from tiny_mlp_bench.timing import Clock, steady_step_s
+
+
+class FakeTime:
+    """A perf_counter that moves only when told, so every reading is known."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def fake_time(monkeypatch):
+    fake = FakeTime()
+    monkeypatch.setattr(timing.time, "perf_counter", fake)
+    return fake
+
+
+def test_phases_blocks_and_timing_point_come_from_the_readings(fake_time):
+    clock = Clock()
+
+    def run_epochs(n):
+        fake_time.now += 2.0 * n  # two seconds an epoch
+
+    with clock.phase("import"):
+        fake_time.now += 5
+    with clock.timing_point():
+        with clock.phase("setup"):
+            fake_time.now += 1
+        with clock.phase("fit"):
+            clock.run_blocks(run_epochs, total=5, per_block=2)
+        with clock.phase("predict"):
+            fake_time.now += 0.5
+    assert clock.phases_s == {"import": 5, "setup": 1, "fit": 10, "predict": 0.5}
+    assert clock.block_s == [4, 4, 2] and clock.block_epochs == [2, 2, 1]  # the last block is short
+    assert clock.timings() == {
+        "phases_s": {"import": 5, "setup": 1, "fit": 10, "predict": 0.5},
+        "fit_predict_s": 11.5,
+        "block_s": [4, 4, 2],
+        "block_epochs": [2, 2, 1],
+    }
+
+
+def test_every_reading_waits_for_the_device(fake_time):
+    calls = []
+    clock = Clock(sync=lambda: calls.append(fake_time.now))
+    with clock.phase("fit"):
+        clock.run_blocks(lambda n: None, total=3, per_block=1)
+    # one at the phase's start, one at the blocks' start, one per block, one at the phase's end
+    assert len(calls) == 6
+
+
+def test_a_phase_must_be_named_in_phases():
+    with pytest.raises(ValueError, match=r"unknown phase 'warmup'; add it to timing\.PHASES"), Clock().phase("warmup"):
+        pass
+
+
+def test_keras_callback_closes_a_block_at_every_epoch_end(fake_time):
+    keras = types.SimpleNamespace(callbacks=types.SimpleNamespace(Callback=object))
+    clock = Clock()
+    with clock.phase("fit"):
+        callback = clock.keras_callback(keras)
+        for epoch in range(3):  # what fit() does: work, then on_epoch_end
+            fake_time.now += 1.5 if epoch == 0 else 0.5
+            callback.on_epoch_end(epoch)
+    assert clock.block_s == [1.5, 0.5, 0.5] and clock.block_epochs == [1, 1, 1]
+
+
+def test_progress_every_tenth_of_the_epochs(fake_time, capsys):
+    clock = Clock(label="torch-cpu-seed-1", planned_epochs=20)
+    with clock.phase("fit"):
+        clock.run_blocks(lambda n: setattr(fake_time, "now", fake_time.now + n), total=20, per_block=3)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "torch-cpu-seed-1: epoch 3/20, 3.0 s"
+    assert lines[-1] == "torch-cpu-seed-1: epoch 20/20, 20.0 s"
+    assert len(lines) == 7  # 3, 6, ..., 18 and the last block (20): each crosses a tenth (2 epochs)
+
+
+def test_steady_state_is_the_median_later_block_per_step():
+    # 12 steps an epoch; blocks of 1, 2, 2 and 1 epochs; the first holds compilation.
+    assert steady_step_s([9.0, 0.024, 0.024, 0.03], [12, 24, 24, 12]) == pytest.approx(0.001)
+    assert steady_step_s([9.0], [12]) is None
