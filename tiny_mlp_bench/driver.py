@@ -110,6 +110,19 @@ def say(label: str, message: str) -> None:
     print(f"{label}: {message}", file=sys.stderr, flush=True)
 
 
+def time_and_score(backend: Backend, fw, spec: RunSpec, data: Dataset, clock: Clock, min_r2: float):
+    """Set up, train and predict inside the timing point, then score; returns (quality, details)."""
+    clock.sync = backend.prepare(fw, spec)
+    with clock.timing_point():
+        with clock.phase("setup"):
+            training = backend.build(fw, spec, data)
+        with clock.phase("fit"):
+            training.fit(clock, spec.epochs)
+        with clock.phase("predict"):
+            training.predict_test_batch()
+    return score(training, data, min_r2), training.details
+
+
 def run(backend: Backend, args) -> int:
     """One run as the command line (scripts/train.py) asks; writes the record. Returns the exit status."""
     started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
@@ -151,16 +164,7 @@ def run(backend: Backend, args) -> int:
     else:
         say(label, f"training {spec.epochs} epochs on {spec.device}")
         try:
-            clock.sync = backend.prepare(fw, spec)
-            with clock.timing_point():
-                with clock.phase("setup"):
-                    training = backend.build(fw, spec, data)
-                with clock.phase("fit"):
-                    training.fit(clock, spec.epochs)
-                with clock.phase("predict"):
-                    training.predict_test_batch()
-            quality = score(training, data, args.min_r2)
-            details = training.details
+            quality, details = time_and_score(backend, fw, spec, data, clock, args.min_r2)
         except Exception as err:  # any error inside the framework: report it, let the other runs finish
             traceback.print_exc()
             status, reason = "failed", f"{type(err).__name__}: {err}".strip()[:500]
@@ -173,7 +177,6 @@ def run(backend: Backend, args) -> int:
             status, reason = "failed", "training diverged: the train MSE is not finite"
         say(label, f"{clock.timing_point_s:.2f} s, test MSE {quality['test_mse']}")
 
-    meta = data.metadata
     record = {
         "record_type": RECORD_TYPE,
         "schema_version": SCHEMA_VERSION,
@@ -187,22 +190,25 @@ def run(backend: Backend, args) -> int:
         },
         "status": status,
         "reason": reason,
-        "parameters": {
-            "seed": meta["seed"],
-            "init_seed": spec.init_seed,
-            "n_rows": meta["n_rows"],
-            "n_train": meta["n_train"],
-            "n_test": meta["n_test"],
-            "epochs": spec.epochs,
-            "batch_size": spec.batch_size,
-            "learning_rate": spec.learning_rate,
-            "hidden_units": spec.hidden_units,
-            "threads": spec.threads,
-            "variant_details": details,
-        },
+        "parameters": parameters(spec, data.metadata, details),
         "timings": timings,
         "quality": quality,
         "environment": collect_environment(dataset_sha256=data.sha256, **backend.describe(fw, spec.device)),
     }
     write_record(record, args.output)
     return 0
+
+
+def parameters(spec: RunSpec, meta: dict, details: dict[str, str]) -> dict:
+    """The record's parameters: the dataset's, the run's and what the variant used."""
+    return {
+        "seed": meta["seed"],
+        "init_seed": spec.init_seed,
+        **{key: meta[key] for key in ("n_rows", "n_train", "n_test")},
+        "epochs": spec.epochs,
+        "batch_size": spec.batch_size,
+        "learning_rate": spec.learning_rate,
+        "hidden_units": spec.hidden_units,
+        "threads": spec.threads,
+        "variant_details": details,
+    }
