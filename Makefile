@@ -61,6 +61,12 @@ lock:
 # used when installed, else Docker (ENGINE=docker). Extra flags go in BUILD_ARGS, e.g.
 # BUILD_ARGS="--build-arg BASE_IMAGE=localhost/tiny-mlp-bench/base:bookworm" (docker/base-image.sh).
 ENGINE ?= $(if $(shell command -v podman),podman,docker)
+# Docker builds with BuildKit (the Dockerfiles use RUN --mount and build secrets) through the
+# client in DOCKER. Clients from Docker 23 on hand BuildKit to the buildx plugin, which Debian 12
+# does not package: where it is missing, point DOCKER at a client that builds without it, such as
+# Debian's docker.io 20.10 (DOCKER=/usr/bin/docker).
+DOCKER ?= docker
+BUILD = $(if $(filter docker,$(ENGINE)),DOCKER_BUILDKIT=1 $(DOCKER),$(ENGINE)) build
 FLAVOR ?= cuda
 VERSION := $(shell cat VERSION)
 IMAGE_PREFIX ?= ghcr.io/tiny-mlp-bench
@@ -77,7 +83,9 @@ image-torch: $(if $(filter cpu,$(FLAVOR)),torch-cpu-wheel)
 image-torch image-keras: image-%:
 	@case "$(FLAVOR)" in cpu | cuda) ;; *) echo "error: FLAVOR must be cuda or cpu, not '$(FLAVOR)'" >&2; exit 2;; esac
 	@command -v $(ENGINE) >/dev/null || { echo "error: no '$(ENGINE)' on PATH: install Podman (apt-get install podman) or Docker, or name yours with ENGINE=" >&2; exit 2; }
-	$(ENGINE) build -f docker/$*.Dockerfile -t $(IMAGE_PREFIX)/$*:$(IMAGE_TAG) \
+	@[ "$(ENGINE)" != docker ] || [ "$$($(DOCKER) version --format '{{.Client.Version}}' | cut -d. -f1)" -lt 23 ] \
+		|| $(DOCKER) buildx version >/dev/null 2>&1 || { echo "error: $(DOCKER) (Docker client $$($(DOCKER) version --format '{{.Client.Version}}')) builds with BuildKit only through the buildx plugin, which is not installed: install docker-buildx, or use a client that builds without it, e.g. Debian's docker.io: make images ENGINE=docker DOCKER=/usr/bin/docker" >&2; exit 2; }
+	$(BUILD) -f docker/$*.Dockerfile -t $(IMAGE_PREFIX)/$*:$(IMAGE_TAG) \
 		--build-arg FLAVOR=$(FLAVOR) --build-arg VERSION=$(VERSION) \
 		--build-arg REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \
 		$(if $(CA_BUNDLE),--secret id=ca_bundle$(comma)src=$(CA_BUNDLE)) $(BUILD_ARGS) .

@@ -1,8 +1,9 @@
-"""Steps in Docker or Podman images: the launcher, the workflow's switch, and a real Podman run.
+"""Jobs in Docker or Podman images: the launcher, the workflow's switch, and real runs with both engines.
 
-The real run needs Podman and the CPU images (`make images FLAVOR=cpu`); without them it skips
-with that reason. CI builds the images and sets TINY_MLP_BENCH_REQUIRE_PODMAN=1, which turns the
-skip into a failure.
+The real runs need the engine (Docker: a running daemon) and the CPU images built with it
+(`make images ENGINE=... FLAVOR=cpu`); without them they skip with the command that fixes it. CI
+builds the images with both engines and sets TINY_MLP_BENCH_REQUIRE_PODMAN=1 and
+TINY_MLP_BENCH_REQUIRE_DOCKER=1, which turn those skips into failures.
 """
 
 from __future__ import annotations
@@ -238,29 +239,42 @@ def test_the_config_images_carry_the_projects_version():
     assert images == {name: f"docker://ghcr.io/tiny-mlp-bench/{name}:{VERSION}" for name in ("torch", "keras")}
 
 
-# --- the real thing: the tiny study in Podman --------------------------------------------------
+# --- the real thing: the tiny study in Podman and in Docker ---------------------------------------
+
+# What makes an engine ready here, said in every skip (and failure in CI).
+ENGINE_SETUP = {
+    "podman": "apt-get install podman runc, then docker/podman-host-setup.sh (as root)",
+    "docker": "apt-get install docker.io, then docker/dockerd.sh start (as root)",
+}
 
 
-def podman_problem() -> str | None:
-    """Why the tiny study cannot run in Podman here, or None when it can."""
-    if shutil.which("podman") is None:
-        return "Podman is not installed: apt-get install podman (then docker/podman-host-setup.sh)"
+def engine_problem(engine: str) -> str | None:
+    """Why the tiny study cannot run with ``engine`` here, or None when it can."""
+    if shutil.which(engine) is None:
+        return f"{engine} is not installed: {ENGINE_SETUP[engine]}"
+    info = subprocess.run([engine, "info"], capture_output=True, text=True, timeout=120)
+    if info.returncode != 0:
+        return f"`{engine} info` fails, so {engine} cannot run containers: {ENGINE_SETUP[engine]}"
     for image in CPU_IMAGES.values():
         name = containers.image_reference(image)
-        found = subprocess.run(["podman", "image", "exists", name], capture_output=True)
+        found = subprocess.run([engine, "image", "inspect", name], capture_output=True)
         if found.returncode != 0:
-            return f"image {name} is not built: make images ENGINE=podman FLAVOR=cpu"
+            return f"image {name} is not built for {engine}: make images ENGINE={engine} FLAVOR=cpu (README)"
     return None
+
+
+def require_engine(engine: str) -> None:
+    skip_unless_ready(engine_problem(engine), f"TINY_MLP_BENCH_REQUIRE_{engine.upper()}")
 
 
 @pytest.fixture(scope="module")
 def podman():
-    skip_unless_ready(podman_problem(), "TINY_MLP_BENCH_REQUIRE_PODMAN")
+    require_engine("podman")
 
 
-def podman_image_id(image: str) -> str:
+def engine_image_id(engine: str, image: str) -> str:
     out = subprocess.run(
-        ["podman", "image", "inspect", "--format", "{{.Id}}", containers.image_reference(image)],
+        [engine, "image", "inspect", "--format", "{{.Id}}", containers.image_reference(image)],
         capture_output=True,
         text=True,
         check=True,
@@ -268,11 +282,24 @@ def podman_image_id(image: str) -> str:
     return out.stdout.strip()
 
 
-def test_tiny_study_runs_every_step_in_its_podman_image(podman, workflow_dir):
-    config = write_config(workflow_dir, "podman.yaml", container_engine="podman", images=CPU_IMAGES)
+def test_a_docker_without_its_daemon_is_named_with_the_command_that_starts_it(tmp_path, monkeypatch):
+    docker = tmp_path / "docker"
+    docker.write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2\nexit 1\n")
+    docker.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert engine_problem("docker") == (
+        "`docker info` fails, so docker cannot run containers: "
+        "apt-get install docker.io, then docker/dockerd.sh start (as root)"
+    )
+
+
+@pytest.mark.parametrize("engine", ["podman", "docker"])
+def test_tiny_study_runs_every_job_in_its_image(engine, workflow_dir):
+    require_engine(engine)
+    config = write_config(workflow_dir, f"{engine}.yaml", container_engine=engine, images=CPU_IMAGES)
     result = run_snakemake(workflow_dir, "--cores", 2, "--configfile", config)
     assert result.returncode == 0, result.stderr[-5000:]
-    ids = {name: podman_image_id(image) for name, image in CPU_IMAGES.items()}
+    ids = {name: engine_image_id(engine, image) for name, image in CPU_IMAGES.items()}
     records = sorted((workflow_dir / "results" / "runs").glob("*.json"))
     assert len(records) == 16
     for path in records:
@@ -280,7 +307,7 @@ def test_tiny_study_runs_every_step_in_its_podman_image(podman, workflow_dir):
         image = "keras" if record["identity"]["framework"] == "keras" else "torch"
         container = record["environment"]["container"]
         assert container == {
-            "engine": "podman",
+            "engine": engine,
             "image": containers.image_reference(CPU_IMAGES[image]),
             "image_id": ids[image],
         }, path.name
@@ -292,13 +319,14 @@ def test_tiny_study_runs_every_step_in_its_podman_image(podman, workflow_dir):
             assert "no CUDA device" in record["reason"]
     for device in ("cpu", "cuda"):
         sweep = read_sweep(workflow_dir / "results" / "sweep" / f"{device}.json")
-        assert sweep["environment"]["container"]["engine"] == "podman"
+        assert sweep["environment"]["container"]["engine"] == engine
     # Files the containers wrote belong to the caller, and the report names the images.
     assert all(p.stat().st_uid == os.getuid() for p in records)
     report = (workflow_dir / "results" / "report.md").read_text()
-    assert f"podman ghcr.io/tiny-mlp-bench/torch:{VERSION}-cpu ({ids['torch'].removeprefix('sha256:')[:12]})" in report
+    short_id = ids["torch"].removeprefix("sha256:")[:12]
+    assert f"{engine} ghcr.io/tiny-mlp-bench/torch:{VERSION}-cpu ({short_id})" in report
     log = (workflow_dir / "logs" / "train" / "torch-cuda-seed-1.log").read_text()
-    assert "warning: no GPU passed to the podman container" in log
+    assert f"warning: no GPU passed to the {engine} container" in log
 
 
 def test_version_1_records_read_in_todays_shape():
@@ -322,6 +350,32 @@ def test_version_1_records_read_in_todays_shape():
 def test_make_images_refuses_a_wrong_flavor_or_engine(args, expected):
     result = subprocess.run(["make", "-s", "-C", str(ROOT), "image-keras", *args], capture_output=True, text=True)
     assert result.returncode != 0 and expected in result.stderr
+
+
+@pytest.mark.parametrize(("version", "builds"), [("28.2.2", False), ("20.10.24+dfsg1", True)])
+def test_make_images_names_the_docker_client_that_can_build(tmp_path, version, builds):
+    # Docker clients from 23 on build with BuildKit only through the buildx plugin; Debian's 20.10
+    # builds without it. This stand-in client has no buildx and echoes the build it is asked for.
+    docker = tmp_path / "docker"
+    docker.write_text(
+        "#!/bin/sh\n"
+        f'case "$1" in version) echo {version} ;; buildx) exit 1 ;;\n'
+        '  build) echo "built with BuildKit=$DOCKER_BUILDKIT" ;; esac\n'
+    )
+    docker.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "image-keras", "ENGINE=docker", f"DOCKER={docker}"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    if builds:
+        assert result.returncode == 0 and "built with BuildKit=1" in result.stdout, result.stderr
+    else:
+        assert result.returncode != 0
+        assert f"Docker client {version}) builds with BuildKit only through the buildx plugin" in result.stderr
+        assert "make images ENGINE=docker DOCKER=/usr/bin/docker" in result.stderr
 
 
 def test_a_build_without_its_packages_says_how_to_build_offline(podman):
