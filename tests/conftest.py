@@ -84,6 +84,11 @@ def run_snakemake(directory: Path, *args, env: dict | None = None) -> subprocess
     )
 
 
+def table_rows(text: str) -> list[list[str]]:
+    """Every Markdown table row in ``text`` as its stripped cells (tabulate pads them)."""
+    return [[cell.strip() for cell in line.strip()[1:-1].split("|")] for line in text.splitlines() if line[:1] == "|"]
+
+
 def synthetic_record(
     framework,
     device,

@@ -10,7 +10,7 @@ import random
 import pandas as pd
 import pytest
 
-from conftest import TEST_DATA, run_script, synthetic_record, synthetic_study, synthetic_sweeps
+from conftest import TEST_DATA, run_script, synthetic_record, synthetic_study, synthetic_sweeps, table_rows
 from tiny_mlp_bench.records import SWEEP_SCHEMA, RecordError, read_record, validate_record, write_record, write_sweep
 from tiny_mlp_bench.report.ladder import flops_per_step
 from tiny_mlp_bench.report.markdown import render_markdown
@@ -28,11 +28,6 @@ def only_machine(records, sweeps=()):
 
 def render(records, sweeps=()) -> str:
     return render_markdown(build_report(records, sweeps))
-
-
-def table_rows(text: str) -> list[list[str]]:
-    """Every Markdown table row in ``text`` as its stripped cells (tabulate pads them)."""
-    return [[cell.strip() for cell in line.strip()[1:-1].split("|")] for line in text.splitlines() if line[:1] == "|"]
 
 
 def test_synthetic_records_are_valid():

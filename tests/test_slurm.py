@@ -12,8 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import run_snakemake, skip_unless_ready
-from test_report import table_rows
+from conftest import run_snakemake, skip_unless_ready, table_rows
 from test_workflow import write_config
 from tiny_mlp_bench.records import read_record, read_sweep
 

@@ -9,8 +9,7 @@ import re
 import pytest
 import yaml
 
-from conftest import copy_workflow, run_snakemake
-from test_report import table_rows
+from conftest import copy_workflow, run_snakemake, table_rows
 from tiny_mlp_bench.dataset import file_sha256
 from tiny_mlp_bench.records import read_record, read_sweep
 
