@@ -17,6 +17,7 @@ from tiny_mlp_bench import crossover
 from tiny_mlp_bench.backends import torch_common
 from tiny_mlp_bench.cli import csv_ints, positive_int
 from tiny_mlp_bench.environment import collect_environment
+from tiny_mlp_bench.load import load_block, snapshot
 from tiny_mlp_bench.records import SCHEMA_VERSION, SWEEP_RECORD_TYPE, write_sweep
 
 
@@ -34,6 +35,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    load_before = snapshot()
     label = f"sweep-{args.device}"
     torch = torch_common.load()
     torch_common.set_threads(torch, args.threads)
@@ -73,6 +75,7 @@ def main(argv=None) -> int:
             torch, device, sync, args.batch_sizes, args.hidden_units, args.steps, progress
         )
     record["environment"] = collect_environment(dataset_sha256=None, **torch_common.describe(torch, args.device))
+    record["load"] = load_block(load_before, snapshot(), torch_common.peak_gpu_memory_mb(torch, args.device))
     write_sweep(record, args.output)
     return 0
 

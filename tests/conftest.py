@@ -119,7 +119,7 @@ def synthetic_record(
         }
     return {
         "record_type": "tiny-mlp-bench.run",
-        "schema_version": 3,
+        "schema_version": 4,
         "identity": {
             "run_id": f"{framework}-{device}-{variant}-{repeat}",
             "framework": framework,
@@ -171,6 +171,12 @@ def synthetic_record(
             "git_commit": "abc123",
             "dataset_sha256": "0" * 64,
         },
+        "load": {
+            "before": {"load_average": [0.5, 0.75, 1.0], "cpu_mhz": 2100.0},
+            "after": {"load_average": [1.5, 1.0, 1.0], "cpu_mhz": 2000.0},
+            "peak_host_memory_mb": 512.0,
+            "peak_gpu_memory_mb": None,
+        },
     }
 
 
@@ -197,7 +203,8 @@ def synthetic_study() -> list[dict]:
 
 def synthetic_sweeps() -> list[dict]:
     """cpu and cuda sweeps: at width 20 cuda wins from batch 4096 on; at width 4 it never does."""
-    env = synthetic_record("torch", "cpu", 1, 1.0)["environment"]
+    run = synthetic_record("torch", "cpu", 1, 1.0)
+    env, load = run["environment"], run["load"]
     cpu = {(4, 64): 0.1, (4, 4096): 0.2, (20, 64): 0.1, (20, 4096): 2.0, (20, 65536): 30.0}
     cuda = {(4, 64): 0.5, (4, 4096): 0.5, (20, 64): 0.5, (20, 4096): 0.6, (20, 65536): 0.9}
 
@@ -208,7 +215,7 @@ def synthetic_sweeps() -> list[dict]:
         ]
         return {
             "record_type": "tiny-mlp-bench.sweep",
-            "schema_version": 3,
+            "schema_version": 4,
             "device": device,
             "variant": "sync_free",
             "steps": 10,
@@ -218,6 +225,7 @@ def synthetic_sweeps() -> list[dict]:
             "peak_gflops": 100.0 if device == "cpu" else 10000.0,
             "points": points,
             "environment": env,
+            "load": load,
         }
 
     return [sweep("cpu", cpu), sweep("cuda", cuda)]

@@ -331,3 +331,18 @@ def test_failed_runs_come_with_the_command_that_reruns_them():
     text = render(records)
     assert ["torch-cpu-seed-4", "failed", "RuntimeError: x"] in table_rows(text)
     assert "`snakemake --forcerun results/runs/torch-cpu-seed-4.json`" in text
+
+
+def test_load_around_the_runs_is_reported_as_ranges():
+    busy = synthetic_record("torch", "cpu", 4, 1.0)
+    busy["load"]["before"]["load_average"] = [2.5, 2.0, 1.5]
+    busy["load"]["peak_host_memory_mb"] = 900.0
+    old = synthetic_record("torch", "cpu", 5, 1.0)
+    old["load"] = None  # a record older than version 4
+    machine = only_machine([*synthetic_study(), busy, old])
+    assert machine.load["load_1min_before"] == (0.5, 2.5)
+    assert machine.load["peak_host_memory_mb"] == (512.0, 900.0)
+    assert pd.isna(machine.load["peak_gpu_memory_mb"][1])  # no run used a GPU
+    rows = table_rows(render_markdown(build_report([*synthetic_study(), busy, old])))
+    assert ["load average (1 min)", "0.50–2.50 at start, 1.50 at end"] in rows
+    assert ["peak memory of a run (MB)", "host 900, GPU –"] in rows

@@ -187,6 +187,7 @@ def fake_backend(predict, gpu_missing=None) -> Backend:
         prepare=lambda fw, spec: None,
         build=lambda fw, spec, data: result_predicting(predict),
         describe=lambda fw, device: {"versions": {}, "threads": {}, "cuda": {}, "gpu_name": None},
+        peak_gpu_memory_mb=lambda fw, device: None,
     )
 
 
@@ -211,6 +212,10 @@ def test_driver_times_every_phase_and_one_block_per_epoch(small_dataset, tmp_pat
     timings = record["timings"]
     assert set(timings["phases_s"]) == {"import", "setup", "fit", "predict"}
     assert timings["block_epochs"] == [1] * 5 and len(timings["block_s"]) == 5
+    # What else the machine was doing, read at the program's start and end.
+    load = record["load"]
+    assert len(load["before"]["load_average"]) == 3 and len(load["after"]["load_average"]) == 3
+    assert load["peak_host_memory_mb"] > 10 and load["peak_gpu_memory_mb"] is None
 
 
 def test_driver_records_an_unavailable_device_as_skipped(small_dataset, tmp_path):

@@ -22,6 +22,7 @@ import numpy as np
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.dataset import Dataset, DatasetError, read_dataset
 from tiny_mlp_bench.environment import collect_environment
+from tiny_mlp_bench.load import load_block, snapshot
 from tiny_mlp_bench.records import RECORD_TYPE, SCHEMA_VERSION, run_id, write_record
 from tiny_mlp_bench.timing import Clock
 
@@ -82,6 +83,7 @@ class Backend:
     prepare: Callable[[object, RunSpec], Callable[[], object] | None]  # threads and seeds; returns the device sync
     build: Callable[[object, RunSpec, Dataset], Training]  # the set-up phase
     describe: Callable[[object, str], dict]  # (fw, device) -> versions, threads, cuda, gpu_name
+    peak_gpu_memory_mb: Callable[[object, str], float | None]  # (fw, device) -> what the run allocated at most
 
 
 def score(training: Training, data: Dataset, min_r2: float) -> dict:
@@ -126,6 +128,7 @@ def time_and_score(backend: Backend, fw, spec: RunSpec, data: Dataset, clock: Cl
 def run(backend: Backend, args) -> int:
     """One run as the command line (scripts/train.py) asks; writes the record. Returns the exit status."""
     started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    load_before = snapshot()
     label = run_id(backend.name, args.device, args.variant, args.repeat)
     try:
         data = read_dataset(args.dataset)
@@ -194,6 +197,7 @@ def run(backend: Backend, args) -> int:
         "timings": timings,
         "quality": quality,
         "environment": collect_environment(dataset_sha256=data.sha256, **backend.describe(fw, spec.device)),
+        "load": load_block(load_before, snapshot(), backend.peak_gpu_memory_mb(fw, spec.device)),
     }
     write_record(record, args.output)
     return 0

@@ -18,8 +18,10 @@ RECORD_TYPE = "tiny-mlp-bench.run"
 SWEEP_RECORD_TYPE = "tiny-mlp-bench.sweep"
 # 2: environment.container became {engine, image, image_id}.
 # 3: timings hold phases_s and blocks of epochs (block_s, block_epochs) instead of flat phase keys
-#    and epoch_s. Older records are upgraded on reading.
-SCHEMA_VERSION = 3
+#    and epoch_s.
+# 4: a load block (load average and CPU clock before and after, peak memory). Older records are
+#    upgraded on reading.
+SCHEMA_VERSION = 4
 CONTAINER_ENGINES = ("docker", "podman", "apptainer")
 
 
@@ -69,7 +71,7 @@ def read_record(path: Path, schema_name: str = RUN_SCHEMA) -> dict:
 
 def upgrade(record: dict) -> dict:
     """An older record in today's shape; anything else is returned as it is, for the schema to judge."""
-    if not isinstance(record, dict) or record.get("schema_version") not in (1, 2):
+    if not isinstance(record, dict) or record.get("schema_version") not in (1, 2, 3):
         return record
     environment = record.get("environment")
     container = environment.get("container") if isinstance(environment, dict) else None
@@ -90,6 +92,7 @@ def upgrade(record: dict) -> dict:
         if "epoch_s" in timings:
             timings["block_s"] = timings.pop("epoch_s")
             timings["block_epochs"] = [1] * len(timings["block_s"])
+    record.setdefault("load", None)  # not measured before version 4
     record["schema_version"] = SCHEMA_VERSION
     return record
 

@@ -128,6 +128,14 @@ def describe(fw, device: str) -> dict:
     }
 
 
+def peak_gpu_memory_mb(fw, device: str) -> float | None:
+    """The most memory TensorFlow held on the first GPU at once in this process."""
+    tf, _ = fw
+    if device != "cuda" or not tf.config.list_physical_devices("GPU"):
+        return None
+    return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
+
+
 BACKEND = Backend(
     name="keras",
     variants=tuple(COMPILE_OPTIONS),
@@ -136,4 +144,5 @@ BACKEND = Backend(
     prepare=prepare,
     build=FitRun,
     describe=describe,
+    peak_gpu_memory_mb=peak_gpu_memory_mb,
 )

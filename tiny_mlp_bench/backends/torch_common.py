@@ -131,3 +131,10 @@ def describe(torch, device: str) -> dict:
         },
         "gpu_name": torch.cuda.get_device_name(0) if on_gpu else None,
     }
+
+
+def peak_gpu_memory_mb(torch, device: str) -> float | None:
+    """The most memory torch's CUDA allocator held at once in this process."""
+    if device != "cuda" or not torch.cuda.is_initialized():
+        return None
+    return torch.cuda.max_memory_allocated() / 2**20

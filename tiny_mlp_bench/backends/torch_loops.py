@@ -30,6 +30,7 @@ from tiny_mlp_bench.backends.torch_common import (
     describe,
     gpu_missing,
     load,
+    peak_gpu_memory_mb,
     prepare,
 )
 from tiny_mlp_bench.driver import Backend, RunSpec
@@ -153,4 +154,5 @@ BACKEND = Backend(
     prepare=prepare,
     build=build,
     describe=describe,
+    peak_gpu_memory_mb=peak_gpu_memory_mb,
 )

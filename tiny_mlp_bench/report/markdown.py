@@ -162,7 +162,30 @@ def describe_container(container: tuple | None) -> str:
     return " ".join(filter(None, [engine, image or "(image not named)", short and f"({short})"]))
 
 
-def environment_table(facts: dict[str, tuple]) -> str:
+def span(low, high, digits: int) -> str:
+    """A reading's range over the runs, one number when it did not move; a dash where none was read."""
+    return num(low, digits) if num(low, digits) == num(high, digits) else f"{num(low, digits)}–{num(high, digits)}"
+
+
+def load_rows(load: dict[str, tuple[float, float]]) -> list[list[str]]:
+    """What else the machine was doing, as ranges over its runs."""
+
+    def at_start_and_end(reading: str, digits: int) -> str:
+        start, end = load[f"{reading}_before"], load[f"{reading}_after"]
+        if pd.isna(start[0]) and pd.isna(end[0]):
+            return "not recorded"
+        return f"{span(*start, digits)} at start, {span(*end, digits)} at end"
+
+    host, gpu = load["peak_host_memory_mb"], load["peak_gpu_memory_mb"]
+    memory = "not recorded" if pd.isna(host[1]) else f"host {num(host[1], 0)}, GPU {num(gpu[1], 0)}"
+    return [
+        ["load average (1 min)", at_start_and_end("load_1min", 2)],
+        ["CPU clock (MHz)", at_start_and_end("cpu_mhz", 0)],
+        ["peak memory of a run (MB)", memory],
+    ]
+
+
+def environment_table(facts: dict[str, tuple], load: dict[str, tuple[float, float]]) -> str:
     def values(fact: str, show=str) -> str:
         return ", ".join(sorted({show(value) for value in facts[fact]}))
 
@@ -178,6 +201,7 @@ def environment_table(facts: dict[str, tuple]) -> str:
         ["Slurm job", values("slurm_job_id", lambda j: str(j or "none"))],
         ["git commit", values("git_commit", lambda c: c or "unknown")],
         ["dataset sha256", values("dataset_sha256")],
+        *load_rows(load),
     ]
     return table(["", ""], rows, "ll")
 
@@ -192,7 +216,7 @@ def machine_tables(m: Machine) -> dict:
         "phases": phases_table(m),
         "quality": quality_table(m),
         "attention": attention_table(m),
-        "environment": environment_table(m.environment),
+        "environment": environment_table(m.environment, m.load),
     }
 
 

@@ -89,6 +89,7 @@ class Machine:
     crossovers: tuple[Crossover, ...]
     attention: pd.DataFrame  # runs that were skipped, failed or did not converge
     environment: dict[str, tuple]  # each fact's distinct values over the machine's runs
+    load: dict[str, tuple[float, float]]  # each LOAD_COLUMNS reading's lowest and highest over the runs
 
     @property
     def noisy_rungs(self) -> list[Rung]:
@@ -123,6 +124,35 @@ def machine_labels(items: list[dict]) -> dict[tuple, str]:
     }
 
 
+# Readings of what else the machine was doing, per run (record version 4 on; NaN before).
+LOAD_COLUMNS = (
+    "load_1min_before",
+    "load_1min_after",
+    "cpu_mhz_before",
+    "cpu_mhz_after",
+    "peak_host_memory_mb",
+    "peak_gpu_memory_mb",
+)
+
+
+def load_columns(load: dict | None) -> dict:
+    """A run's load block as flat columns, None where it was not read."""
+    if load is None:
+        return dict.fromkeys(LOAD_COLUMNS)
+
+    def one_minute(snapshot: dict) -> float | None:
+        return snapshot["load_average"][0] if snapshot["load_average"] else None
+
+    return {
+        "load_1min_before": one_minute(load["before"]),
+        "load_1min_after": one_minute(load["after"]),
+        "cpu_mhz_before": load["before"]["cpu_mhz"],
+        "cpu_mhz_after": load["after"]["cpu_mhz"],
+        "peak_host_memory_mb": load["peak_host_memory_mb"],
+        "peak_gpu_memory_mb": load["peak_gpu_memory_mb"],
+    }
+
+
 def run_row(record: dict, machine: str) -> dict:
     """One run's row: identity, phases, steady-state step time, first-block excess, quality, machine."""
     ident, timings, quality, env = record["identity"], record["timings"], record["quality"] or {}, record["environment"]
@@ -145,6 +175,7 @@ def run_row(record: dict, machine: str) -> dict:
         "blocks": len(blocks),
         "steps_per_epoch": steps,
         **{key: params[key] for key in ("epochs", "batch_size", "hidden_units", "threads")},
+        **load_columns(record["load"]),
         "machine": machine,
         **{key: env[key] for key in ("host", "cpu_model", "logical_cpus", "gpu_name")},
     }
@@ -250,6 +281,7 @@ def machine(label: str, records: list[dict], sweeps: list[dict]) -> Machine:
         crossovers=crossovers(points),
         attention=attention[["run_id", "status", "reason", "converged", "train_r2"]].reset_index(drop=True),
         environment=environment(records),
+        load={column: (runs[column].min(), runs[column].max()) for column in LOAD_COLUMNS},
     )
 
 
