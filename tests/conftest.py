@@ -111,7 +111,13 @@ def synthetic_record(
         later = step_ms * 12 / 1000
         epochs = [0.5, later, 2 * later, later]
         timings = {
-            "phases_s": {"import": 1.5, "setup": 0.25, "fit": sum(epochs), "predict": 0.004},
+            "phases_s": {
+                "import": 1.5,
+                "setup": 0.25,
+                **{"startup": 0.05, "data": 0.05, "model": 0.1, "optimizer": 0.05},  # the set-up's parts
+                "fit": sum(epochs),
+                "predict": 0.004,
+            },
             "fit_predict_s": fit_predict_s,
             "block_s": epochs,
             "block_epochs": [1, 1, 1, 1],

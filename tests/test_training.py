@@ -114,7 +114,9 @@ def test_torch_cpu_run_writes_a_complete_record(small_dataset, tmp_path):
     t = record["timings"]
     assert t["block_epochs"] == [1, 1, 1, 1] and t["steps_per_epoch"] == 3  # 150 train rows / 64
     phases = t["phases_s"]
-    assert list(phases) == ["fit", "import", "predict", "setup"]  # every phase, keys sorted in the file
+    # Every phase the asker's loop goes through (it captures no graph); keys are sorted in the file.
+    assert list(phases) == ["data", "fit", "import", "model", "optimizer", "predict", "setup", "startup"]
+    assert sum(phases[part] for part in ("startup", "data", "model", "optimizer")) <= phases["setup"]
     # The timing point holds set-up, every epoch and the predictions; the blocks make up the fit phase.
     assert t["fit_predict_s"] >= phases["setup"] + phases["fit"] + phases["predict"] - 1e-6
     assert sum(t["block_s"]) <= phases["fit"] + 1e-6
@@ -178,14 +180,21 @@ def test_keras_cpu_run_writes_a_complete_record(small_dataset, tmp_path):
 
 
 def fake_backend(predict, gpu_missing=None) -> Backend:
-    """A framework-free backend, to test the driver's own decisions in-process."""
+    """A framework-free backend, to test the driver's own decisions in-process; its set-up has every part."""
+
+    def build(fw, spec, data, clock):
+        for part in ("data", "model", "optimizer"):
+            with clock.phase(part):
+                pass
+        return result_predicting(predict)
+
     return Backend(
         name="torch",
         variants=("seed",),
         load=lambda: None,
-        gpu_missing=lambda fw: gpu_missing,
         prepare=lambda fw, spec: None,
-        build=lambda fw, spec, data: result_predicting(predict),
+        start_device=lambda fw, spec: gpu_missing if spec.device == "cuda" else None,
+        build=build,
         describe=lambda fw, device: {"versions": {}, "threads": {}, "cuda": {}, "gpu_name": None},
         peak_gpu_memory_mb=lambda fw, device: None,
     )
@@ -210,7 +219,11 @@ def test_driver_times_every_phase_and_one_block_per_epoch(small_dataset, tmp_pat
     record = read_record(out)
     assert record["status"] == "ok", record["reason"]
     timings = record["timings"]
-    assert set(timings["phases_s"]) == {"import", "setup", "fit", "predict"}
+    phases = timings["phases_s"]
+    assert set(phases) == {"import", "setup", "startup", "data", "model", "optimizer", "fit", "predict"}
+    # The set-up is made of its parts (the clock's own readings between them are all that is left).
+    parts = sum(phases[part] for part in ("startup", "data", "model", "optimizer"))
+    assert parts <= phases["setup"] and phases["setup"] - parts < 0.01
     assert timings["block_epochs"] == [1] * 5 and len(timings["block_s"]) == 5
     # What else the machine was doing, read at the program's start and end.
     load = record["load"]
@@ -403,7 +416,7 @@ def test_sweep_rejects_a_bad_grid(tmp_path):
 
 
 def test_driver_records_an_exception_as_failed(small_dataset, tmp_path):
-    def broken(fw, spec, data):
+    def broken(fw, spec, data, clock):
         raise RuntimeError("CUDA out of memory (test)")
 
     out = tmp_path / "r.json"

@@ -60,6 +60,10 @@ class Training(Protocol):
         """The last training loss the framework reported."""
 
 
+class DeviceMissing(Exception):
+    """The run's device cannot be used here; the message says why."""
+
+
 class EpochLoop:
     """Base of the loops that run a number of epochs per call; the clock times each call as a block."""
 
@@ -79,9 +83,10 @@ class Backend:
     name: str
     variants: tuple[str, ...]  # the catalogue's variants of this framework it implements
     load: Callable[[], object]
-    gpu_missing: Callable[[object], str | None]  # (fw) -> why no GPU is usable, or None
     prepare: Callable[[object, RunSpec], Callable[[], object] | None]  # threads and seeds; returns the device sync
-    build: Callable[[object, RunSpec, Dataset], Training]  # the set-up phase
+    # Start the runtime on the run's device (timed, as for the asker); returns why it cannot be used, or None.
+    start_device: Callable[[object, RunSpec], str | None]
+    build: Callable[[object, RunSpec, Dataset, Clock], Training]  # the rest of set-up, in its parts' phases
     describe: Callable[[object, str], dict]  # (fw, device) -> versions, threads, cuda, gpu_name
     peak_gpu_memory_mb: Callable[[object, str], float | None]  # (fw, device) -> what the run allocated at most
 
@@ -113,11 +118,19 @@ def say(label: str, message: str) -> None:
 
 
 def time_and_score(backend: Backend, fw, spec: RunSpec, data: Dataset, clock: Clock, min_r2: float):
-    """Set up, train and predict inside the timing point, then score; returns (quality, details)."""
+    """Set up, train and predict inside the timing point, then score; returns (quality, details).
+
+    Device start-up is the set-up's first part: the check that the device is there starts the
+    runtime, so it runs inside the clock. Raises DeviceMissing when it is not there.
+    """
     clock.sync = backend.prepare(fw, spec)
     with clock.timing_point():
         with clock.phase("setup"):
-            training = backend.build(fw, spec, data)
+            with clock.phase("startup"):
+                missing = backend.start_device(fw, spec)
+            if missing is not None:
+                raise DeviceMissing(missing)
+            training = backend.build(fw, spec, data, clock)
         with clock.phase("fit"):
             training.fit(clock, spec.epochs)
         with clock.phase("predict"):
@@ -153,25 +166,25 @@ def run(backend: Backend, args) -> int:
         fw = backend.load()
 
     status, quality, details = "ok", None, {}
-    # The catalogue decides which devices a variant runs on; the backend, whether a GPU is usable.
+    # The catalogue decides which devices a variant runs on; starting the device, whether it is there.
     listed = catalogue.variant(backend.name, spec.variant)
     reason = None if listed.runs_on(spec.device) else listed.why_not_on(spec.device)
-    if reason is None and spec.device == "cuda":
-        reason = backend.gpu_missing(fw)
-        if reason is not None and args.require_gpu:
-            say(label, f"error: {reason}, and --require-gpu (config require_gpu) is set")
-            return 1
-    if reason is not None:
-        status = "skipped"
-        say(label, f"skipped: {reason}")
-    else:
+    if reason is None:
         say(label, f"training {spec.epochs} epochs on {spec.device}")
         try:
             quality, details = time_and_score(backend, fw, spec, data, clock, args.min_r2)
+        except DeviceMissing as missing:
+            if args.require_gpu:
+                say(label, f"error: {missing}, and --require-gpu (config require_gpu) is set")
+                return 1
+            reason = str(missing)
         except Exception as err:  # any error inside the framework: report it, let the other runs finish
             traceback.print_exc()
             status, reason = "failed", f"{type(err).__name__}: {err}".strip()[:500]
             say(label, f"recorded as failed: {reason}")
+    if reason is not None and status == "ok":
+        status = "skipped"
+        say(label, f"skipped: {reason}")
     timings = clock.timings() if status == "ok" else {"phases_s": {"import": clock.phases_s["import"]}}
     if quality is not None:
         # Every loop takes the train rows in batches of batch_size, the last one short.

@@ -17,15 +17,22 @@ import sys
 import time
 from collections.abc import Callable
 
-# Every phase a run records, in the order they run, with the words the report uses for it.
+# Every phase a run records, in the order they start, with the words the report uses for it.
+# The set-up holds the phases listed in SETUP_PARTS; a run records those of them it goes through.
 PHASES = {
     "import": "import",
     "setup": "set-up",
+    "startup": "device start-up",
+    "data": "data",
+    "model": "model build and move",
+    "optimizer": "optimizer",
+    "capture": "graph capture",
     "fit": "all epochs",
     "predict": "predict",
 }
-# The phases inside the question's timing point: from entering the fit function (model build and
-# device set-up included) to the end of one batch of test predictions. Imports stay outside.
+SETUP_PARTS = ("startup", "data", "model", "optimizer", "capture")
+# The phases inside the question's timing point: from entering the fit function (device start-up
+# and model build included) to the end of one batch of test predictions. Imports stay outside.
 TIMING_POINT_PHASES = ("setup", "fit", "predict")
 
 

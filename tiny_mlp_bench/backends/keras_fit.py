@@ -28,12 +28,15 @@ def load():
     return tf, keras
 
 
-def gpu_missing(fw) -> str | None:
+def start_device(fw, spec: RunSpec) -> str | None:
+    """Start TensorFlow's runtime on the run's device with a first op (on a GPU, its CUDA context), timed."""
     tf, _ = fw
-    if tf.config.list_physical_devices("GPU"):
-        return None
-    build = "built with CUDA" if tf.test.is_built_with_cuda() else "a CPU-only build"
-    return f"no CUDA device: TensorFlow {tf.__version__} ({build}) sees no GPU"
+    if spec.device == "cuda" and not tf.config.list_physical_devices("GPU"):
+        build = "built with CUDA" if tf.test.is_built_with_cuda() else "a CPU-only build"
+        return f"no CUDA device: TensorFlow {tf.__version__} ({build}) sees no GPU"
+    with tf.device("/GPU:0" if spec.device == "cuda" else "/CPU:0"):
+        tf.constant(0.0).numpy()
+    return None
 
 
 def prepare(fw, spec: RunSpec):
@@ -58,21 +61,24 @@ COMPILE_OPTIONS = {
 class FitRun:
     """The asker's ``Sequential`` + ``compile("mse", adam)``, then ``fit`` and ``predict`` on 64 test rows."""
 
-    def __init__(self, fw, spec: RunSpec, data):
+    def __init__(self, fw, spec: RunSpec, data, clock):
         _, keras = fw
         self.keras, self.spec, self.data = keras, spec, data
-        self.x_train, self.y_train = data.train[:, :2], data.train[:, 2]
-        # keras.Input builds the weights here rather than inside fit, so set-up is timed on its own.
-        self.model = keras.Sequential(
-            [
-                keras.Input(shape=(2,)),
-                keras.layers.Dense(spec.hidden_units, activation="relu"),
-                keras.layers.Dense(1, activation="relu"),
-            ]
-        )
-        options = COMPILE_OPTIONS[spec.variant](math.ceil(len(self.x_train) / spec.batch_size))
-        optimizer = keras.optimizers.Adam(learning_rate=spec.learning_rate)
-        self.model.compile(loss="mse", optimizer=optimizer, **options)
+        with clock.phase("data"):
+            self.x_train, self.y_train = data.train[:, :2], data.train[:, 2]
+        with clock.phase("model"):
+            # keras.Input builds the weights here rather than inside fit, so set-up is timed on its own.
+            self.model = keras.Sequential(
+                [
+                    keras.Input(shape=(2,)),
+                    keras.layers.Dense(spec.hidden_units, activation="relu"),
+                    keras.layers.Dense(1, activation="relu"),
+                ]
+            )
+        with clock.phase("optimizer"):
+            options = COMPILE_OPTIONS[spec.variant](math.ceil(len(self.x_train) / spec.batch_size))
+            optimizer = keras.optimizers.Adam(learning_rate=spec.learning_rate)
+            self.model.compile(loss="mse", optimizer=optimizer, **options)
         self.history = None
 
     def fit(self, clock, epochs: int) -> None:
@@ -140,8 +146,8 @@ BACKEND = Backend(
     name="keras",
     variants=tuple(COMPILE_OPTIONS),
     load=load,
-    gpu_missing=gpu_missing,
     prepare=prepare,
+    start_device=start_device,
     build=FitRun,
     describe=describe,
     peak_gpu_memory_mb=peak_gpu_memory_mb,

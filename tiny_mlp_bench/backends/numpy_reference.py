@@ -73,14 +73,17 @@ class Adam:
 
 
 class ReferenceRun(EpochLoop):
-    """The set-up: weights from the run's seed, float32 rows and Adam state."""
+    """One NumPy run; its constructor is the rest of the set-up: float32 rows, weights from the run's seed, Adam."""
 
-    def __init__(self, fw, spec: RunSpec, data):
+    def __init__(self, fw, spec: RunSpec, data, clock):
         self.spec, self.data = spec, data
         self.rng = np.random.default_rng(spec.init_seed)
-        self.rows = data.train.astype(np.float32)
-        self.params = init_params(self.rng, spec.hidden_units)
-        self.adam = Adam(self.params, spec.learning_rate)
+        with clock.phase("data"):
+            self.rows = data.train.astype(np.float32)
+        with clock.phase("model"):
+            self.params = init_params(self.rng, spec.hidden_units)
+        with clock.phase("optimizer"):
+            self.adam = Adam(self.params, spec.learning_rate)
         self.loss = float("nan")
 
     def run_epochs(self, epochs: int) -> None:
@@ -117,13 +120,12 @@ def describe(fw, device: str) -> dict:
     return {"versions": {}, "threads": pools, "cuda": {}, "gpu_name": None}
 
 
-# The catalogue runs the reference on cpu only, so the no-GPU check is never asked.
 BACKEND = Backend(
     name="numpy",
     variants=("reference",),
     load=load,
-    gpu_missing=lambda fw: "the NumPy reference has no GPU path",
     prepare=prepare,
+    start_device=lambda fw, spec: None,  # plain NumPy: nothing to start; the catalogue keeps it on cpu
     build=ReferenceRun,
     describe=describe,
     peak_gpu_memory_mb=lambda fw, device: None,

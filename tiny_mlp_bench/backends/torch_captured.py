@@ -20,10 +20,16 @@ class CompiledLoop(TorchLoop):
     call, so per-call overhead (guards, wrapper) is paid once per call, not once per step.
     """
 
-    def __init__(self, torch, spec, data):
-        super().__init__(torch, spec, data)
-        t = torch
-        self.rows, self.test = self.resident_rows()
+    def __init__(self, torch, spec, data, clock):
+        super().__init__(torch, spec, data, clock)
+        with clock.phase("data"):
+            self.rows, self.test = self.resident_rows()
+        with clock.phase("optimizer"):  # Adam's state and the step to compile (compiled at its first call)
+            self.run_steps = self.compiled_steps()
+
+    def compiled_steps(self):
+        """The functional step with Adam in place, unrolled over a chunk of batches, wrapped by torch.compile."""
+        t, spec = self.torch, self.spec
         params = {name: p.detach() for name, p in self.model.named_parameters()}
         moments = {name: (t.zeros_like(p), t.zeros_like(p)) for name, p in params.items()}
         count = t.zeros((), device=self.device)
@@ -51,7 +57,7 @@ class CompiledLoop(TorchLoop):
                 loss = step(batch[:, :2], batch[:, 2])
             return loss
 
-        self.run_steps = run_steps
+        return run_steps
 
     def run_epochs(self, epochs: int) -> None:
         t, rows = self.torch, self.rows
@@ -77,15 +83,22 @@ class GraphedLoop(TorchLoop):
     weights and Adam state are put back in place (same tensors, as the graphs require) after.
     """
 
-    def __init__(self, torch, spec, data):
-        super().__init__(torch, spec, data)
-        t = torch
-        self.rows, self.test = self.resident_rows()
-        optimizer = self.adam(capturable=True, foreach=True)
-        n, size = len(self.rows), spec.batch_size
-        self.shapes = sorted({size, n % size} - {0}, reverse=True)
-        self.static_x = {b: t.zeros(b, 2, device=self.device) for b in self.shapes}
-        self.static_y = {b: t.zeros(b, device=self.device) for b in self.shapes}
+    def __init__(self, torch, spec, data, clock):
+        super().__init__(torch, spec, data, clock)
+        with clock.phase("data"):
+            self.rows, self.test = self.resident_rows()
+            n, size = len(self.rows), spec.batch_size
+            self.shapes = sorted({size, n % size} - {0}, reverse=True)
+            self.static_x = {b: torch.zeros(b, 2, device=self.device) for b in self.shapes}
+            self.static_y = {b: torch.zeros(b, device=self.device) for b in self.shapes}
+        with clock.phase("optimizer"):
+            optimizer = self.adam(capturable=True, foreach=True)
+        with clock.phase("capture"):
+            self.capture(optimizer)
+
+    def capture(self, optimizer) -> None:
+        """Warm up on a side stream, put weights and Adam state back, then capture one graph per shape."""
+        t = self.torch
         initial = {k: v.clone() for k, v in self.model.state_dict().items()}
 
         def step(b):

@@ -1,15 +1,15 @@
 """PyTorch: what every torch rung and the crossover sweep share.
 
-Importing torch, the GPU check, threads and seeds, the device sync the clock calls, the question's
-model, and :class:`TorchLoop`, the base of every torch rung (its constructor is the set-up phase).
+Importing torch, threads and seeds, device start-up and the sync the clock calls, the question's
+model, and :class:`TorchLoop`, the base of every torch rung (its constructor is the rest of the
+set-up, each part in its own phase).
 """
 
 from __future__ import annotations
 
-from functools import partial
-
 from tiny_mlp_bench.driver import EpochLoop, RunSpec
 from tiny_mlp_bench.environment import nvidia_driver
+from tiny_mlp_bench.timing import Clock
 
 
 def load():
@@ -35,13 +35,30 @@ def device_sync(torch, device: str):
     """What the clock calls before each reading: kernels run asynchronously on CUDA."""
     if device != "cuda":
         return None
-    return partial(torch.cuda.synchronize, torch.device("cuda:0"))
+    cuda = torch.device("cuda:0")
+
+    def sync() -> None:
+        # Before start-up there is nothing to wait for, and synchronising would start CUDA, outside the clock.
+        if torch.cuda.is_initialized():
+            torch.cuda.synchronize(cuda)
+
+    return sync
 
 
 def prepare(torch, spec: RunSpec):
     set_threads(torch, spec.threads)
     torch.manual_seed(spec.init_seed)
     return device_sync(torch, spec.device)
+
+
+def start_device(torch, spec: RunSpec) -> str | None:
+    """Start CUDA for a cuda run (its driver, then the context with a first tensor), timed; None on cpu."""
+    if spec.device != "cuda":
+        return None  # torch's CPU runtime started with its import
+    missing = gpu_missing(torch)
+    if missing is None:
+        torch.zeros((), device="cuda:0")
+    return missing
 
 
 def build_model(torch, hidden_units: int):
@@ -76,11 +93,12 @@ def adam_implementation(optimizer) -> str:
 class TorchLoop(EpochLoop):
     """What every torch rung shares: device, model, loss, the asker's step and the predictions."""
 
-    def __init__(self, torch, spec: RunSpec, data):
+    def __init__(self, torch, spec: RunSpec, data, clock: Clock):
         self.torch, self.spec, self.data = torch, spec, data
         self.device = torch.device("cuda:0" if spec.device == "cuda" else "cpu")
         self.loss_fn = torch.nn.MSELoss()
-        self.model = build_model(torch, spec.hidden_units).to(self.device)
+        with clock.phase("model"):
+            self.model = build_model(torch, spec.hidden_units).to(self.device)
         self.loss = None  # the last optimiser step's loss, a tensor
 
     def adam(self, **options):

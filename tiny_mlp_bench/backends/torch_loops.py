@@ -28,10 +28,10 @@ from tiny_mlp_bench.backends.torch_common import (
     TorchLoop,
     adam_implementation,
     describe,
-    gpu_missing,
     load,
     peak_gpu_memory_mb,
     prepare,
+    start_device,
 )
 from tiny_mlp_bench.driver import Backend, RunSpec
 
@@ -39,12 +39,14 @@ from tiny_mlp_bench.driver import Backend, RunSpec
 class LoaderLoop(TorchLoop):
     """seed (batched=False) and batched_fetch: a DataLoader feeding host batches to the device."""
 
-    def __init__(self, torch, spec, data, batched: bool):
-        super().__init__(torch, spec, data)
+    def __init__(self, torch, spec, data, clock, batched: bool):
+        super().__init__(torch, spec, data, clock)
         self.batched = batched
-        self.train_loader = self.loader(torch.tensor(data.train, dtype=torch.float))
-        self.test_loader = self.loader(torch.tensor(data.test, dtype=torch.float))
-        self.optimizer = self.adam()
+        with clock.phase("data"):
+            self.train_loader = self.loader(torch.tensor(data.train, dtype=torch.float))
+            self.test_loader = self.loader(torch.tensor(data.test, dtype=torch.float))
+        with clock.phase("optimizer"):
+            self.optimizer = self.adam()
 
     def loader(self, rows):
         t = self.torch
@@ -71,10 +73,12 @@ class LoaderLoop(TorchLoop):
 class ResidentLoop(TorchLoop):
     """resident: rows on the device, a randperm per epoch and a gather per step; the asker's optimiser."""
 
-    def __init__(self, torch, spec, data):
-        super().__init__(torch, spec, data)
-        self.rows, self.test = self.resident_rows()
-        self.optimizer = self.adam()
+    def __init__(self, torch, spec, data, clock):
+        super().__init__(torch, spec, data, clock)
+        with clock.phase("data"):
+            self.rows, self.test = self.resident_rows()
+        with clock.phase("optimizer"):
+            self.optimizer = self.adam()
 
     def run_epochs(self, epochs: int) -> None:
         t, rows, size = self.torch, self.rows, self.spec.batch_size
@@ -91,10 +95,12 @@ class ResidentLoop(TorchLoop):
 class SyncFreeLoop(TorchLoop):
     """sync_free: one gather per epoch, set_to_none and the fused Adam; host syncs counted on CUDA."""
 
-    def __init__(self, torch, spec, data):
-        super().__init__(torch, spec, data)
-        self.rows, self.test = self.resident_rows()
-        self.optimizer = self.adam(fused=True)
+    def __init__(self, torch, spec, data, clock):
+        super().__init__(torch, spec, data, clock)
+        with clock.phase("data"):
+            self.rows, self.test = self.resident_rows()
+        with clock.phase("optimizer"):
+            self.optimizer = self.adam(fused=True)
         self.host_syncs = 0
 
     def fit(self, clock, epochs: int) -> None:
@@ -142,16 +148,16 @@ LOOPS = {
 }
 
 
-def build(torch, spec: RunSpec, data):
-    return LOOPS[spec.variant](torch, spec, data)
+def build(torch, spec: RunSpec, data, clock):
+    return LOOPS[spec.variant](torch, spec, data, clock)
 
 
 BACKEND = Backend(
     name="torch",
     variants=tuple(LOOPS),
     load=load,
-    gpu_missing=gpu_missing,
     prepare=prepare,
+    start_device=start_device,
     build=build,
     describe=describe,
     peak_gpu_memory_mb=peak_gpu_memory_mb,
