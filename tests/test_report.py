@@ -181,8 +181,9 @@ def test_report_states_ladder_keras_floor_and_crossovers():
     assert "- torch-cpu: from 1000.0 µs per step (seed) to 150.0 µs (compiled), 6.67× faster" in text
     assert "a step still costs 1600.0 µs, 1.25× the seed's speed" in text
     assert "A 10× speed-up would need 200.0 µs per step." in text
-    assert "- Width 20: cuda is faster than cpu from batch 4096 on." in text
-    assert "- Width 4: cuda was never faster than cpu, up to batch 4096." in text
+    swept = "(torch `sync_free` on device-resident random rows)"  # what the sweep timed, said where it is used
+    assert f"- Width 20 {swept}: cuda is faster than cpu from batch 4096 on." in text
+    assert f"- Width 4 {swept}: cuda was never faster than cpu, up to batch 4096." in text
     assert "23,850 FLOPs per step; floor 0.239 µs." in text  # at the cpu sweep's 100 GFLOP/s
     removes = "per-op dispatch and per-call overhead: forward, backward and Adam in one `torch.compile` graph, "
     removes += "up to 16 steps per call"
