@@ -15,17 +15,20 @@ from train import parse_args
 
 
 class FakeTraining(EpochLoop):
-    """A framework-free trained model: predicts with ``predict``, runs epochs that do nothing."""
+    """A framework-free trained model: predicts with ``predict``; its epochs only count their steps."""
 
     @property
     def details(self):
         return {"adam": "none"}
 
-    def __init__(self, predict):
-        self.predict = predict
+    def __init__(self, predict, steps_per_epoch=3):
+        self.predict, self.steps_per_epoch, self.steps = predict, steps_per_epoch, 0
 
     def run_epochs(self, epochs):
-        pass
+        self.steps += epochs * self.steps_per_epoch
+
+    def steps_taken(self):
+        return self.steps
 
     def predict_test_batch(self):
         pass
@@ -238,6 +241,20 @@ def test_driver_records_an_unavailable_device_as_skipped(small_dataset, tmp_path
     assert read_record(out)["reason"] == "no CUDA device: fake"
 
 
+def test_a_loop_that_skips_steps_is_recorded_as_failed(small_dataset, tmp_path):
+    # 150 train rows in batches of 64 are 3 steps an epoch; a loop that takes 2 does less work.
+    backend = dataclasses.replace(
+        fake_backend(lambda f: np.zeros(len(f))),
+        build=lambda fw, spec, data, clock: FakeTraining(lambda f: np.zeros(len(f)), steps_per_epoch=2),
+    )
+    out = tmp_path / "r.json"
+    assert run(backend, run_args(small_dataset, out, "--epochs", 4)) == 0
+    record = read_record(out)
+    assert (
+        record["status"] == "failed" and record["reason"] == "the loop took 8 optimiser steps, not the 12 of its epochs"
+    )
+
+
 def test_the_catalogue_decides_where_a_variant_runs(small_dataset, tmp_path):
     # graphed is listed for cuda only: on cpu it is skipped before the backend is asked anything.
     out = tmp_path / "r.json"
@@ -319,6 +336,7 @@ def test_torch_variants_train_the_same_model(small_dataset, tmp_path, variant, d
     assert record["identity"]["variant"] == variant and record["status"] == "ok"
     assert detail.items() <= record["parameters"]["variant_details"].items()
     assert len(record["timings"]["block_s"]) == 200 and record["timings"]["steps_per_epoch"] == 3
+    assert record["timings"]["steps_taken"] == 600  # counted by the rung's optimiser
     # Weight seed 7 + 3 - 1 keeps the final ReLU alive on this data: every variant must learn the target.
     assert record["quality"]["converged"], record["quality"]
 
@@ -359,7 +377,9 @@ def test_keras_variants_record_what_they_compiled(small_dataset, tmp_path, varia
     out = tmp_path / f"{variant}.json"
     result = train("keras", "--dataset", small_dataset, "--output", out, "--variant", variant, "--epochs", 2)
     assert result.returncode == 0, result.stderr
-    details = read_record(out)["parameters"]["variant_details"]
+    record = read_record(out)
+    assert record["status"] == "ok" and record["timings"]["steps_taken"] == 6  # Keras's own iterations
+    details = record["parameters"]["variant_details"]
     assert details["jit_compile"] == str(variant == "xla")
     assert details["steps_per_execution"] == ("3" if variant == "steps_per_execution" else "1")
     assert details["adam_epsilon"] == "1e-07"

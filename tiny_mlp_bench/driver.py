@@ -59,6 +59,9 @@ class Training(Protocol):
     def final_train_loss(self) -> float:
         """The last training loss the framework reported."""
 
+    def steps_taken(self) -> int:
+        """Optimiser steps the run took, as the optimiser itself counted them."""
+
 
 class DeviceMissing(Exception):
     """The run's device cannot be used here; the message says why."""
@@ -118,7 +121,7 @@ def say(label: str, message: str) -> None:
 
 
 def time_and_score(backend: Backend, fw, spec: RunSpec, data: Dataset, clock: Clock, min_r2: float):
-    """Set up, train and predict inside the timing point, then score; returns (quality, details).
+    """Set up, train and predict inside the timing point, then score; returns (quality, details, steps taken).
 
     Device start-up is the set-up's first part: the check that the device is there starts the
     runtime, so it runs inside the clock. Raises DeviceMissing when it is not there.
@@ -135,7 +138,7 @@ def time_and_score(backend: Backend, fw, spec: RunSpec, data: Dataset, clock: Cl
             training.fit(clock, spec.epochs)
         with clock.phase("predict"):
             training.predict_test_batch()
-    return score(training, data, min_r2), training.details
+    return score(training, data, min_r2), training.details, training.steps_taken()
 
 
 def run(backend: Backend, args) -> int:
@@ -172,7 +175,7 @@ def run(backend: Backend, args) -> int:
     if reason is None:
         say(label, f"training {spec.epochs} epochs on {spec.device}")
         try:
-            quality, details = time_and_score(backend, fw, spec, data, clock, args.min_r2)
+            quality, details, steps_taken = time_and_score(backend, fw, spec, data, clock, args.min_r2)
         except DeviceMissing as missing:
             if args.require_gpu:
                 say(label, f"error: {missing}, and --require-gpu (config require_gpu) is set")
@@ -187,9 +190,14 @@ def run(backend: Backend, args) -> int:
         say(label, f"skipped: {reason}")
     timings = clock.timings() if status == "ok" else {"phases_s": {"import": clock.phases_s["import"]}}
     if quality is not None:
-        # Every loop takes the train rows in batches of batch_size, the last one short.
+        # Every loop takes the train rows in batches of batch_size, the last one short; the optimiser's
+        # own count shows it did, so that no rung is faster for doing less.
         timings["steps_per_epoch"] = math.ceil(len(data.train) / spec.batch_size)
-        if quality["train_mse"] is None:
+        timings["steps_taken"] = steps_taken
+        if steps_taken != spec.epochs * timings["steps_per_epoch"]:
+            expected = spec.epochs * timings["steps_per_epoch"]
+            status, reason = "failed", f"the loop took {steps_taken} optimiser steps, not the {expected} of its epochs"
+        elif quality["train_mse"] is None:
             status, reason = "failed", "training diverged: the train MSE is not finite"
         say(label, f"{clock.timing_point_s:.2f} s, test MSE {quality['test_mse']}")
 

@@ -100,6 +100,9 @@ class FitRun:
     def final_train_loss(self) -> float:
         return self.history.history["loss"][-1]
 
+    def steps_taken(self) -> int:
+        return int(self.model.optimizer.iterations.numpy())
+
     @property
     def details(self) -> dict[str, str]:
         return {

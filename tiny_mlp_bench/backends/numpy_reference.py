@@ -103,6 +103,9 @@ class ReferenceRun(EpochLoop):
     def final_train_loss(self) -> float:
         return self.loss
 
+    def steps_taken(self) -> int:
+        return self.adam.t
+
     @property
     def details(self) -> dict[str, str]:
         return {"implementation": "hand-written float32 NumPy", "adam": "written out, torch's constants"}

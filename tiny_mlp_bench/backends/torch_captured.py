@@ -32,7 +32,7 @@ class CompiledLoop(TorchLoop):
         t, spec = self.torch, self.spec
         params = {name: p.detach() for name, p in self.model.named_parameters()}
         moments = {name: (t.zeros_like(p), t.zeros_like(p)) for name, p in params.items()}
-        count = t.zeros((), device=self.device)
+        count = self.count = t.zeros((), device=self.device)
         (beta1, beta2), lr = ADAM_BETAS, spec.learning_rate
 
         def batch_loss(p, x, y):
@@ -58,6 +58,10 @@ class CompiledLoop(TorchLoop):
             return loss
 
         return run_steps
+
+    def steps_taken(self) -> int:
+        """The functional Adam's own step count."""
+        return int(self.count.item())
 
     def run_epochs(self, epochs: int) -> None:
         t, rows = self.torch, self.rows
@@ -92,9 +96,9 @@ class GraphedLoop(TorchLoop):
             self.static_x = {b: torch.zeros(b, 2, device=self.device) for b in self.shapes}
             self.static_y = {b: torch.zeros(b, device=self.device) for b in self.shapes}
         with clock.phase("optimizer"):
-            optimizer = self.adam(capturable=True, foreach=True)
+            self.optimizer = self.adam(capturable=True, foreach=True)
         with clock.phase("capture"):
-            self.capture(optimizer)
+            self.capture(self.optimizer)
 
     def capture(self, optimizer) -> None:
         """Warm up on a side stream, put weights and Adam state back, then capture one graph per shape."""

@@ -135,6 +135,11 @@ class TorchLoop(EpochLoop):
     def final_train_loss(self) -> float:
         return self.loss.item()
 
+    def steps_taken(self) -> int:
+        """torch.optim.Adam's own step count of the first parameter."""
+        first = next(iter(self.model.parameters()))
+        return int(self.optimizer.state[first]["step"])
+
 
 def describe(torch, device: str) -> dict:
     on_gpu = device == "cuda" and torch.cuda.is_available()
