@@ -18,7 +18,8 @@ import time
 from collections.abc import Callable
 
 # Every phase a run records, in the order they start, with the words the report uses for it.
-# The set-up holds the phases listed in SETUP_PARTS; a run records those of them it goes through.
+# The question's timing point holds setup, fit and predict (Clock.timing_point); import stays
+# outside. The set-up holds the phases in SETUP_PARTS; a run records those it goes through.
 PHASES = {
     "import": "import",
     "setup": "set-up",
@@ -31,9 +32,6 @@ PHASES = {
     "predict": "predict",
 }
 SETUP_PARTS = ("startup", "data", "model", "optimizer", "capture")
-# The phases inside the question's timing point: from entering the fit function (device start-up
-# and model build included) to the end of one batch of test predictions. Imports stay outside.
-TIMING_POINT_PHASES = ("setup", "fit", "predict")
 
 
 class Clock:
