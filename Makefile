@@ -83,8 +83,8 @@ image-torch: $(if $(filter cpu,$(FLAVOR)),torch-cpu-wheel)
 image-torch image-keras: image-%:
 	@case "$(FLAVOR)" in cpu | cuda) ;; *) echo "error: FLAVOR must be cuda or cpu, not '$(FLAVOR)'" >&2; exit 2;; esac
 	@command -v $(ENGINE) >/dev/null || { echo "error: no '$(ENGINE)' on PATH: install Podman (apt-get install podman) or Docker, or name yours with ENGINE=" >&2; exit 2; }
-	@[ "$(ENGINE)" != docker ] || [ "$$($(DOCKER) version --format '{{.Client.Version}}' | cut -d. -f1)" -lt 23 ] \
-		|| $(DOCKER) buildx version >/dev/null 2>&1 || { echo "error: $(DOCKER) (Docker client $$($(DOCKER) version --format '{{.Client.Version}}')) builds with BuildKit only through the buildx plugin, which is not installed: install docker-buildx, or use a client that builds without it, e.g. Debian's docker.io: make images ENGINE=docker DOCKER=/usr/bin/docker" >&2; exit 2; }
+	@[ "$(ENGINE)" != docker ] || [ "$$($(DOCKER) version --format '{{.Client.Version}}' 2>/dev/null | cut -d. -f1)" -lt 23 ] \
+		|| $(DOCKER) buildx version >/dev/null 2>&1 || { echo "error: $(DOCKER) (Docker client $$($(DOCKER) version --format '{{.Client.Version}}' 2>/dev/null)) builds with BuildKit only through the buildx plugin, which is not installed: install docker-buildx, or use a client that builds without it, e.g. Debian's docker.io: make images ENGINE=docker DOCKER=/usr/bin/docker" >&2; exit 2; }
 	$(BUILD) -f docker/$*.Dockerfile -t $(IMAGE_PREFIX)/$*:$(IMAGE_TAG) \
 		--build-arg FLAVOR=$(FLAVOR) --build-arg VERSION=$(VERSION) \
 		--build-arg REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \

@@ -97,7 +97,7 @@ def get_image(wildcards):
 
 
 def get_launcher(wildcards):
-    """The command that starts a step's program: the local interpreter (or Apptainer's), or
+    """The command that starts a job's program: the local interpreter (or Apptainer's), or
     `<engine> run` in the job's image."""
     engine = config["container_engine"]
     if engine == "none":
