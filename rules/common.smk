@@ -63,6 +63,16 @@ def get_sweeps():
     return expand(rules.sweep_crossover.output.sweep, device=config["devices"])
 
 
+def get_probes():
+    """A fixed-cost probe per probed framework of the study (the catalogue says which) and device."""
+    return [
+        rules.probe_fixed_costs.output.probe.format(framework=framework, device=device)
+        for framework in config["frameworks"]
+        if catalogue.framework(framework).probed
+        for device in config["devices"]
+    ]
+
+
 def get_final_output():
     return rules.render_report.output
 

@@ -50,3 +50,33 @@ rule sweep_crossover:
         "{params.run} {params.script} --device {wildcards.device} --threads {threads}"
         " --batch-sizes {params.batch_sizes} --hidden-units {params.widths}"
         " --steps {params.steps} {params.require_gpu} --output {output.sweep} > {log} 2>&1"
+
+
+# The fixed costs a tiny step pays on one device (one eager op, a synchronize, a graph replay, ops
+# per step, Keras's cost per fit epoch), measured where the runs are, to explain the ladder.
+rule probe_fixed_costs:
+    input:
+        dataset=rules.make_dataset.output.dataset,
+    output:
+        probe="results/probes/{framework}-{device}.json",
+    log:
+        "logs/probe_fixed_costs/{framework}-{device}.log",
+    container:
+        get_image
+    threads: get_cpu_threads()
+    resources:
+        timed_slot=1,
+        gpu=get_gpus,
+        gres=get_gres,
+    params:
+        run=get_launcher,
+        batch_size=config["batch_size"],
+        hidden_units=config["hidden_units"],
+        learning_rate=config["learning_rate"],
+        require_gpu="--require-gpu" if config["require_gpu"] else "",
+        script=SCRIPTS / "probe_fixed_costs.py",
+    shell:
+        "{params.run} {params.script} --framework {wildcards.framework} --device {wildcards.device}"
+        " --dataset {input.dataset} --batch-size {params.batch_size} --hidden-units {params.hidden_units}"
+        " --learning-rate {params.learning_rate} --threads {threads} {params.require_gpu}"
+        " --output {output.probe} > {log} 2>&1"

@@ -125,7 +125,7 @@ def synthetic_record(
         }
     return {
         "record_type": "tiny-mlp-bench.run",
-        "schema_version": 4,
+        "schema_version": 5,
         "identity": {
             "run_id": f"{framework}-{device}-{variant}-{repeat}",
             "framework": framework,
@@ -139,6 +139,7 @@ def synthetic_record(
         "parameters": {
             "seed": 42,
             "init_seed": 41 + repeat,
+            "init": {"scheme": "test draw", "dead_draws_skipped": 0},
             "n_rows": 1000,
             "n_train": 750,
             "n_test": 250,
@@ -189,7 +190,7 @@ def synthetic_record(
 def synthetic_study() -> list[dict]:
     """torch-cpu seed 6/7/8 s at 1 ms/step (one not converged), sync_free 0.25 ms/step, compiled
     0.1 ms/step, keras-cpu seed 3/4/5 s at 2 ms/step, steps_per_execution 1.6 ms/step, NumPy
-    0.08 ms/step; both cuda seed steps skipped."""
+    0.08 ms/step, its numba floor rung 0.005 ms/step; both cuda seed steps skipped."""
     no_gpu = "no CUDA device: test"
     return [
         synthetic_record("torch", "cpu", 1, 7.0, converged=False),
@@ -202,6 +203,7 @@ def synthetic_study() -> list[dict]:
         synthetic_record("keras", "cpu", 3, 5.0, step_ms=2.0),
         synthetic_record("keras", "cpu", 1, 3.5, variant="steps_per_execution", step_ms=1.6),
         synthetic_record("numpy", "cpu", 1, 1.0, variant="reference", step_ms=0.08),
+        synthetic_record("numpy", "cpu", 1, 0.5, variant="fused", step_ms=0.005),
         synthetic_record("torch", "cuda", 1, status="skipped", reason=no_gpu),
         synthetic_record("keras", "cuda", 1, status="skipped", reason=no_gpu),
     ]
@@ -221,7 +223,7 @@ def synthetic_sweeps() -> list[dict]:
         ]
         return {
             "record_type": "tiny-mlp-bench.sweep",
-            "schema_version": 4,
+            "schema_version": 5,
             "device": device,
             "variant": "sync_free",
             "steps": 10,
@@ -235,3 +237,55 @@ def synthetic_sweeps() -> list[dict]:
         }
 
     return [sweep("cpu", cpu), sweep("cuda", cuda)]
+
+
+def synthetic_probes(cuda: bool = False) -> list[dict]:
+    """Probe records: torch-cpu (eager op 5 µs, 100 leaf ops, 315 of 1000 draws dead) and keras-cpu
+    (24 ms per fit epoch, 250 µs per step); torch-cuda measured (25 kernels, 9 µs eager, 0.9 µs in a
+    graph) with ``cuda``, else skipped."""
+    run = synthetic_record("torch", "cpu", 1, 1.0)
+
+    def probe(framework, device, measurements, status="ok", reason=None):
+        return {
+            "record_type": "tiny-mlp-bench.probe",
+            "schema_version": 1,
+            "framework": framework,
+            "device": device,
+            "status": status,
+            "reason": reason,
+            "parameters": {"batch_size": 64, "hidden_units": 20, "learning_rate": 0.001, "threads": 2, "init_seed": 42},
+            "measurements": measurements,
+            "environment": run["environment"],
+            "load": run["load"],
+        }
+
+    def timed(us):
+        return {"value_us": us, "calls": 10, "repeats": 3, "repeat_us": [us] * 3}
+
+    torch_cpu = {
+        "eager_op_us": timed(5.0),
+        "seed_step": timed(300.0)
+        | {"adam": "for-loop", "profiled_steps": 10, "aten_calls_per_step": 200, "leaf_aten_ops_per_step": 100},
+        "initialisation": {"draws": 1000, "dead": 315, "scheme": "test"},
+    }
+    keras_cpu = {
+        "fit_epoch": {
+            "one_step_epoch": timed(24250.0),
+            "many_step_epoch": timed(27000.0),
+            "steps_per_epoch": 12,
+            "fits": 3,
+            "per_step_us": 250.0,
+            "fixed_per_epoch_us": 24000.0,
+        }
+    }
+    torch_cuda = {
+        "eager_op_us": timed(9.0),
+        "seed_step": timed(1100.0)
+        | {"adam": "foreach", "profiled_steps": 10, "aten_calls_per_step": 200, "leaf_aten_ops_per_step": 100}
+        | {"kernels_per_step": 25, "kernel_launch_calls_per_step": 24},
+        "sync_empty_us": timed(7.0),
+        "graph_replay_1kernel_us": timed(4.4),
+        "graph_kernel_inside_us": timed(0.9) | {"kernels_per_call": 100},
+    }
+    cuda_probe = probe("torch", "cuda", torch_cuda) if cuda else probe("torch", "cuda", {}, "skipped", "no GPU: test")
+    return [probe("torch", "cpu", torch_cpu), probe("keras", "cpu", keras_cpu), cuda_probe]

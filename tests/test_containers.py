@@ -332,7 +332,8 @@ def test_tiny_study_runs_every_job_in_its_image(engine, workflow_dir):
 def test_version_1_records_read_in_todays_shape():
     # Written on the H200 machine before the container block had its fields (its image has /.dockerenv).
     record = read_record(ROOT / "results" / "archive" / "2026-11-29-h200" / "runs" / "torch-cuda-graphed-2.json")
-    assert record["schema_version"] == 4 and record["load"] is None  # not measured then
+    assert record["schema_version"] == 5 and record["load"] is None  # not measured then
+    assert record["parameters"]["init"] is None  # nor how the weights were drawn
     assert record["environment"]["container"] == {"engine": "docker", "image": None, "image_id": None}
     # Its epochs became one-epoch blocks and its phase keys one phases_s block.
     timings = record["timings"]

@@ -10,9 +10,16 @@ import random
 import pandas as pd
 import pytest
 
-from conftest import TEST_DATA, run_script, synthetic_record, synthetic_study, synthetic_sweeps, table_rows
+from conftest import (
+    TEST_DATA,
+    run_script,
+    synthetic_probes,
+    synthetic_record,
+    synthetic_study,
+    synthetic_sweeps,
+    table_rows,
+)
 from tiny_mlp_bench.records import SWEEP_SCHEMA, RecordError, read_record, validate_record, write_record, write_sweep
-from tiny_mlp_bench.report.ladder import flops_per_step
 from tiny_mlp_bench.report.markdown import render_markdown
 from tiny_mlp_bench.report.model import build_report
 from tiny_mlp_bench.timing import PHASES
@@ -26,8 +33,8 @@ def only_machine(records, sweeps=()):
     return report.machines[0]
 
 
-def render(records, sweeps=()) -> str:
-    return render_markdown(build_report(records, sweeps))
+def render(records, sweeps=(), probes=()) -> str:
+    return render_markdown(build_report(records, sweeps, probes))
 
 
 def test_synthetic_records_are_valid():
@@ -94,12 +101,13 @@ def test_ladder_speedups_spread_and_floors():
     assert not seed.noisy and (seed.runs, seed.converged) == (3, 2)
     assert seed.first_block_excess_s == pytest.approx(0.5 - 0.012)
     assert torch.fastest() is compiled and torch.biggest_rung is sync_free and torch.slower_rungs == []
-    # The floor: the step's FLOPs at the cpu sweep's 100 GFLOP/s.
-    assert torch.flops_per_step == 23_850 and torch.floor_s == pytest.approx(23_850 / 100e9)
-    assert seed.above_floor == pytest.approx(1e-3 / torch.floor_s)
+    # The cpu floor: the numba fused rung's 5 µs per step, measured in the same run.
+    assert (torch.floor.kind, torch.floor.step_s) == ("fused", pytest.approx(5e-6))
+    assert seed.above_floor == pytest.approx(1e-3 / 5e-6) and ladders["keras-cpu"].floor is torch.floor
     assert ladders["numpy-cpu"].rungs[0].vs_seed is None  # the reference has no seed to compare with
     assert not ladders["numpy-cpu"].from_seed
-    assert only_machine(synthetic_study()).ladders[0].floor_s is None  # no sweep, no floor
+    without_floor_rung = [r for r in synthetic_study() if r["identity"]["variant"] != "fused"]
+    assert only_machine(without_floor_rung).ladders[0].floor is None  # no floor rung, no floor
     (keras,) = only_machine(synthetic_study()).epoch_floors
     assert keras.pair == "keras-cpu" and keras.step_s == pytest.approx(1.6e-3)
     assert keras.vs_seed == pytest.approx(1.25) and keras.tenfold_step_s == pytest.approx(0.2e-3)
@@ -138,8 +146,43 @@ def test_targets_are_worded_from_the_numbers():
     ] in rows
 
 
-def test_flops_per_step_of_the_question_shape():
-    assert flops_per_step(64, 20) == 18 * 64 * 20 + 10 * 81
+def gpu_study() -> list[dict]:
+    """The synthetic study with torch-cuda seed timed: 17 s, 1.4 ms per step."""
+    cuda = [synthetic_record("torch", "cuda", r, 17.0, step_ms=1.4) for r in (1, 2, 3)]
+    return [r for r in synthetic_study() if r["identity"]["run_id"] != "torch-cuda-seed-1"] + cuda
+
+
+def test_the_cuda_floor_is_kernels_times_the_in_graph_kernel_cost():
+    machine = build_report(gpu_study(), probes=synthetic_probes(cuda=True)).machines[0]
+    floor = machine.floors["cuda"]
+    assert (floor.kind, floor.kernels, floor.step_s) == ("kernels", 25, pytest.approx(25 * 0.9e-6))
+    (cuda,) = [ladder for ladder in machine.ladders if ladder.pair == "torch-cuda"]
+    assert cuda.rungs[0].above_floor == pytest.approx(1.4e-3 / (25 * 0.9e-6))
+
+
+def test_the_answer_is_computed_from_the_run():
+    answer = build_report(gpu_study(), probes=synthetic_probes(cuda=True)).machines[0].answer
+    gpu = answer.gpu
+    assert (gpu.cuda_s, gpu.cpu_s) == (17.0, 7.0)  # seed medians
+    assert gpu.kernels == 25 and gpu.launch_s == pytest.approx(25 * 9e-6) and gpu.arithmetic_s == pytest.approx(5e-6)
+    keras = answer.keras
+    assert (keras.keras_s, keras.torch_s, keras.epoch_fixed_s) == (4.0, 7.0, pytest.approx(0.024))
+    assert keras.epoch_share == pytest.approx(0.024 / 12 / 2e-3)  # 2 ms of a 2 ms step is the epoch's cost
+    best = {b.device: b for b in answer.best}
+    assert (best["cpu"].rung.variant, best["cpu"].speedup) == ("fused", pytest.approx(1e-3 / 5e-6))
+    assert (best["cuda"].rung.variant, best["cuda"].speedup) == ("seed", pytest.approx(1.0))
+
+
+def test_the_answer_says_what_was_not_measured():
+    text = render_markdown(build_report(synthetic_study(), probes=synthetic_probes(cuda=False)))
+    answer = text.split("## The answer")[1].split("## The question's table")[0]
+    assert "- **GPU against CPU**: not measured here: no completed torch cuda `seed` run." in answer
+    assert "Kernels per step and their launch cost: not measured" in answer
+    assert "Keras is 1.75× faster here" in answer and "a fixed 24.0 ms whatever it runs" in answer
+    assert "on cuda: not measured" in answer and "**Where the GPU starts to win**: not measured" in answer
+    assert "in 315 of 1000 draws (32%)" in answer
+    assert ["fixed cost of a Keras fit epoch (ms)", "24.0"] in table_rows(text)
+    assert "- torch cuda: skipped (no GPU: test)." in text
 
 
 def test_crossovers_are_found_from_the_sweep():
@@ -160,7 +203,7 @@ def test_runs_to_look_at_and_the_runs_table():
     assert list(attention["run_id"]) == ["keras-cuda-seed-1", "torch-cpu-seed-1", "torch-cuda-seed-1"]
     assert list(attention["status"]) == ["skipped", "ok", "skipped"]
     assert report.machines[0].failed_runs == []
-    assert len(report.runs) == 15 and "step" not in report.runs.columns
+    assert len(report.runs) == 16 and "step" not in report.runs.columns
     assert {"pair", *(f"{phase}_s" for phase in PHASES), "step_s", "first_block_excess_s"} <= set(report.runs.columns)
 
 
@@ -184,10 +227,10 @@ def test_report_states_ladder_keras_floor_and_crossovers():
     swept = "(torch `sync_free` on device-resident random rows)"  # what the sweep timed, said where it is used
     assert f"- Width 20 {swept}: cuda is faster than cpu from batch 4096 on." in text
     assert f"- Width 4 {swept}: cuda was never faster than cpu, up to batch 4096." in text
-    assert "23,850 FLOPs per step; floor 0.239 µs." in text  # at the cpu sweep's 100 GFLOP/s
+    assert "Floor: 5.00 µs per step, the numba `fused` rung's median." in text
     removes = "per-op dispatch and per-call overhead: forward, backward and Adam in one `torch.compile` graph, "
     removes += "up to 16 steps per call"
-    compiled = ["`compiled`", "150.0", "100.0–200.0", "47.1% ⚠", "6.67", "1.67", "0.50", "2/2", "629", removes]
+    compiled = ["`compiled`", "150.0", "100.0–200.0", "47.1% ⚠", "6.67", "1.67", "0.50", "2/2", "30", removes]
     assert compiled in table_rows(text)
 
 
@@ -202,7 +245,7 @@ def test_report_without_a_gpu_sweep_says_so():
 
 
 def test_report_matches_the_golden_file():
-    text = render(synthetic_study(), synthetic_sweeps())
+    text = render(synthetic_study(), synthetic_sweeps(), synthetic_probes())
     if os.environ.get("UPDATE_GOLDEN"):
         GOLDEN.write_text(text, encoding="utf-8")
     assert text == GOLDEN.read_text(encoding="utf-8"), "report changed; rerun with UPDATE_GOLDEN=1 and review the diff"
@@ -220,13 +263,13 @@ def test_the_model_does_not_depend_on_record_order():
 def test_hosts_are_reported_apart():
     records = [*synthetic_study(), synthetic_record("torch", "cpu", 4, 1.0, host="other-node")]
     report = build_report(records)
-    assert [(m.label, len(m.runs)) for m in report.machines] == [("bench-host", 15), ("other-node", 1)]
+    assert [(m.label, len(m.runs)) for m in report.machines] == [("bench-host", 16), ("other-node", 1)]
     # Each host is summarised on its own: the other node's 1 s run is not averaged into 6/7/8 s.
     bench, other = ({q.pair: q for q in m.question}["torch-cpu"] for m in report.machines)
     assert (bench.median_s, bench.min_s, bench.max_s, bench.timed, bench.converged) == (7.0, 6.0, 8.0, 3, 2)
     assert (other.median_s, other.min_s, other.max_s, other.timed, other.converged) == (1.0, 1.0, 1.0, 1, 1)
     text = render_markdown(report)
-    assert "### Host `bench-host` (15 runs)" in text and "### Host `other-node` (1 runs)" in text
+    assert "### Host `bench-host` (16 runs)" in text and "### Host `other-node` (1 runs)" in text
     bench_text, other_text = text.split("# Results on host `bench-host`")[1].split("# Results on host `other-node`")
     assert ["torch-cpu", "11", "7.00", "6.00–8.00", "3/3", "2/3"] in table_rows(bench_text)
     assert ["torch-cpu", "11", "1.00", "1.00–1.00", "1/1", "1/1"] in table_rows(other_text)
@@ -277,7 +320,7 @@ def test_same_records_give_identical_files(tmp_path):
         build_report(synthetic_study(), synthetic_sweeps()), "report/t.png", "report/x.png"
     )
     frame = pd.read_parquet(tmp_path / "a" / "timings.parquet")
-    assert len(frame) == 15
+    assert len(frame) == 16
     assert list(frame["run_id"][:3]) == ["keras-cpu-seed-1", "keras-cpu-seed-2", "keras-cpu-seed-3"]
     assert list(frame["pair"][:3]) == ["keras-cpu"] * 3
 

@@ -267,10 +267,11 @@ def test_the_catalogue_decides_where_a_variant_runs(small_dataset, tmp_path):
 def test_numpy_gradients_match_torch_autograd():
     import torch
 
-    from tiny_mlp_bench.backends.numpy_reference import init_params, loss_and_grads
+    from tiny_mlp_bench.backends.numpy_reference import loss_and_grads
+    from tiny_mlp_bench.initial_weights import draw
 
     rng = np.random.default_rng(0)
-    params = init_params(rng, hidden=5)
+    params = dict(zip(("w1", "b1", "w2", "b2"), draw(rng, hidden=5), strict=True))
     params["b2"] += 1.0  # keep the final ReLU alive so every gradient is non-zero
     x = rng.random((7, 2), dtype=np.float32)
     y = rng.random(7, dtype=np.float32)

@@ -11,6 +11,7 @@ import yaml
 
 from conftest import copy_workflow, run_snakemake, table_rows
 from tiny_mlp_bench.dataset import file_sha256
+from tiny_mlp_bench.probes import read_probe
 from tiny_mlp_bench.records import read_record, read_sweep
 
 TIMED_RULES = ("train", "sweep_crossover")
@@ -53,6 +54,7 @@ def test_tiny_study_end_to_end(tiny_run):
     runs = [
         "keras-cpu-seed",
         "keras-cuda-seed",
+        "numpy-cpu-fused",
         "numpy-cpu-reference",
         "torch-cpu-seed",
         "torch-cpu-sync_free",
@@ -76,9 +78,19 @@ def test_tiny_study_end_to_end(tiny_run):
     assert any(row[:2] == ["torch-cuda-seed-1", "skipped"] and row[2].startswith("no CUDA device") for row in rows)
     assert "## Where the time goes: the variant ladder" in report and ["`sync_free`"] in [row[:1] for row in rows]
     assert "Crossover map: not measured on cuda" in report
+    # The fixed-cost probes ran where the runs did: measured on cpu, skipped with the reason on cuda.
+    probes = {p.stem: read_probe(p) for p in (directory / "results" / "probes").glob("*.json")}
+    assert {name: probe["status"] for name, probe in probes.items()} == {
+        "torch-cpu": "ok",
+        "keras-cpu": "ok",
+        "torch-cuda": "skipped",
+        "keras-cuda": "skipped",
+    }
+    assert "## The answer" in report and "- **Dead at start**: on this dataset the asker's initialisation" in report
+    assert "Floor: " in report and "µs per step, the numba `fused` rung's median." in report
     sweep = read_sweep(directory / "results" / "sweep" / "cpu.json")
     assert len(sweep["points"]) == 4 and sweep["environment"]["threads"]["intra_op"] == 1
-    for chart in ("timings.png", "crossover.png"):
+    for chart in ("timings.png", "ladder.png", "crossover.png"):
         assert (directory / "results" / "report" / chart).stat().st_size > 1000
     assert (directory / "logs" / "train" / "torch-cpu-seed-1.log").read_text().count("epoch 3/3") == 1
     assert most_timed_jobs_at_once(output) == 1

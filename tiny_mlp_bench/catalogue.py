@@ -20,6 +20,7 @@ class Framework:
     name: str
     image: str  # the key in the config's `images` of the image its steps run in
     backend: str  # the module in tiny_mlp_bench.backends that implements its variants
+    probed: bool = False  # scripts/probe_fixed_costs.py measures its fixed costs
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,8 @@ class Variant:
 
 
 FRAMEWORKS = (
-    Framework("torch", image="torch", backend="torch_loops"),
-    Framework("keras", image="keras", backend="keras_fit"),
+    Framework("torch", image="torch", backend="torch_loops", probed=True),
+    Framework("keras", image="keras", backend="keras_fit", probed=True),
     Framework("numpy", image="torch", backend="numpy_reference"),
 )
 
@@ -55,7 +56,8 @@ VARIANTS = (
         "torch",
         "sync_free",
         DEVICES,
-        "per-step gathers and per-parameter Adam kernels (fused Adam); host syncs",
+        "per-step gathers (one gather per epoch) and Adam's many small kernels (the fused Adam: one for all "
+        "parameters, where torch's default is a per-parameter loop on cpu and a multi-tensor foreach on cuda)",
     ),
     Variant(
         "torch",
@@ -69,6 +71,13 @@ VARIANTS = (
     Variant("keras", "xla", DEVICES, "TensorFlow op dispatch, by compiling the step with XLA", default=False),
     Variant("keras", "steps_per_execution", DEVICES, "per-step calls into the train function: one call per epoch"),
     Variant("numpy", "reference", ("cpu",), "the framework itself: hand-written forward, backward and Adam"),
+    Variant(
+        "numpy",
+        "fused",
+        ("cpu",),
+        "every per-operation call: forward, backward and Adam fused into one numba-compiled loop "
+        "(the arithmetic floor of the cpu rungs)",
+    ),
 )
 
 

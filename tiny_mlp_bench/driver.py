@@ -22,6 +22,7 @@ import numpy as np
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.dataset import Dataset, DatasetError, read_dataset
 from tiny_mlp_bench.environment import collect_environment
+from tiny_mlp_bench.initial_weights import SCHEME, InitialWeights, live_initial_weights
 from tiny_mlp_bench.load import load_block, snapshot
 from tiny_mlp_bench.records import RECORD_TYPE, SCHEMA_VERSION, run_id, write_record
 from tiny_mlp_bench.timing import Clock
@@ -35,6 +36,7 @@ class RunSpec:
     variant: str
     repeat: int
     init_seed: int
+    weights: InitialWeights  # every framework and rung starts from these (initial_weights.py)
     epochs: int
     batch_size: int
     learning_rate: float
@@ -62,6 +64,9 @@ class Training(Protocol):
     def steps_taken(self) -> int:
         """Optimiser steps the run took, as the optimiser itself counted them."""
 
+    def host_syncs_per_epoch(self) -> int | None:
+        """Host synchronisations in one more, untimed epoch on a GPU; None where not counted."""
+
 
 class DeviceMissing(Exception):
     """The run's device cannot be used here; the message says why."""
@@ -77,6 +82,9 @@ class EpochLoop:
 
     def run_epochs(self, epochs: int) -> None:
         raise NotImplementedError
+
+    def host_syncs_per_epoch(self) -> int | None:
+        return None  # counted by the loops that run on a GPU
 
 
 @dataclass(frozen=True)
@@ -123,6 +131,8 @@ def say(label: str, message: str) -> None:
 def time_and_score(backend: Backend, fw, spec: RunSpec, data: Dataset, clock: Clock, min_r2: float):
     """Set up, train and predict inside the timing point, then score; returns (quality, details, steps taken).
 
+    Host syncs are counted after the steps and the scoring, since counting them trains one more epoch.
+
     Device start-up is the set-up's first part: the check that the device is there starts the
     runtime, so it runs inside the clock. Raises DeviceMissing when it is not there.
     """
@@ -138,7 +148,10 @@ def time_and_score(backend: Backend, fw, spec: RunSpec, data: Dataset, clock: Cl
             training.fit(clock, spec.epochs)
         with clock.phase("predict"):
             training.predict_test_batch()
-    return score(training, data, min_r2), training.details, training.steps_taken()
+    quality, steps = score(training, data, min_r2), training.steps_taken()
+    syncs = training.host_syncs_per_epoch()
+    details = training.details if syncs is None else {**training.details, "host_syncs_per_epoch": str(syncs)}
+    return quality, details, steps
 
 
 def run(backend: Backend, args) -> int:
@@ -151,11 +164,13 @@ def run(backend: Backend, args) -> int:
     except DatasetError as err:
         say(label, f"error: {err}")
         return 1
+    init_seed = data.metadata["seed"] + args.repeat - 1
     spec = RunSpec(
         device=args.device,
         variant=args.variant,
         repeat=args.repeat,
-        init_seed=data.metadata["seed"] + args.repeat - 1,
+        init_seed=init_seed,
+        weights=live_initial_weights(init_seed, args.hidden_units, data.train[:, :2]),
         epochs=args.epochs,
         batch_size=args.batch_size,
         learning_rate=args.learning_rate,
@@ -229,6 +244,7 @@ def parameters(spec: RunSpec, meta: dict, details: dict[str, str]) -> dict:
     return {
         "seed": meta["seed"],
         "init_seed": spec.init_seed,
+        "init": {"scheme": SCHEME, "dead_draws_skipped": spec.weights.redraws},
         **{key: meta[key] for key in ("n_rows", "n_train", "n_test")},
         "epochs": spec.epochs,
         "batch_size": spec.batch_size,

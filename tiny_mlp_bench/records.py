@@ -1,4 +1,4 @@
-"""Run and sweep records: JSON files validated against run_record.schema.json and sweep_record.schema.json."""
+"""Run, sweep and probe records: JSON files validated against their schemas (*_record.schema.json here)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from tiny_mlp_bench.atomic import write_text_atomic
 HERE = Path(__file__).parent
 RUN_SCHEMA = "run_record.schema.json"
 SWEEP_SCHEMA = "sweep_record.schema.json"
+PROBE_SCHEMA = "probe_record.schema.json"
 RECORD_TYPE = "tiny-mlp-bench.run"
 SWEEP_RECORD_TYPE = "tiny-mlp-bench.sweep"
 # 2: environment.container became {engine, image, image_id}.
@@ -21,7 +22,9 @@ SWEEP_RECORD_TYPE = "tiny-mlp-bench.sweep"
 #    and epoch_s.
 # 4: a load block (load average and CPU clock before and after, peak memory). Older records are
 #    upgraded on reading.
-SCHEMA_VERSION = 4
+# 5: parameters.init says how the shared initial weights were drawn and how many dead draws were
+#    skipped (null before).
+SCHEMA_VERSION = 5
 CONTAINER_ENGINES = ("docker", "podman", "apptainer")
 
 
@@ -31,10 +34,10 @@ class RecordError(Exception):
 
 @cache
 def _validator(schema_name: str) -> jsonschema.Draft202012Validator:
-    # The sweep schema borrows the run schema's environment block by file name.
+    # The sweep and probe schemas borrow the run schema's environment and load blocks by file name.
     registry = referencing.Registry().with_resources(
         (name, referencing.Resource.from_contents(json.loads((HERE / name).read_text())))
-        for name in (RUN_SCHEMA, SWEEP_SCHEMA)
+        for name in (RUN_SCHEMA, SWEEP_SCHEMA, PROBE_SCHEMA)
     )
     return jsonschema.Draft202012Validator({"$ref": schema_name}, registry=registry)
 
@@ -71,7 +74,11 @@ def read_record(path: Path, schema_name: str = RUN_SCHEMA) -> dict:
 
 def upgrade(record: dict) -> dict:
     """An older record in today's shape; anything else is returned as it is, for the schema to judge."""
-    if not isinstance(record, dict) or record.get("schema_version") not in (1, 2, 3):
+    if (
+        not isinstance(record, dict)
+        or record.get("record_type") not in (RECORD_TYPE, SWEEP_RECORD_TYPE)
+        or record.get("schema_version") not in (1, 2, 3, 4)
+    ):
         return record
     environment = record.get("environment")
     container = environment.get("container") if isinstance(environment, dict) else None
@@ -93,6 +100,8 @@ def upgrade(record: dict) -> dict:
             timings["block_s"] = timings.pop("epoch_s")
             timings["block_epochs"] = [1] * len(timings["block_s"])
     record.setdefault("load", None)  # not measured before version 4
+    if record.get("record_type") == RECORD_TYPE and isinstance(record.get("parameters"), dict):
+        record["parameters"].setdefault("init", None)  # not recorded before version 5
     record["schema_version"] = SCHEMA_VERSION
     return record
 

@@ -75,6 +75,7 @@ class FitRun:
                     keras.layers.Dense(1, activation="relu"),
                 ]
             )
+            self.model.set_weights(spec.weights.as_list())  # the run's shared live draw, not Glorot's
         with clock.phase("optimizer"):
             options = COMPILE_OPTIONS[spec.variant](math.ceil(len(self.x_train) / spec.batch_size))
             optimizer = keras.optimizers.Adam(learning_rate=spec.learning_rate)
@@ -102,6 +103,9 @@ class FitRun:
 
     def steps_taken(self) -> int:
         return int(self.model.optimizer.iterations.numpy())
+
+    def host_syncs_per_epoch(self) -> int | None:
+        return None  # TensorFlow has no sync debug mode to count them with
 
     @property
     def details(self) -> dict[str, str]:

@@ -1,12 +1,14 @@
 """NumPy: the question's MLP written out by hand, the no-framework reference.
 
-Variant ``reference``: forward, backward and Adam written out in float32 NumPy, with torch's
-default initialisation (uniform in +-1/sqrt(fan_in)), a fresh permutation of the rows every
+Variant ``reference``: forward, backward and Adam written out in float32 NumPy, from the run's
+shared initial weights (initial_weights.py), a fresh permutation of the rows every
 epoch and the same batch size, learning rate and Adam constants (betas 0.9/0.999, eps 1e-8).
 It runs on the CPU only.
 """
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -16,24 +18,11 @@ BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
 
 
 def load():
-    from threadpoolctl import threadpool_info, threadpool_limits
+    """threadpoolctl to pin NumPy's BLAS threads, and numba for the fused rung (imported here, outside the clock)."""
+    import numba
+    import threadpoolctl
 
-    return threadpool_info, threadpool_limits
-
-
-def init_params(rng: np.random.Generator, hidden: int) -> dict[str, np.ndarray]:
-    """torch.nn.Linear's default init: weights and biases uniform in +-1/sqrt(fan_in)."""
-
-    def uniform(fan_in, shape):
-        bound = 1.0 / np.sqrt(fan_in)
-        return rng.uniform(-bound, bound, shape).astype(np.float32)
-
-    return {
-        "w1": uniform(2, (2, hidden)),
-        "b1": uniform(2, hidden),
-        "w2": uniform(hidden, (hidden, 1)),
-        "b2": uniform(hidden, 1),
-    }
+    return SimpleNamespace(threadpoolctl=threadpoolctl, numba=numba)
 
 
 def forward(p: dict, x: np.ndarray):
@@ -81,7 +70,8 @@ class ReferenceRun(EpochLoop):
         with clock.phase("data"):
             self.rows = data.train.astype(np.float32)
         with clock.phase("model"):
-            self.params = init_params(self.rng, spec.hidden_units)
+            w1, b1, w2, b2 = (value.copy() for value in spec.weights.as_list())
+            self.params = {"w1": w1, "b1": b1, "w2": w2, "b2": b2}
         with clock.phase("optimizer"):
             self.adam = Adam(self.params, spec.learning_rate)
         self.loss = float("nan")
@@ -112,24 +102,28 @@ class ReferenceRun(EpochLoop):
 
 
 def prepare(fw, spec: RunSpec):
-    _, threadpool_limits = fw
-    threadpool_limits(spec.threads)
+    fw.threadpoolctl.threadpool_limits(spec.threads)
     return None  # NumPy computes synchronously
 
 
 def describe(fw, device: str) -> dict:
-    threadpool_info, _ = fw
-    pools = {f"{p['internal_api']}": p["num_threads"] for p in threadpool_info()}
-    return {"versions": {}, "threads": pools, "cuda": {}, "gpu_name": None}
+    pools = {f"{p['internal_api']}": p["num_threads"] for p in fw.threadpoolctl.threadpool_info()}
+    return {"versions": {"numba": fw.numba.__version__}, "threads": pools, "cuda": {}, "gpu_name": None}
+
+
+def build(fw, spec: RunSpec, data, clock):
+    from tiny_mlp_bench.backends.numpy_fused import FusedRun  # it builds on ReferenceRun, defined here
+
+    return {"reference": ReferenceRun, "fused": FusedRun}[spec.variant](fw, spec, data, clock)
 
 
 BACKEND = Backend(
     name="numpy",
-    variants=("reference",),
+    variants=("reference", "fused"),
     load=load,
     prepare=prepare,
     start_device=lambda fw, spec: None,  # plain NumPy: nothing to start; the catalogue keeps it on cpu
-    build=ReferenceRun,
+    build=build,
     describe=describe,
     peak_gpu_memory_mb=lambda fw, device: None,
 )

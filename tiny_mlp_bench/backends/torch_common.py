@@ -7,6 +7,8 @@ set-up, each part in its own phase).
 
 from __future__ import annotations
 
+import warnings
+
 from tiny_mlp_bench.driver import EpochLoop, RunSpec
 from tiny_mlp_bench.environment import nvidia_driver
 from tiny_mlp_bench.timing import Clock
@@ -61,8 +63,11 @@ def start_device(torch, spec: RunSpec) -> str | None:
     return missing
 
 
-def build_model(torch, hidden_units: int):
-    """Linear(2, h) -> ReLU -> Linear(h, 1) -> ReLU, as in the question (the last ReLU can die)."""
+def build_model(torch, hidden_units: int, weights=None):
+    """Linear(2, h) -> ReLU -> Linear(h, 1) -> ReLU, as in the question (the last ReLU can die).
+
+    With ``weights`` (an InitialWeights) the layers start from them instead of torch's own draw.
+    """
 
     class QuestionMLP(torch.nn.Module):
         def __init__(self):
@@ -74,7 +79,12 @@ def build_model(torch, hidden_units: int):
             x = torch.nn.functional.relu(self.linear1(x))
             return torch.nn.functional.relu(self.linear2(x))
 
-    return QuestionMLP()
+    model = QuestionMLP()
+    if weights is not None:
+        with torch.no_grad():  # torch keeps each layer's weight as (out, in), the transpose of x @ w
+            for param, value in zip(model.parameters(), weights.as_list(), strict=True):
+                param.copy_(torch.from_numpy(value.T if value.ndim == 2 else value))
+    return model
 
 
 def adam_implementation(optimizer) -> str:
@@ -98,7 +108,7 @@ class TorchLoop(EpochLoop):
         self.device = torch.device("cuda:0" if spec.device == "cuda" else "cpu")
         self.loss_fn = torch.nn.MSELoss()
         with clock.phase("model"):
-            self.model = build_model(torch, spec.hidden_units).to(self.device)
+            self.model = build_model(torch, spec.hidden_units, spec.weights).to(self.device)
         self.loss = None  # the last optimiser step's loss, a tensor
 
     def adam(self, **options):
@@ -139,6 +149,24 @@ class TorchLoop(EpochLoop):
         """torch.optim.Adam's own step count of the first parameter."""
         first = next(iter(self.model.parameters()))
         return int(self.optimizer.state[first]["step"])
+
+    def host_syncs_per_epoch(self) -> int | None:
+        """On CUDA, the host synchronisations of one more epoch, run after the timed ones and the scoring.
+
+        torch warns at each synchronisation in sync debug mode "warn"; counting them in the timed
+        epochs would add a Python warning to every one, so they are counted in an extra epoch.
+        """
+        if self.device.type != "cuda":
+            return None
+        cuda = self.torch.cuda
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cuda.set_sync_debug_mode("warn")
+            try:
+                self.run_epochs(1)
+            finally:
+                cuda.set_sync_debug_mode("default")
+        return sum("synchroniz" in str(w.message).lower() for w in caught)
 
 
 def describe(torch, device: str) -> dict:

@@ -1,8 +1,8 @@
 """The variant ladders per framework-device pair, the floors under them and the targets judged from them.
 
 ladders() turns the per-pair, per-variant summary (model.summarize) into one Ladder per pair: its rungs
-with per-step medians, speed-ups and spread, and the floor the device's measured matmul rate sets under
-a step. judge() measures a TargetSpec against the ladders; epoch_floors() states what a Keras step costs
+with per-step medians, speed-ups and spread, and how far each is above its device's floor
+(fixed_costs.py). judge() measures a TargetSpec against the ladders; epoch_floors() states what a Keras step costs
 with a single train-function call per epoch. Numbers only: no wording and no formatting.
 """
 
@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
+
+from tiny_mlp_bench.report.fixed_costs import Floor
 
 # A spread above this coefficient of variation makes a comparison unreliable.
 CV_WARNING = 0.10
@@ -57,7 +59,7 @@ class Rung:
     first_block_excess_s: float | None
     runs: int
     converged: int
-    above_floor: float | None  # step time over the floor
+    above_floor: float | None  # step time over the device's floor
 
     @property
     def noisy(self) -> bool:
@@ -66,13 +68,11 @@ class Rung:
 
 @dataclass(frozen=True)
 class Ladder:
-    """A pair's rungs in ladder order, with the floating-point work of one step and its floor."""
+    """A pair's rungs in ladder order, and its device's floor (None where not measured)."""
 
     pair: str
     device: str
-    flops_per_step: int
-    peak_gflops: float | None  # the device's measured float32 matmul rate, from the sweep
-    floor_s: float | None
+    floor: Floor | None
     rungs: tuple[Rung, ...]
 
     def rung(self, variant: str) -> Rung | None:
@@ -118,24 +118,12 @@ class Target:
     met: bool | None
 
 
-def flops_per_step(batch_size: int, hidden_units: int) -> int:
-    """Floating-point operations of one training step of the 2-h-1 MLP.
-
-    Forward: two matmuls, 2*B*(2h + h) = 6Bh; backward: twice the forward matmuls, 12Bh;
-    Adam: about 10 operations for each of the 4h + 1 parameters. ReLU and loss are O(Bh)
-    comparisons and are left out: the floor is a lower bound.
-    """
-    return 18 * batch_size * hidden_units + 10 * (4 * hidden_units + 1)
-
-
-def ladders(summary: pd.DataFrame, peaks: dict[str, float]) -> tuple[Ladder, ...]:
-    """For each pair that has completed runs, its rungs in ladder order with speed-ups and floor."""
+def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ...]:
+    """For each pair that has completed runs, its rungs in ladder order with speed-ups and times above floor."""
     found = []
     for pair, rows in summary.groupby("pair", sort=False):
         first = rows.iloc[0]
-        flops = flops_per_step(int(first.batch_size), int(first.hidden_units))
-        peak = peaks.get(first.device)
-        floor = flops / (peak * 1e9) if peak else None
+        floor = floors.get(first.device)
         seed = rows[rows["variant"] == "seed"]["step_s"]
         seed_step = seed.iloc[0] if len(seed) else None
         rungs, previous = [], None
@@ -154,11 +142,11 @@ def ladders(summary: pd.DataFrame, peaks: dict[str, float]) -> tuple[Ladder, ...
                     first_block_excess_s=None if pd.isna(row.first_block_excess_s) else row.first_block_excess_s,
                     runs=int(row.runs),
                     converged=int(row.converged),
-                    above_floor=row.step_s / floor if floor else None,
+                    above_floor=row.step_s / floor.step_s if floor and pd.notna(row.step_s) else None,
                 )
             )
             previous = row.step_s
-        found.append(Ladder(pair, first.device, flops, peak, floor, tuple(rungs)))
+        found.append(Ladder(pair, first.device, floor, tuple(rungs)))
     return tuple(found)
 
 

@@ -114,6 +114,25 @@ def targets_table(m: Machine) -> str:
     return table(["target", "verdict", "measured"], rows, "lll")
 
 
+def fixed_costs_table(m: Machine) -> str:
+    """What the probes measured, one column per device."""
+    if not m.costs:
+        return ""
+    devices = list(m.costs)
+    readings = [
+        ("one eager torch op (µs)", "eager_op_s", us),
+        ("ops the asker's step runs (cpu: leaf aten ops; cuda: kernels)", "ops_per_step", lambda v: num(v, 0)),
+        ("the asker's step on a batch already on the device (µs)", "seed_step_s", us),
+        ("empty torch.cuda.synchronize() (µs)", "sync_s", us),
+        ("replay of a one-kernel CUDA graph (µs)", "graph_replay_s", us),
+        ("one kernel inside a CUDA graph (µs)", "graph_kernel_s", lambda v: us(v, 2)),
+        ("fixed cost of a Keras fit epoch (ms)", "keras_epoch_s", lambda v: num(None if v is None else v * 1e3, 1)),
+        ("a step inside Keras fit (µs)", "keras_step_s", us),
+    ]
+    rows = [[label, *(show(getattr(m.costs[d], key)) for d in devices)] for label, key, show in readings]
+    return table(["", *devices], rows, "l" + "r" * len(devices))
+
+
 def crossover_table(m: Machine) -> str:
     if m.sweep_table.empty:
         return ""
@@ -213,6 +232,7 @@ def machine_tables(m: Machine) -> dict:
         "ladders": {ladder.pair: ladder_table(ladder) for ladder in m.ladders},
         "targets": targets_table(m),
         "crossover": crossover_table(m),
+        "fixed_costs": fixed_costs_table(m),
         "phases": phases_table(m),
         "quality": quality_table(m),
         "attention": attention_table(m),
@@ -235,9 +255,14 @@ def environment() -> jinja2.Environment:
 
 
 def render_markdown(
-    report: Report, plot_link: str = "report/timings.png", crossover_link: str = "report/crossover.png"
+    report: Report,
+    plot_link: str = "report/timings.png",
+    crossover_link: str = "report/crossover.png",
+    ladder_link: str = "report/ladder.png",
 ) -> str:
     """The whole report as Markdown text; the links are the charts' paths relative to it."""
     tables = {m.label: machine_tables(m) for m in report.machines}
     template = environment().get_template(TEMPLATE.name)
-    return template.render(report=report, tables=tables, plot_link=plot_link, crossover_link=crossover_link)
+    return template.render(
+        report=report, tables=tables, plot_link=plot_link, crossover_link=crossover_link, ladder_link=ladder_link
+    )

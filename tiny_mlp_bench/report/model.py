@@ -1,9 +1,10 @@
 """The report's numbers, computed once from run and sweep records: no wording and no formatting.
 
 build_report() gives a Report: the tidy runs table (one row per run, written as Parquet) and, per
-machine, the summaries, the variant ladders with their floors, the question's table, the targets
-and the crossover map. markdown.py and plots.py only format what it holds. The ladders, their floors
-and the targets are computed in ladder.py, the crossover map in crossover_map.py.
+machine, the opening answer, the summaries, the variant ladders with their floors, the question's
+table, the targets, the fixed costs and the crossover map. markdown.py and plots.py only format what
+it holds. The ladders and the targets are computed in ladder.py, the floors and fixed costs in
+fixed_costs.py, the answer in answer.py, the crossover map in crossover_map.py.
 
 A *pair* is a framework and a device, such as torch-cpu; a *step* is always one optimiser step.
 """
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from tiny_mlp_bench import catalogue
+from tiny_mlp_bench.report import fixed_costs
+from tiny_mlp_bench.report.answer import Answer, answer
 from tiny_mlp_bench.report.crossover_map import Crossover, Sweep, crossovers, sweep_frame, sweep_table
 from tiny_mlp_bench.report.ladder import TARGETS, EpochFloor, Ladder, Rung, Target, epoch_floors, judge, ladders
 from tiny_mlp_bench.timing import PHASES, steady_step_s
@@ -23,6 +26,8 @@ from tiny_mlp_bench.timing import PHASES, steady_step_s
 # The asker's wall times in seconds, from the question ("~17 s", "~11 s", "~9 s").
 # The question does not say which device Keras used, so its 9 s stands beside both.
 ASKER_SECONDS = {"torch-cuda": 17.0, "torch-cpu": 11.0, "keras-cpu": 9.0, "keras-cuda": 9.0}
+# The asker's optimiser steps: 1000 epochs of 750 rows in batches of 64 (12 a epoch, the last short).
+ASKER_STEPS = 1000 * 12
 # Pairs in the question's order, then the NumPy reference; others follow.
 PAIR_ORDER = ["torch-cuda", "torch-cpu", "keras-cpu", "keras-cuda", "numpy-cpu"]
 # Ratios the question implies, as (numerator, denominator) pairs.
@@ -77,12 +82,19 @@ class Machine:
     """Everything the report states about the runs of one machine."""
 
     label: str
+    answer: Answer
     runs: pd.DataFrame
     summary: pd.DataFrame  # per pair and variant, completed runs only, pairs and rungs in order
     question: tuple[QuestionRow, ...]
     ratios: tuple[Ratio, ...]
     ladders: tuple[Ladder, ...]
     epoch_floors: tuple[EpochFloor, ...]
+    floors: dict[str, fixed_costs.Floor]  # per device
+    costs: dict[str, fixed_costs.FixedCosts]  # per device, what the probes measured
+    probes_not_measured: tuple[fixed_costs.ProbeStatus, ...]
+    initialisation: fixed_costs.Initialisation | None  # how often the asker's draw is dead at start
+    dead_draws_skipped: int  # over the runs that recorded it
+    runs_with_init: int  # runs that recorded how their weights were drawn
     targets: tuple[Target, ...]
     sweeps: tuple[Sweep, ...]
     sweep_table: pd.DataFrame  # hidden_units, batch_size, <device>_step_s, cpu_over_cuda
@@ -175,6 +187,7 @@ def run_row(record: dict, machine: str) -> dict:
         "blocks": len(blocks),
         "steps_per_epoch": steps,
         **{key: params[key] for key in ("epochs", "batch_size", "hidden_units", "threads")},
+        "dead_draws_skipped": (params.get("init") or {}).get("dead_draws_skipped"),  # None before version 5
         **load_columns(record["load"]),
         "machine": machine,
         **{key: env[key] for key in ("host", "cpu_model", "logical_cpus", "gpu_name")},
@@ -254,12 +267,14 @@ def question_rows(runs: pd.DataFrame, summary: pd.DataFrame) -> tuple[QuestionRo
     return tuple(rows)
 
 
-def machine(label: str, records: list[dict], sweeps: list[dict]) -> Machine:
-    """Every number the report states about one machine's runs and sweeps."""
+def machine(label: str, records: list[dict], sweeps: list[dict], probes: list[dict]) -> Machine:
+    """Every number the report states about one machine's runs, sweeps and probes."""
     runs = pd.DataFrame([run_row(r, label) for r in records])
     runs = runs.sort_values(["framework", "device", "variant", "repeat"], kind="stable").reset_index(drop=True)
     summary = summarize(runs)
-    found = ladders(summary, {s["device"]: s["peak_gflops"] for s in sweeps if s["peak_gflops"]})
+    costs = fixed_costs.fixed_costs(probes)
+    floors = fixed_costs.floors(summary, costs)
+    found = ladders(summary, floors)
     by_pair = {ladder.pair: ladder for ladder in found}
     question = question_rows(runs, summary)
     medians = {q.pair: q.median_s for q in question if q.timed}
@@ -267,6 +282,7 @@ def machine(label: str, records: list[dict], sweeps: list[dict]) -> Machine:
     attention = runs[(runs["status"] != "ok") | runs["converged"].eq(False)]
     return Machine(
         label=label,
+        answer=answer(found, medians, costs, floors),
         runs=runs,
         summary=summary,
         question=question,
@@ -275,6 +291,12 @@ def machine(label: str, records: list[dict], sweeps: list[dict]) -> Machine:
         ),
         ladders=found,
         epoch_floors=epoch_floors(found),
+        floors=floors,
+        costs=costs,
+        probes_not_measured=fixed_costs.not_measured(probes),
+        initialisation=fixed_costs.initialisation(probes),
+        dead_draws_skipped=int(runs["dead_draws_skipped"].sum()),
+        runs_with_init=int(runs["dead_draws_skipped"].notna().sum()),
         targets=tuple(judge(spec, by_pair) for spec in TARGETS),
         sweeps=tuple(Sweep(s["device"], s["status"], s["reason"], s["peak_gflops"]) for s in sweeps),
         sweep_table=sweep_table(points),
@@ -285,22 +307,24 @@ def machine(label: str, records: list[dict], sweeps: list[dict]) -> Machine:
     )
 
 
-def build_report(records: list[dict], sweeps: list[dict] = ()) -> Report:
+def build_report(records: list[dict], sweeps: list[dict] = (), probes: list[dict] = ()) -> Report:
     """The whole report's numbers; the same records in any order give the same Report.
 
     Records from several machines are summarised per machine: their timings are never averaged together.
     """
     records = sorted(records, key=lambda r: r["identity"]["run_id"])
     sweeps = sorted(sweeps, key=lambda s: (repr(machine_key(s["environment"])), s["device"]))
-    labels = machine_labels([*records, *sweeps])
-    by_machine: dict[str, tuple[list, list]] = {}
+    probes = sorted(probes, key=lambda p: (repr(machine_key(p["environment"])), p["framework"], p["device"]))
+    labels = machine_labels([*records, *sweeps, *probes])
+    by_machine: dict[str, tuple[list, list, list]] = {}
     for item in records:
-        by_machine.setdefault(labels[machine_key(item["environment"])], ([], []))[0].append(item)
-    for item in sweeps:
-        # Runs from one machine are compared with every sweep; runs from several, with their own machine's.
-        label = next(iter(by_machine)) if len(by_machine) == 1 else labels[machine_key(item["environment"])]
-        if label in by_machine:
-            by_machine[label][1].append(item)
+        by_machine.setdefault(labels[machine_key(item["environment"])], ([], [], []))[0].append(item)
+    for index, items in ((1, sweeps), (2, probes)):
+        for item in items:
+            # Runs from one machine go with every sweep and probe; runs from several, with their own machine's.
+            label = next(iter(by_machine)) if len(by_machine) == 1 else labels[machine_key(item["environment"])]
+            if label in by_machine:
+                by_machine[label][index].append(item)
     machines = tuple(machine(label, *by_machine[label]) for label in sorted(by_machine))
     runs = pd.concat([m.runs for m in machines], ignore_index=True)
     runs = runs.sort_values(["framework", "device", "variant", "repeat", "machine"], kind="stable")

@@ -1,0 +1,147 @@
+"""The report's charts: written as PNG, the same bytes from the same records, and the asker's per-step marks right."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_script, synthetic_record, synthetic_study, synthetic_sweeps
+from tiny_mlp_bench.records import write_record, write_sweep
+from tiny_mlp_bench.report import plots
+from tiny_mlp_bench.report.model import build_report
+
+PNG = b"\x89PNG\r\n\x1a\n"
+# The asker's run: 1000 epochs of 750 training rows in batches of 64, so 12 steps an epoch.
+ASKER_PARAMETERS = {"epochs": 1000, "n_train": 750, "batch_size": 64, "learning_rate": 0.001, "hidden_units": 20}
+
+
+def with_cuda_rungs() -> list[dict]:
+    """The synthetic study with torch-cuda seed (1.5 ms/step) and graphed (0.05 ms/step) timed, two repeats each."""
+    timed = [r for r in synthetic_study() if r["identity"]["run_id"] != "torch-cuda-seed-1"]
+    cuda = [("seed", 1.5), ("graphed", 0.05)]
+    return timed + [synthetic_record("torch", "cuda", i, 9.0, variant=v, step_ms=s) for i in (1, 2) for v, s in cuda]
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """Every figure the plots save, as its axes' titles, texts, legend labels and lines, before it is written."""
+    figures = []
+    save = plots.save
+
+    def capture(fig, path):
+        axes = fig.get_axes()
+        figures.append(
+            {
+                "titles": [ax.get_title() for ax in axes],
+                "texts": [t.get_text() for ax in axes for t in ax.texts],
+                "labels": [label for ax in axes for label in ax.get_legend_handles_labels()[1]],
+                "lines": {line.get_label(): line for ax in axes for line in ax.get_lines()},
+                "xscale": [ax.get_xscale() for ax in axes],
+                "ylabels": [ax.get_ylabel() for ax in axes],
+            }
+        )
+        save(fig, path)
+
+    monkeypatch.setattr(plots, "save", capture)
+    return figures
+
+
+def test_asker_step_is_the_asker_wall_time_over_the_asker_steps():
+    # The asker's run: 1000 epochs of 750 rows in batches of 64, whatever this run's epochs.
+    assert plots.asker_step_s("torch-cpu") == pytest.approx(11 / 12000)
+    assert plots.asker_step_s("torch-cuda") == pytest.approx(17 / 12000)
+    assert plots.asker_step_s("keras-cuda") == pytest.approx(9 / 12000)
+    assert plots.asker_step_s("numpy-cpu") is None  # the asker ran no NumPy loop
+
+
+@pytest.mark.parametrize("records", [synthetic_study, with_cuda_rungs], ids=["cpu only", "cpu and cuda"])
+def test_charts_are_png_and_the_same_records_give_the_same_bytes(tmp_path, records):
+    written = []
+    for name in ("a", "b"):
+        report = build_report(records(), synthetic_sweeps())
+        out = tmp_path / name
+        plots.plot_seed_times(report.machines, out / "timings.png")
+        plots.plot_ladders(report.machines, out / "ladder.png", report.parameters)
+        plots.plot_crossover(report.sweep_points, out / "crossover.png", report.parameters)
+        written.append([(out / f).read_bytes() for f in ("timings.png", "ladder.png", "crossover.png")])
+    for data in written[0]:
+        assert data.startswith(PNG) and len(data) > 1000
+    assert written[0] == written[1]
+
+
+def test_ladder_chart_without_cuda_runs_says_not_measured(tmp_path, drawn):
+    report = build_report(synthetic_study())
+    assert {ladder.device for ladder in report.machines[0].ladders} == {"cpu"}  # both cuda seed runs skipped
+    plots.plot_ladders(report.machines, tmp_path / "ladder.png", report.parameters)
+    assert (tmp_path / "ladder.png").read_bytes().startswith(PNG)
+    (figure,) = drawn
+    assert figure["titles"] == ["cpu", "cuda"] and figure["xscale"] == ["log", "log"]
+    assert figure["texts"].count("not measured") == 1
+    # Every timed rung is a bar, labelled with its median µs per step.
+    for value in ("1,000", "250", "150", "2,000", "1,600", "80"):
+        assert value in figure["texts"]
+    # The asker's lines, cuda's too: 11 s, 17 s and 9 s over the asker's 1000 x 12 steps.
+    assert figure["labels"] == [
+        "asker, torch-cpu: 917 µs",
+        "asker, keras-cpu: 750 µs",
+        "asker, torch-cuda: 1,417 µs",
+        "asker, keras-cuda: 750 µs",
+    ]
+
+
+def test_ladder_chart_of_several_machines_has_a_row_each(tmp_path, drawn):
+    records = [*with_cuda_rungs(), synthetic_record("torch", "cpu", 4, 1.0, host="other-node")]
+    for record in records:
+        record["parameters"]["epochs"] = 1000
+    report = build_report(records)
+    plots.plot_ladders(report.machines, tmp_path / "ladder.png")  # no parameters: no asker lines
+    (figure,) = drawn
+    assert figure["titles"] == ["bench-host: cpu", "bench-host: cuda", "other-node: cpu", "other-node: cuda"]
+    assert figure["texts"].count("not measured") == 1 and figure["labels"] == []
+    assert {"1,500", "50"} <= set(figure["texts"])
+    plots.plot_ladders(report.machines, tmp_path / "ladder.png", report.parameters)
+    assert "asker, torch-cpu: 917 µs" in drawn[1]["labels"] and "asker, torch-cuda: 1,417 µs" in drawn[1]["labels"]
+
+
+def test_crossover_marks_the_asker_run_per_device(tmp_path, drawn):
+    report = build_report(synthetic_study(), synthetic_sweeps())
+    plots.plot_crossover(report.sweep_points, tmp_path / "crossover.png", ASKER_PARAMETERS)
+    lines = drawn[0]["lines"]
+    for device, seconds in (("cpu", 11), ("cuda", 17)):
+        star = lines[f"asker's run ({device}), width 20"]
+        assert star.get_marker() == "*"
+        assert list(star.get_xdata()) == [64] and list(star.get_ydata()) == [pytest.approx(seconds / 12000 * 1e3)]
+    plots.plot_crossover(report.sweep_points, tmp_path / "crossover.png")  # callers without parameters: no stars
+    assert not [label for label in drawn[1]["labels"] if label.startswith("asker")]
+
+
+def test_seed_chart_says_wall_time_per_run(tmp_path, drawn):
+    report = build_report(synthetic_study())
+    plots.plot_seed_times(report.machines, tmp_path / "timings.png")
+    (figure,) = drawn
+    assert "per run" in figure["titles"][0] and "step" not in figure["titles"][0]
+    assert "per run" in figure["ylabels"][0]
+
+
+def test_render_report_writes_the_ladder_chart_beside_the_others(tmp_path):
+    records = []
+    for i, record in enumerate(synthetic_study()):
+        records.append(tmp_path / "runs" / f"{i}.json")
+        write_record(record, records[-1])
+    sweeps = []
+    for sweep in synthetic_sweeps():
+        sweeps.append(tmp_path / "sweep" / f"{sweep['device']}.json")
+        write_sweep(sweep, sweeps[-1])
+    out = tmp_path / "out"
+    args = ["--report", out / "report.md", "--timings", out / "timings.parquet", "--plot", out / "report/timings.png"]
+    args += ["--crossover-plot", out / "report/crossover.png", "--sweeps", *sweeps]
+    result = run_script("render_report.py", *args, "--", *records)
+    assert result.returncode == 0, result.stderr
+    for chart in ("timings.png", "ladder.png", "crossover.png"):  # ladder.png by default beside --plot
+        assert (out / "report" / chart).read_bytes().startswith(PNG)
+    report = (out / "report.md").read_text()
+    steady = report.index("Steady-state time per optimiser step:")
+    assert report.index("](report/ladder.png)\n") > steady
+    result = run_script("render_report.py", *args, "--ladder-plot", out / "ladders.png", "--", *records)
+    assert result.returncode == 0, result.stderr
+    assert (out / "ladders.png").read_bytes() == (out / "report" / "ladder.png").read_bytes()
+    assert "](ladders.png)" in (out / "report.md").read_text()

@@ -1,0 +1,224 @@
+"""The fixed-cost probes: records, skips and failures of scripts/probe_fixed_costs.py, and the dead-at-start count."""
+
+from __future__ import annotations
+
+import copy
+import json
+import types
+
+import numpy as np
+import pytest
+
+import probe_fixed_costs
+from conftest import run_script
+from tiny_mlp_bench import probes
+from tiny_mlp_bench.dataset import read_dataset
+from tiny_mlp_bench.records import RecordError
+
+
+def probe(*args, check: bool = False):
+    return run_script("probe_fixed_costs.py", *args, check=check)
+
+
+def positive_timing(timing: dict) -> None:
+    assert timing["value_us"] > 0 and all(v > 0 for v in timing["repeat_us"])
+    assert timing["repeats"] == len(timing["repeat_us"]) >= 1 and timing["calls"] >= 1
+
+
+@pytest.fixture(scope="module")
+def torch_cpu_record(small_dataset, tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("probe") / "torch-cpu.json"
+    result = probe("--framework", "torch", "--device", "cpu", "--dataset", small_dataset, "--output", out)
+    assert result.returncode == 0, result.stderr
+    assert "probe-torch-cpu: eager op" in result.stderr
+    return probes.read_probe(out)
+
+
+def test_torch_cpu_probe_writes_a_valid_record(torch_cpu_record):
+    record = torch_cpu_record
+    assert record["record_type"] == "tiny-mlp-bench.probe" and record["schema_version"] == 1
+    assert (record["framework"], record["device"], record["status"], record["reason"]) == ("torch", "cpu", "ok", None)
+    found = record["measurements"]
+    assert set(found) == {"eager_op_us", "seed_step", "initialisation"}
+    positive_timing(found["eager_op_us"])
+    step = found["seed_step"]
+    positive_timing(step)
+    for count in ("aten_calls_per_step", "leaf_aten_ops_per_step", "profiled_steps"):
+        assert isinstance(step[count], int) and step[count] > 0, count
+    assert step["leaf_aten_ops_per_step"] <= step["aten_calls_per_step"]
+    assert "kernels_per_step" not in step  # cuda only
+    init = found["initialisation"]
+    assert init["draws"] == 1000 and 0 <= init["dead"] <= 1000
+    assert record["environment"]["dataset_sha256"] and record["load"]["peak_host_memory_mb"] > 0
+
+
+def test_the_recorded_dead_count_is_the_asker_initialisation_over_1000_seeds(torch_cpu_record, small_dataset):
+    import torch
+
+    features = read_dataset(small_dataset).train[:, :2]
+    assert probes.count_dead_inits(torch, 20, features) == torch_cpu_record["measurements"]["initialisation"]["dead"]
+
+
+def test_dead_count_matches_a_direct_recount(small_dataset):
+    import torch
+
+    from tiny_mlp_bench.backends.torch_common import build_model
+
+    features = read_dataset(small_dataset).train[:, :2]
+    expected = 0
+    for seed in range(12):  # recount by hand in NumPy, from the weights torch drew
+        torch.manual_seed(seed)
+        w1, b1, w2, b2 = (p.detach().numpy().astype(np.float64) for p in build_model(torch, 20).parameters())
+        expected += bool(np.all(np.maximum(features @ w1.T + b1, 0) @ w2.T + b2 <= 0))
+    assert probes.count_dead_inits(torch, 20, features, draws=12) == expected
+    assert 0 < expected < 12  # a few seeds of each kind on this data, so the comparison means something
+
+
+def test_dead_at_start_on_hand_made_weights():
+    import torch
+
+    from tiny_mlp_bench.backends.torch_common import build_model
+
+    features = torch.tensor([[0.25, 0.5], [0.75, 0.5], [0.0, 1.0]])  # sums exact in float32
+    model = build_model(torch, 3)
+    with torch.no_grad():
+        model.linear1.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]))
+        model.linear1.bias.zero_()
+        model.linear2.weight.copy_(torch.tensor([[1.0, 1.0, 0.0]]))
+        model.linear2.bias.fill_(-0.5)  # 0.75 - 0.5, 1.25 - 0.5, 1.0 - 0.5: fires on every row
+    assert not probes.dead_at_start(torch, model, features)
+    with torch.no_grad():
+        model.linear2.bias.fill_(-1.0)  # fires on the second row only: alive
+    assert not probes.dead_at_start(torch, model, features)
+    with torch.no_grad():
+        model.linear2.bias.fill_(-1.25)  # the largest input, 1.25, reaches exactly 0: dead on every row
+    assert probes.dead_at_start(torch, model, features)
+    with torch.no_grad():
+        model.linear2.weight.zero_()
+        model.linear2.bias.fill_(0.01)  # a constant positive output is alive
+    assert not probes.dead_at_start(torch, model, features)
+
+
+def test_torch_cuda_probe_without_a_gpu_is_skipped_or_required(small_dataset, tmp_path, has_cuda):
+    if has_cuda:
+        pytest.skip("a CUDA device is present")
+    out = tmp_path / "torch-cuda.json"
+    args = ("--framework", "torch", "--device", "cuda", "--dataset", small_dataset, "--output", out)
+    probe(*args, check=True)
+    record = probes.read_probe(out)
+    assert record["status"] == "skipped" and record["measurements"] == {}
+    assert record["reason"].startswith("no CUDA device: torch.cuda.is_available() is False")
+    if "+cpu" in record["environment"]["versions"]["torch"]:
+        assert "a CPU-only build" in record["reason"]
+
+    out.unlink()
+    result = probe(*args, "--require-gpu")
+    assert result.returncode == 1 and not out.exists()
+    assert "--require-gpu" in result.stderr and "no CUDA device" in result.stderr
+
+
+def test_a_missing_dataset_is_an_error(tmp_path):
+    result = probe("--framework", "torch", "--device", "cpu", "--dataset", tmp_path / "none.parquet", "--output", "x")
+    assert result.returncode == 1 and "does not exist" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (
+            lambda r: r["measurements"]["seed_step"].update(leaf_aten_ops_per_step=2.5),
+            "measurements/seed_step/leaf_aten_ops_per_step",
+        ),
+        (lambda r: r["measurements"]["eager_op_us"].update(value_us=-1.0), "measurements/eager_op_us/value_us"),
+        (lambda r: r["measurements"]["initialisation"].pop("dead"), "measurements/initialisation"),
+        (lambda r: r["measurements"].pop("seed_step"), "measurements"),  # an ok torch record must have it
+        (lambda r: r["measurements"].update(warp_speed={}), "measurements"),
+        (lambda r: r.update(reason="but it was fine"), "reason"),
+        (lambda r: r.update(framework="jax"), "framework"),
+        (lambda r: r["environment"].update(host=3), "environment/host"),  # the run schema's block, by $ref
+        (lambda r: r["load"].pop("before"), "load"),
+    ],
+)
+def test_a_wrong_field_fails_validation_naming_it(torch_cpu_record, tmp_path, change, field):
+    record = copy.deepcopy(torch_cpu_record)
+    change(record)
+    with pytest.raises(RecordError, match=f"field {field}"):
+        probes.validate_probe(record)
+    out = tmp_path / "bad.json"
+    with pytest.raises(RecordError):
+        probes.write_probe(record, out)
+    assert not out.exists()
+
+
+def test_read_probe_names_an_unreadable_file(tmp_path):
+    bad = tmp_path / "torch-cpu.json"
+    bad.write_text("{not json")
+    with pytest.raises(RecordError, match=r"torch-cpu\.json: not a readable JSON record"):
+        probes.read_probe(bad)
+
+
+def test_an_error_while_measuring_is_recorded_as_failed_with_what_was_measured(
+    torch_cpu_record, small_dataset, tmp_path, monkeypatch
+):
+    environment = torch_cpu_record["environment"]
+    backend = types.SimpleNamespace(
+        describe=lambda fw, device: {
+            "versions": {"torch": "test"},
+            **{key: environment[key] for key in ("threads", "cuda", "gpu_name")},
+        },
+        peak_gpu_memory_mb=lambda fw, device: None,
+    )
+
+    def half_way(torch, device, data, *args):
+        found = args[-2]
+        found["eager_op_us"] = {"value_us": 4.0, "calls": 10, "repeats": 1, "repeat_us": [4.0]}
+        raise RuntimeError("the device fell over")
+
+    monkeypatch.setattr(probe_fixed_costs, "open_torch", lambda args: (None, None, backend))
+    monkeypatch.setattr(probes, "torch_probes", half_way)
+    out = tmp_path / "torch-cpu.json"
+    argv = ["--framework", "torch", "--device", "cpu", "--dataset", str(small_dataset), "--output", str(out)]
+    assert probe_fixed_costs.main(argv) == 0
+    record = probes.read_probe(out)
+    assert record["status"] == "failed" and record["reason"] == "RuntimeError: the device fell over"
+    assert record["measurements"] == {"eager_op_us": {"value_us": 4.0, "calls": 10, "repeats": 1, "repeat_us": [4.0]}}
+
+
+def test_only_kernel_activities_count_as_kernels():
+    from torch.autograd import DeviceType
+
+    def event(name, device_type, activity):
+        return types.SimpleNamespace(name=name, device_type=device_type, activity_type=activity)
+
+    assert probes.is_kernel(event("void add_kernel<float>", DeviceType.CUDA, "kernel"), DeviceType)
+    assert not probes.is_kernel(event("Memcpy HtoD (Pageable -> Device)", DeviceType.CUDA, "gpu_memcpy"), DeviceType)
+    assert not probes.is_kernel(event("aten::add_", DeviceType.CPU, "cpu_op"), DeviceType)
+    assert not probes.is_kernel(event("Memset (Device)", DeviceType.CUDA, None), DeviceType)  # no activity type
+    assert probes.is_kernel(event("void add_kernel<float>", DeviceType.CUDA, None), DeviceType)
+
+
+def test_time_calls_divides_by_calls_and_kernels():
+    calls = []
+    timed = probes.time_calls(lambda: calls.append(1), calls=5, repeats=3, kernels_per_call=10)
+    assert len(calls) == 5 * (3 + 1)  # one warm-up repeat
+    assert timed["calls"] == 5 and timed["repeats"] == 3 and timed["kernels_per_call"] == 10
+    assert timed["value_us"] == sorted(timed["repeat_us"])[1]
+
+
+def test_keras_cpu_probe_writes_a_valid_record(small_dataset, tmp_path):
+    out = tmp_path / "keras-cpu.json"
+    result = probe("--framework", "keras", "--device", "cpu", "--dataset", small_dataset, "--output", out)
+    assert result.returncode == 0, result.stderr
+    record = probes.read_probe(out)
+    assert (record["framework"], record["status"]) == ("keras", "ok"), record["reason"]
+    fit = record["measurements"]["fit_epoch"]
+    assert fit["steps_per_epoch"] == 3  # 150 train rows in batches of 64
+    for size in ("one_step_epoch", "many_step_epoch"):
+        positive_timing(fit[size])
+        assert fit[size]["repeats"] == probes.FIT_EPOCHS * fit["fits"]
+    assert fit["fixed_per_epoch_us"] > 0
+    assert fit["per_step_us"] == pytest.approx(
+        (fit["many_step_epoch"]["value_us"] - fit["one_step_epoch"]["value_us"]) / 2, abs=1e-3
+    )
+    assert record["environment"]["versions"]["keras_backend"] == "tensorflow"
+    assert json.loads(out.read_text()) == record

@@ -1,0 +1,137 @@
+"""No rung is faster because it does less: every rung follows its framework's `seed` step for step.
+
+Each run starts from the same initial weights and takes its batches in an order the test injects;
+after three epochs every torch rung, the NumPy reference and the numba floor rung hold torch
+`seed`'s parameters, and every Keras rung Keras `seed`'s, within float32 tolerance.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tiny_mlp_bench import catalogue
+from tiny_mlp_bench.backends import backend
+from tiny_mlp_bench.dataset import read_dataset
+from tiny_mlp_bench.driver import RunSpec
+from tiny_mlp_bench.initial_weights import live_initial_weights
+from tiny_mlp_bench.timing import Clock
+
+EPOCHS = 3
+RTOL, ATOL = 1e-4, 1e-6  # float32 arithmetic in another order, over 3 epochs of Adam steps
+
+
+def spec_for(variant: str, data, seed: int = 5) -> RunSpec:
+    return RunSpec(
+        device="cpu",
+        variant=variant,
+        repeat=1,
+        init_seed=seed,
+        weights=live_initial_weights(seed, 20, data.train[:, :2]),
+        epochs=EPOCHS,
+        batch_size=64,
+        learning_rate=0.01,  # larger than the question's, so three epochs move the weights visibly
+        hidden_units=20,
+        threads=1,
+    )
+
+
+def injected_orders(data) -> list[np.ndarray]:
+    rng = np.random.default_rng(123)
+    return [rng.permutation(len(data.train)) for _ in range(EPOCHS)]
+
+
+def train(framework: str, variant: str, data, orders, monkeypatch, epochs: int = EPOCHS) -> list[np.ndarray]:
+    """Build the rung, feed it ``orders`` as its epochs' permutations, train; its parameters as x @ w."""
+    chosen = backend(framework)
+    fw = chosen.load()
+    spec = spec_for(variant, data)
+    clock = Clock(label=f"{framework}-{variant}", planned_epochs=EPOCHS)
+    chosen.start_device(fw, spec)  # not prepare(): thread pools are set once per process, and cpu needs no sync
+    training = chosen.build(fw, spec, data, clock)
+    pending = iter(orders)
+    if framework == "torch":
+        # Every torch rung, and the asker's SubsetRandomSampler, draws its epoch's order with torch.randperm.
+        # Other callers (torch.compile traces its own patterns with it) get torch's own.
+        torch, randperm = fw, fw.randperm
+
+        def injected(n, **kw):
+            return torch.tensor(next(pending), device=kw.get("device")) if n == len(data.train) else randperm(n, **kw)
+
+        monkeypatch.setattr(torch, "randperm", injected)
+        training.fit(clock, epochs)
+        return [
+            p.detach().numpy().T.copy() if p.ndim == 2 else p.detach().numpy().copy()
+            for p in training.model.parameters()
+        ]
+    if framework == "numpy":
+        training.rng = type("InjectedOrder", (), {"permutation": lambda self, n: next(pending)})()
+        training.fit(clock, epochs)
+        return [training.params[k].copy() for k in ("w1", "b1", "w2", "b2")]
+    raise AssertionError(framework)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    from tiny_mlp_bench.dataset import make_dataset, write_dataset
+
+    path = tmp_path_factory.mktemp("trajectory") / "dataset.parquet"
+    write_dataset(make_dataset(seed=42, n_rows=1000), path)  # the question's 750 training rows: 12 batches an epoch
+    return read_dataset(path)
+
+
+@pytest.fixture(scope="module")
+def torch_seed_parameters(data):
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        return train("torch", "seed", data, injected_orders(data), monkeypatch)
+
+
+CPU_RUNGS = [
+    (v.framework, v.name)
+    for v in catalogue.VARIANTS
+    if v.framework in ("torch", "numpy") and v.runs_on("cpu") and (v.framework, v.name) != ("torch", "seed")
+]
+
+
+@pytest.mark.parametrize(("framework", "variant"), CPU_RUNGS, ids=[f"{f}-{v}" for f, v in CPU_RUNGS])
+def test_every_rung_follows_torch_seed(data, torch_seed_parameters, framework, variant, monkeypatch):
+    start = spec_for(variant, data).weights.as_list()
+    ours = train(framework, variant, data, injected_orders(data), monkeypatch)
+    for name, got, expected, initial in zip(("w1", "b1", "w2", "b2"), ours, torch_seed_parameters, start, strict=True):
+        assert not np.allclose(expected, initial), f"{name} did not move: the test would prove nothing"
+        np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL, err_msg=f"{framework} {variant}: {name}")
+
+
+def test_a_rung_that_does_less_is_caught(data, torch_seed_parameters, monkeypatch):
+    # The same check on a run that stops one epoch (12 steps) early must fail, or it would prove nothing.
+    ours = train("numpy", "reference", data, injected_orders(data), monkeypatch, epochs=EPOCHS - 1)
+    assert not all(
+        np.allclose(got, expected, rtol=RTOL, atol=ATOL)
+        for got, expected in zip(ours, torch_seed_parameters, strict=True)
+    )
+
+
+def keras_parameters(variant: str, data) -> list[np.ndarray]:
+    """Three epochs of a Keras rung from the shared weights, the shuffle seeded as every Keras run seeds it."""
+    chosen = backend("keras")
+    fw = chosen.load()
+    spec = spec_for(variant, data)
+    fw[1].utils.set_random_seed(spec.init_seed)  # what prepare() seeds; fit draws its shuffles from it
+    clock = Clock(label=f"keras-{variant}", planned_epochs=EPOCHS)
+    training = chosen.build(fw, spec, data, clock)
+    training.fit(clock, EPOCHS)
+    return training.model.get_weights()
+
+
+KERAS_RUNGS = [v.name for v in catalogue.ladder("keras") if v.name != "seed"]
+
+
+@pytest.mark.parametrize("variant", KERAS_RUNGS)
+def test_every_keras_rung_follows_keras_seed(data, variant):
+    # Keras's fit shuffles the rows itself, so the order is not injected: every rung draws it from the same
+    # seed, and the parameters can only agree if the orders did.
+    expected, start = keras_parameters("seed", data), spec_for("seed", data).weights.as_list()
+    ours = keras_parameters(variant, data)
+    for name, got, want, initial in zip(("w1", "b1", "w2", "b2"), ours, expected, start, strict=True):
+        assert not np.allclose(want, initial), f"{name} did not move: the test would prove nothing"
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"keras {variant}: {name}")
