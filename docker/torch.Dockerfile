@@ -1,10 +1,12 @@
-# tiny-mlp-bench torch image: scripts/make_dataset.py, train.py (torch, numpy), sweep_crossover.py
-# and render_report.py with the tiny_mlp_bench package; `python` = /opt/venv/bin/python.
+# tiny-mlp-bench torch image: scripts/make_dataset.py, train.py (torch, numpy, sklearn, jax),
+# probe_fixed_costs.py, sweep_crossover.py and render_report.py with the tiny_mlp_bench package;
+# `python` = /opt/venv/bin/python.
 # Build from the repository root:
 #   podman build -f docker/torch.Dockerfile -t ghcr.io/tiny-mlp-bench/torch:0.1.0 \
 #     --secret id=ca_bundle,src=/etc/ssl/certs/ca-certificates.crt .
 # FLAVOR=cuda (default): torch==2.13.0 from PyPI, the CUDA build (it pulls the nvidia-* wheels
-# it pins). FLAVOR=cpu: pip also reads wheelhouse/cpu/, where `make images FLAVOR=cpu` puts the
+# it pins), and JAX's CUDA 13 plugin (jax[cuda13], at the locked jax's version) for the jax
+# steps. FLAVOR=cpu: pip also reads wheelhouse/cpu/, where `make images FLAVOR=cpu` puts the
 # torch-2.13.0+cpu wheel, and takes it (a local version sorts higher). The build fails unless
 # torch is the FLAVOR's build.
 # --build-arg PIP_NO_INDEX=1 installs from wheelhouse/ alone (offline).
@@ -57,7 +59,7 @@ RUN --mount=type=secret,id=ca_bundle \
     if [ -s /run/secrets/ca_bundle ]; then export PIP_CERT=/run/secrets/ca_bundle; fi; \
     case "$PIP_NO_INDEX" in 1 | true | yes) export PIP_NO_INDEX=1 ;; *) unset PIP_NO_INDEX ;; esac; \
     set -- --find-links /wheelhouse; \
-    case "$FLAVOR" in cpu) set -- "$@" --find-links /wheelhouse/cpu ;; cuda) ;; \
+    case "$FLAVOR" in cpu) set -- "$@" --find-links /wheelhouse/cpu ;; cuda) set -- "$@" "jax[cuda13]" ;; \
         *) echo "ERROR: FLAVOR must be cuda or cpu, not '$FLAVOR'" >&2; exit 1 ;; esac; \
     pip install "$@" \
         -c /opt/tiny-mlp-bench/requirements/runtime.txt -r /opt/tiny-mlp-bench/requirements/torch.requirements.txt || { \

@@ -35,8 +35,8 @@ def test_every_schema_key_has_type_description_and_default():
         ({"learning_rate": 0}, "config key 'learning_rate': 0 is less than or equal to the minimum of 0"),
         ({"devices": ["tpu"]}, "config key 'devices.0': 'tpu' is not one of ['cpu', 'cuda']"),
         (
-            {"frameworks": ["torch", "jax"]},
-            "config key 'frameworks.1': 'jax' is not one of ['torch', 'keras', 'numpy']",
+            {"frameworks": ["torch", "mxnet"]},
+            "config key 'frameworks.1': 'mxnet' is not one of ['torch', 'keras', 'numpy', 'sklearn', 'jax']",
         ),
         ({"frameworks": []}, "config key 'frameworks': [] should be non-empty"),
         ({"require_gpu": "yes"}, "config key 'require_gpu': 'yes' is not of type 'boolean'"),
@@ -62,6 +62,8 @@ def test_a_framework_without_variants_is_named():
     assert config_errors(config, SCHEMA) == [
         "config key 'variants.keras': no variants listed, but 'keras' is in frameworks",
         "config key 'variants.numpy': no variants listed, but 'numpy' is in frameworks",
+        "config key 'variants.sklearn': no variants listed, but 'sklearn' is in frameworks",
+        "config key 'variants.jax': no variants listed, but 'jax' is in frameworks",
     ]
 
 

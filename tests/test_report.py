@@ -168,9 +168,13 @@ def test_the_answer_is_computed_from_the_run():
     keras = answer.keras
     assert (keras.keras_s, keras.torch_s, keras.epoch_fixed_s) == (4.0, 7.0, pytest.approx(0.024))
     assert keras.epoch_share == pytest.approx(0.024 / 12 / 2e-3)  # 2 ms of a 2 ms step is the epoch's cost
-    best = {b.device: b for b in answer.best}
-    assert (best["cpu"].rung.variant, best["cpu"].speedup) == ("fused", pytest.approx(1e-3 / 5e-6))
-    assert (best["cuda"].rung.variant, best["cuda"].speedup) == ("seed", pytest.approx(1.0))
+    cpu, cuda = answer.fastest
+    assert cpu.per_step == ("numpy-cpu", "fused", pytest.approx(5e-6)) and cpu.speedup == pytest.approx(1e-3 / 5e-6)
+    assert cpu.to_result == ("numpy-cpu", "fused", 0.5)  # the timing point: one-time costs included
+    assert cuda.per_step == ("torch-cuda", "seed", pytest.approx(1.4e-3)) and cuda.speedup == pytest.approx(1.0)
+    # Leaving out the hand-written loops: torch compiled per step, sync_free (2 s) to a result.
+    assert cpu.library_per_step == ("torch-cpu", "compiled", pytest.approx(0.15e-3))
+    assert cpu.library_to_result == ("torch-cpu", "sync_free", 2.0)
 
 
 def test_the_answer_says_what_was_not_measured():

@@ -447,3 +447,35 @@ def test_driver_records_an_exception_as_failed(small_dataset, tmp_path):
     record = read_record(out)
     assert record["status"] == "failed" and record["reason"] == "RuntimeError: CUDA out of memory (test)"
     assert record["quality"] is None and set(record["timings"]) == {"phases_s"}
+
+
+def test_sklearn_mlp_regressor_trains_and_says_how_it_differs(small_dataset, tmp_path):
+    out = tmp_path / "sklearn.json"
+    args = ["--dataset", small_dataset, "--output", out, "--variant", "mlp_regressor", "--epochs", 200]
+    train("sklearn", *args, check=True)
+    record = read_record(out)
+    assert record["status"] == "ok" and record["quality"]["converged"], record["quality"]
+    assert record["timings"]["steps_taken"] == 600 and len(record["timings"]["block_s"]) == 200  # its Adam's count
+    assert "linear output" in record["parameters"]["variant_details"]["model"]
+    assert record["environment"]["versions"]["scikit-learn"]
+
+
+@pytest.mark.parametrize("variant", ["seed", "scan"])
+def test_jax_rungs_train_the_question_model(small_dataset, tmp_path, variant):
+    out = tmp_path / f"jax-{variant}.json"
+    args = ["--dataset", small_dataset, "--output", out, "--variant", variant, "--epochs", 200, "--learning-rate", 0.01]
+    train("jax", *args, check=True)
+    record = read_record(out)
+    assert record["status"] == "ok" and record["quality"]["converged"], record["quality"]
+    assert record["timings"]["steps_taken"] == 600  # optax's own count
+    blocks = 200 if variant == "seed" else 4  # scan runs 50 epochs per compiled call
+    assert len(record["timings"]["block_s"]) == blocks and sum(record["timings"]["block_epochs"]) == 200
+
+
+def test_jax_on_cuda_without_a_gpu_is_skipped_with_the_reason(small_dataset, tmp_path, has_cuda):
+    if has_cuda:
+        pytest.skip("a CUDA device is present: the no-GPU path cannot be exercised here")
+    out = tmp_path / "jax.json"
+    train("jax", "--dataset", small_dataset, "--output", out, "--device", "cuda", check=True)
+    record = read_record(out)
+    assert record["status"] == "skipped" and record["reason"].startswith("no CUDA device: JAX ")

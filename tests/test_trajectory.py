@@ -1,8 +1,10 @@
 """No rung is faster because it does less: every rung follows its framework's `seed` step for step.
 
 Each run starts from the same initial weights and takes its batches in an order the test injects;
-after three epochs every torch rung, the NumPy reference and the numba floor rung hold torch
-`seed`'s parameters, and every Keras rung Keras `seed`'s, within float32 tolerance.
+after three epochs every torch rung, the NumPy reference, the numba floor rung and both JAX rungs
+hold torch `seed`'s parameters, and every Keras rung Keras `seed`'s, within float32 tolerance.
+scikit-learn's MLPRegressor is a different model (linear output, its own initialisation) and is
+not held to it.
 """
 
 from __future__ import annotations
@@ -68,6 +70,10 @@ def train(framework: str, variant: str, data, orders, monkeypatch, epochs: int =
         training.rng = type("InjectedOrder", (), {"permutation": lambda self, n: next(pending)})()
         training.fit(clock, epochs)
         return [training.params[k].copy() for k in ("w1", "b1", "w2", "b2")]
+    if framework == "jax":  # both JAX rungs draw a block's orders with draw_orders
+        training.draw_orders = lambda count: np.stack([next(pending) for _ in range(count)])
+        training.fit(clock, epochs)
+        return [np.asarray(training.params[k]) for k in ("w1", "b1", "w2", "b2")]
     raise AssertionError(framework)
 
 
@@ -89,7 +95,7 @@ def torch_seed_parameters(data):
 CPU_RUNGS = [
     (v.framework, v.name)
     for v in catalogue.VARIANTS
-    if v.framework in ("torch", "numpy") and v.runs_on("cpu") and (v.framework, v.name) != ("torch", "seed")
+    if v.framework in ("torch", "numpy", "jax") and v.runs_on("cpu") and (v.framework, v.name) != ("torch", "seed")
 ]
 
 

@@ -1,16 +1,20 @@
 """The numbers behind the report's opening answer: why the GPU is slower, why Keras is slower or faster,
-what to use instead. Each field is None where this run did not measure it; the template then says so.
+the fastest choice on each device in both views. Each field is None where this run did not measure
+it; the template then says so.
 
 Numbers only: the wording is in report.md.j2.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+
+import pandas as pd
 
 from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor
 from tiny_mlp_bench.report.ladder import Ladder, Rung
+
+HAND_WRITTEN = "numpy"  # the framework of the hand-written reference and floor loops
 
 
 @dataclass(frozen=True)
@@ -51,23 +55,29 @@ class KerasAnswer:
 
 
 @dataclass(frozen=True)
-class BestRung:
-    """The fastest rung on a device, against the asker's torch loop there."""
+class Fastest:
+    """A device's fastest choice in the two views: time to result (the timing point, one-time costs
+    included) and steady-state time per step. None where nothing completed on the device."""
 
     device: str
-    rung: Rung | None
-    seed_step_s: float | None  # torch seed on that device
+    to_result: tuple[str, str, float] | None  # pair, variant, median timing point (s)
+    per_step: tuple[str, str, float] | None  # pair, variant, median steady-state step (s)
+    seed_step_s: float | None  # the asker's torch loop on the device, per step
+    # The same among libraries a user would pick up, leaving out the hand-written NumPy and numba loops.
+    library_to_result: tuple[str, str, float] | None
+    library_per_step: tuple[str, str, float] | None
 
     @property
     def speedup(self) -> float | None:
-        return self.seed_step_s / self.rung.step_s if self.rung and self.seed_step_s else None
+        """How many times faster per step the fastest choice is than the asker's torch loop."""
+        return self.seed_step_s / self.per_step[2] if self.per_step and self.seed_step_s else None
 
 
 @dataclass(frozen=True)
 class Answer:
     gpu: GpuAnswer
     keras: KerasAnswer
-    best: tuple[BestRung, ...]  # cpu, then cuda
+    fastest: tuple[Fastest, ...]  # cpu, then cuda
 
 
 def seed_of(ladders: dict[str, Ladder], pair: str) -> Rung | None:
@@ -75,10 +85,36 @@ def seed_of(ladders: dict[str, Ladder], pair: str) -> Rung | None:
     return ladder.rung("seed") if ladder else None
 
 
+def fastest(summary: pd.DataFrame, device: str, seed: Rung | None) -> Fastest:
+    """The device's fastest pair and variant to a result and per step, from the per-variant medians."""
+    rows = summary[summary["device"] == device]
+    libraries = rows[rows["framework"] != HAND_WRITTEN]
+
+    def best(column: str, rows=rows) -> tuple[str, str, float] | None:
+        timed = rows.dropna(subset=[column])
+        if timed.empty:
+            return None
+        row = timed.loc[timed[column].idxmin()]
+        return row["pair"], row["variant"], float(row[column])
+
+    return Fastest(
+        device,
+        best("median_s"),
+        best("step_s"),
+        seed.step_s if seed else None,
+        best("median_s", libraries),
+        best("step_s", libraries),
+    )
+
+
 def answer(
-    ladders: tuple[Ladder, ...], timing_points: dict[str, float], costs: dict[str, FixedCosts], floors: dict[str, Floor]
+    ladders: tuple[Ladder, ...],
+    summary: pd.DataFrame,
+    timing_points: dict[str, float],
+    costs: dict[str, FixedCosts],
+    floors: dict[str, Floor],
 ) -> Answer:
-    """``timing_points``: the seed runs' median timing point per pair."""
+    """``summary``: model.summarize's medians per pair and variant; ``timing_points``: the seed runs' per pair."""
     by_pair = {ladder.pair: ladder for ladder in ladders}
     cuda_seed, cpu_seed = seed_of(by_pair, "torch-cuda"), seed_of(by_pair, "torch-cpu")
     cuda_costs, cpu_costs = costs.get("cuda"), costs.get("cpu")
@@ -100,11 +136,5 @@ def answer(
         epoch_fixed_s=cpu_costs.keras_epoch_s if cpu_costs else None,
         steps_per_epoch=cpu_costs.keras_steps_per_epoch if cpu_costs else None,
     )
-    best = []
-    for device in ("cpu", "cuda"):
-        rungs = [r for ladder in ladders if ladder.device == device for r in ladder.rungs if not math.isnan(r.step_s)]
-        seed = seed_of(by_pair, f"torch-{device}")
-        best.append(
-            BestRung(device, min(rungs, key=lambda r: r.step_s) if rungs else None, seed.step_s if seed else None)
-        )
-    return Answer(gpu, keras, tuple(best))
+    choices = tuple(fastest(summary, device, seed_of(by_pair, f"torch-{device}")) for device in ("cpu", "cuda"))
+    return Answer(gpu, keras, choices)

@@ -114,6 +114,30 @@ def targets_table(m: Machine) -> str:
     return table(["target", "verdict", "measured"], rows, "lll")
 
 
+def views_table(m: Machine) -> str:
+    """Every completed pair and variant in the two views, ranked within its device, fastest to a result first."""
+    done = m.summary.dropna(subset=["median_s"])
+    rows = []
+    for device in ("cpu", "cuda"):
+        on = done[done["device"] == device].copy()
+        on["result_rank"] = on["median_s"].rank(method="min")
+        on["step_rank"] = on["step_s"].rank(method="min")
+        for s in on.sort_values(["median_s", "pair", "variant"]).itertuples(index=False):
+            rows.append(
+                [
+                    f"{s.pair} ({s.variant})",
+                    num(s.median_s),
+                    num(s.result_rank, 0),
+                    us(s.step_s),
+                    num(s.step_rank, 0),
+                    num(s.first_block_excess_s),
+                ]
+            )
+    header = ["framework-device (variant)", "time to result (s)", "rank", "µs / step", "rank"]
+    header.append("one-time cost: first-block excess (s)")
+    return table(header, rows, "lrrrrr") if rows else ""
+
+
 def fixed_costs_table(m: Machine) -> str:
     """What the probes measured, one column per device."""
     if not m.costs:
@@ -233,6 +257,7 @@ def machine_tables(m: Machine) -> dict:
         "targets": targets_table(m),
         "crossover": crossover_table(m),
         "fixed_costs": fixed_costs_table(m),
+        "views": views_table(m),
         "phases": phases_table(m),
         "quality": quality_table(m),
         "attention": attention_table(m),

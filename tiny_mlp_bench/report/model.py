@@ -28,8 +28,8 @@ from tiny_mlp_bench.timing import PHASES, steady_step_s
 ASKER_SECONDS = {"torch-cuda": 17.0, "torch-cpu": 11.0, "keras-cpu": 9.0, "keras-cuda": 9.0}
 # The asker's optimiser steps: 1000 epochs of 750 rows in batches of 64 (12 a epoch, the last short).
 ASKER_STEPS = 1000 * 12
-# Pairs in the question's order, then the NumPy reference; others follow.
-PAIR_ORDER = ["torch-cuda", "torch-cpu", "keras-cpu", "keras-cuda", "numpy-cpu"]
+# Pairs in the question's order, then the NumPy reference and what a user might pick instead; others follow.
+PAIR_ORDER = ["torch-cuda", "torch-cpu", "keras-cpu", "keras-cuda", "numpy-cpu", "sklearn-cpu", "jax-cpu", "jax-cuda"]
 # Ratios the question implies, as (numerator, denominator) pairs.
 RATIOS = [("torch-cuda", "torch-cpu"), ("torch-cpu", "keras-cpu"), ("torch-cuda", "keras-cuda")]
 
@@ -282,7 +282,7 @@ def machine(label: str, records: list[dict], sweeps: list[dict], probes: list[di
     attention = runs[(runs["status"] != "ok") | runs["converged"].eq(False)]
     return Machine(
         label=label,
-        answer=answer(found, medians, costs, floors),
+        answer=answer(found, summary, medians, costs, floors),
         runs=runs,
         summary=summary,
         question=question,
