@@ -457,6 +457,8 @@ def test_sklearn_mlp_regressor_trains_and_says_how_it_differs(small_dataset, tmp
     assert record["status"] == "ok" and record["quality"]["converged"], record["quality"]
     assert record["timings"]["steps_taken"] == 600 and len(record["timings"]["block_s"]) == 200  # its Adam's count
     assert "linear output" in record["parameters"]["variant_details"]["model"]
+    init = record["parameters"]["init"]  # its own draw, not the shared one
+    assert init["scheme"].startswith("scikit-learn's own") and init["dead_draws_skipped"] is None
     assert record["environment"]["versions"]["scikit-learn"]
 
 

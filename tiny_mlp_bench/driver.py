@@ -100,6 +100,7 @@ class Backend:
     build: Callable[[object, RunSpec, Dataset, Clock], Training]  # the rest of set-up, in its parts' phases
     describe: Callable[[object, str], dict]  # (fw, device) -> versions, threads, cuda, gpu_name
     peak_gpu_memory_mb: Callable[[object, str], float | None]  # (fw, device) -> what the run allocated at most
+    own_init: str | None = None  # how the framework draws its own weights, where it ignores the shared draw
 
 
 def score(training: Training, data: Dataset, min_r2: float) -> dict:
@@ -229,7 +230,7 @@ def run(backend: Backend, args) -> int:
         },
         "status": status,
         "reason": reason,
-        "parameters": parameters(spec, data.metadata, details),
+        "parameters": parameters(spec, data.metadata, details, backend.own_init),
         "timings": timings,
         "quality": quality,
         "environment": collect_environment(dataset_sha256=data.sha256, **backend.describe(fw, spec.device)),
@@ -239,12 +240,16 @@ def run(backend: Backend, args) -> int:
     return 0
 
 
-def parameters(spec: RunSpec, meta: dict, details: dict[str, str]) -> dict:
+def parameters(spec: RunSpec, meta: dict, details: dict[str, str], own_init: str | None = None) -> dict:
     """The record's parameters: the dataset's, the run's and what the variant used."""
+    if own_init is None:
+        init = {"scheme": SCHEME, "dead_draws_skipped": spec.weights.redraws}
+    else:  # the framework drew its own weights: no draw of ours was skipped or used
+        init = {"scheme": own_init, "dead_draws_skipped": None}
     return {
         "seed": meta["seed"],
         "init_seed": spec.init_seed,
-        "init": {"scheme": SCHEME, "dead_draws_skipped": spec.weights.redraws},
+        "init": init,
         **{key: meta[key] for key in ("n_rows", "n_train", "n_test")},
         "epochs": spec.epochs,
         "batch_size": spec.batch_size,

@@ -93,4 +93,5 @@ BACKEND = Backend(
     build=MLPRegressorRun,
     describe=describe,
     peak_gpu_memory_mb=lambda fw, device: None,
+    own_init="scikit-learn's own: Glorot-uniform weights and biases from the run's seed (the output unit is linear)",
 )
