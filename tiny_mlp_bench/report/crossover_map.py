@@ -22,10 +22,11 @@ class Crossover:
 
 @dataclass(frozen=True)
 class Sweep:
+    """Whether a device's sweep measured, and why not."""
+
     device: str
     status: str
     reason: str | None
-    peak_gflops: float | None
 
 
 def sweep_frame(sweeps: list[dict]) -> pd.DataFrame:

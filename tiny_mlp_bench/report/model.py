@@ -298,7 +298,7 @@ def machine(label: str, records: list[dict], sweeps: list[dict], probes: list[di
         dead_draws_skipped=int(runs["dead_draws_skipped"].sum()),
         runs_with_init=int(runs["dead_draws_skipped"].notna().sum()),
         targets=tuple(judge(spec, by_pair) for spec in TARGETS),
-        sweeps=tuple(Sweep(s["device"], s["status"], s["reason"], s["peak_gflops"]) for s in sweeps),
+        sweeps=tuple(Sweep(s["device"], s["status"], s["reason"]) for s in sweeps),
         sweep_table=sweep_table(points),
         crossovers=crossovers(points),
         attention=attention[["run_id", "status", "reason", "converged", "train_r2"]].reset_index(drop=True),
