@@ -20,7 +20,8 @@ from conftest import (
     table_rows,
 )
 from tiny_mlp_bench.records import SWEEP_SCHEMA, RecordError, read_record, validate_record, write_record, write_sweep
-from tiny_mlp_bench.report.markdown import render_markdown
+from tiny_mlp_bench.report.ladder import TargetSpec, break_even_epochs, judge
+from tiny_mlp_bench.report.markdown import render_markdown, target_bound
 from tiny_mlp_bench.report.model import build_report
 from tiny_mlp_bench.timing import PHASES
 
@@ -114,17 +115,21 @@ def test_ladder_speedups_spread_and_floors():
 
 
 def test_targets_are_judged_from_the_medians():
-    found = {(t.spec.kind, t.spec.pair): t for t in only_machine(synthetic_study()).targets}
-    five = found["speedup", "torch-cpu"]
+    found = {(t.spec.kind, t.spec.pair, t.spec.baseline_variant): t for t in only_machine(synthetic_study()).targets}
+    five = found["speedup", "torch-cpu", "seed"]
     assert (five.rung.variant, five.baseline.variant, five.met) == ("compiled", "seed", True)
     assert five.ratio == pytest.approx(1e-3 / 0.15e-3)
-    numpy = found["within", "torch-cpu"]
+    assert five.bound == pytest.approx(1e-3 / 5e-6)  # seed's step over the cpu floor
+    numpy = found["within", "torch-cpu", "reference"]
     assert (numpy.rung.variant, numpy.baseline.pair, numpy.met) == ("compiled", "numpy-cpu", False)
     assert numpy.ratio == pytest.approx(0.15 / 0.08)
-    keras = found["speedup", "keras-cpu"]
+    floor = found["within", "torch-cpu", "fused"]
+    assert floor.met is False and floor.ratio == pytest.approx(0.15 / 0.005)
+    keras = found["speedup", "keras-cpu", "seed"]
     assert keras.met is False and keras.ratio == pytest.approx(1.25)
-    graphed = found["speedup", "torch-cuda"]
-    assert graphed.spec.variant == "graphed" and graphed.met is None and graphed.ratio is None
+    assert keras.bound == pytest.approx(2e-3 / 5e-6)  # the cpu floor is arithmetic: it bounds Keras too
+    cuda = found["speedup", "torch-cuda", "seed"]
+    assert cuda.spec.variant is None and cuda.met is None and cuda.ratio is None
 
 
 def test_targets_are_worded_from_the_numbers():
@@ -133,17 +138,47 @@ def test_targets_are_worded_from_the_numbers():
         "best torch-cpu variant ≥ 5× faster per step than torch-cpu seed",
         "met",
         "compiled 150.0 µs/step vs seed 1000.0 µs/step: 6.67×",
+        "the cpu floor allows up to 200×",
     ] in rows
     assert [
-        "best torch-cpu variant within 1.5× of the NumPy reference per step",
+        "best torch-cpu variant within 3× of numpy-cpu fused per step",
         "not met",
-        "compiled 150.0 µs/step vs NumPy 80.0: 1.88×",
+        "compiled 150.0 µs/step vs fused 5.0 µs/step: 30.00×",
+        "–",
     ] in rows
     assert [
-        "torch-cuda graphed ≥ 50× faster per step than torch-cuda seed",
+        "best torch-cuda variant ≥ 50× faster per step than torch-cuda seed",
         "not measured",
-        "no completed torch-cuda runs of seed and graphed",
+        "no completed runs of torch-cuda seed and a variant",
+        "–",
     ] in rows
+
+
+def test_a_target_the_floor_rules_out_says_so():
+    machine = build_report(gpu_study(), probes=synthetic_probes(cuda=True)).machines[0]
+    ladders = {ladder.pair: ladder for ladder in machine.ladders}
+    spec = TargetSpec("speedup", "torch-cuda", "seed", 100.0, "torch-cuda", "seed")
+    target = judge(spec, ladders)
+    assert target.bound == pytest.approx(1.4e-3 / (25 * 0.9e-6))  # 62 times: seed's step over 25 kernels in a graph
+    assert target_bound(target) == "impossible here: the cuda floor allows up to 62×"
+
+
+def test_break_even_epochs_weigh_the_one_time_cost_against_the_time_saved_per_epoch():
+    assert break_even_epochs(4.0, 0.5, 1.0, 1.0) == 7  # 3 s more to start, 0.5 s saved an epoch: level at 6
+    assert break_even_epochs(60.0, 0.01, 1.0, 0.1) == 656  # a compiled rung: 59 s / 0.09 s an epoch
+    assert break_even_epochs(0.5, 0.5, 1.0, 1.0) == 1  # cheaper to start and no slower: from the first epoch
+    assert break_even_epochs(2.0, 1.0, 1.0, 1.0) is None  # dearer to start and no faster: never
+    assert break_even_epochs(0.5, 1.5, 1.0, 1.0) is None  # slower per epoch: behind for good in the end
+
+
+def test_the_ladder_shows_each_rungs_one_time_cost_and_break_even():
+    torch = {r.variant: r for r in only_machine(synthetic_study()).ladders[0].rungs}
+    assert torch["seed"].one_time_s == pytest.approx(0.25 + 0.5 - 0.012)  # set-up plus the first-block excess
+    assert torch["seed"].beats_seed_from is None
+    sync_free = torch["sync_free"]
+    assert sync_free.one_time_s == pytest.approx(0.25 + 0.5 - 0.003)
+    expected = break_even_epochs(sync_free.one_time_s, 0.25e-3 * 12, torch["seed"].one_time_s, 1e-3 * 12)
+    assert sync_free.beats_seed_from == expected  # its own step and seed's, times 12 steps an epoch
 
 
 def gpu_study() -> list[dict]:
@@ -234,7 +269,9 @@ def test_report_states_ladder_keras_floor_and_crossovers():
     assert "Floor: 5.00 µs per step, the numba `fused` rung's median." in text
     removes = "per-op dispatch and per-call overhead: forward, backward and Adam in one `torch.compile` graph, "
     removes += "up to 16 steps per call"
-    compiled = ["`compiled`", "150.0", "100.0–200.0", "47.1% ⚠", "6.67", "1.67", "0.50", "2/2", "30", removes]
+    beats = only_machine(synthetic_study()).ladders[0].rung("compiled").beats_seed_from
+    compiled = ["`compiled`", "150.0", "100.0–200.0", "47.1% ⚠", "6.67", "1.67", "0.50", "0.75", f"{beats:,}"]
+    compiled += ["2/2", "30", removes]
     assert compiled in table_rows(text)
 
 

@@ -223,6 +223,7 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
             train_r2=("train_r2", "median"),
             batch_size=("batch_size", "first"),
             hidden_units=("hidden_units", "first"),
+            steps_per_epoch=("steps_per_epoch", "first"),
         )
         .reset_index()
     )
