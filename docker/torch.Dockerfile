@@ -27,7 +27,7 @@ RUN find . -type f -exec sha256sum {} + >/tmp/sums && LC_ALL=C sort -k 2 /tmp/su
 
 FROM ${BASE_IMAGE}
 
-# torch.compile (the "compiled" variant) builds kernels at run time: C++ with g++ on CPU, Triton's
+# torch.compile (the "compiled" and "*_epoch" variants) builds kernels at run time: C++ with g++ on CPU, Triton's
 # launcher with gcc and Python.h on CUDA. git lets a run record name the commit it ran, also
 # from a workspace owned by another uid (safe.directory).
 # Only what the base lacks is installed. DL3008: Debian stable's versions move with point

@@ -77,7 +77,7 @@ def test_help_describes_the_program_and_lists_the_catalogue():
     result = run_script("train.py", "--help")
     assert result.returncode == 0
     assert "--dataset" in result.stdout and "--require-gpu" in result.stdout
-    assert "keras: seed, xla, steps_per_execution" in " ".join(result.stdout.split())
+    assert "keras: seed, xla, steps_per_execution, epoch_blocks" in " ".join(result.stdout.split())
 
 
 @pytest.mark.parametrize(
@@ -326,6 +326,7 @@ def test_numpy_reference_on_cuda_is_skipped(small_dataset, tmp_path):
         ("resident", {"data": "device-resident, randperm per epoch"}),
         ("sync_free", {"adam": "fused", "zero_grad": "set_to_none"}),
         ("compiled", {"adam": "functional, torch.optim.Adam's formula, in place"}),
+        ("fused_epoch", {"forward": "broadcast products and sums in place of matmuls"}),
     ],
 )
 def test_torch_variants_train_the_same_model(small_dataset, tmp_path, variant, detail):
@@ -374,17 +375,29 @@ def test_graphed_on_a_gpu(small_dataset, tmp_path, has_cuda):
     assert record["status"] == "ok" and record["quality"]["converged"], record["quality"]
 
 
-@pytest.mark.parametrize("variant", ["seed", "xla", "steps_per_execution"])
-def test_keras_variants_record_what_they_compiled(small_dataset, tmp_path, variant):
+@pytest.mark.parametrize(
+    ("variant", "jit_compile", "steps_per_execution"),
+    [("seed", False, 1), ("xla", True, 1), ("steps_per_execution", False, 3), ("epoch_blocks", True, 150)],
+)
+def test_keras_variants_record_what_they_compiled(small_dataset, tmp_path, variant, jit_compile, steps_per_execution):
     out = tmp_path / f"{variant}.json"
     result = train("keras", "--dataset", small_dataset, "--output", out, "--variant", variant, "--epochs", 2)
     assert result.returncode == 0, result.stderr
     record = read_record(out)
     assert record["status"] == "ok" and record["timings"]["steps_taken"] == 6  # Keras's own iterations
     details = record["parameters"]["variant_details"]
-    assert details["jit_compile"] == str(variant == "xla")
-    assert details["steps_per_execution"] == ("3" if variant == "steps_per_execution" else "1")
+    assert details["jit_compile"] == str(jit_compile)
+    assert details["steps_per_execution"] == str(steps_per_execution)  # epoch_blocks: 50 epochs of 3 steps
     assert details["adam_epsilon"] == "1e-07"
+
+
+def test_keras_epoch_blocks_time_blocks_of_fifty_epochs(small_dataset, tmp_path):
+    out = tmp_path / "blocks.json"
+    result = train("keras", "--dataset", small_dataset, "--output", out, "--variant", "epoch_blocks", "--epochs", 120)
+    assert result.returncode == 0, result.stderr
+    timings = read_record(out)["timings"]
+    assert timings["block_epochs"] == [50, 50, 20]  # two full fit epochs, then the rest in a fit call of its own
+    assert timings["steps_taken"] == 120 * 3
 
 
 def test_sweep_measures_every_point(tmp_path):

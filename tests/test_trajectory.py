@@ -2,7 +2,10 @@
 
 Each run starts from the same initial weights and takes its batches in an order the test injects;
 after three epochs every torch rung, the NumPy reference, the numba floor rung and both JAX rungs
-hold torch `seed`'s parameters, and every Keras rung Keras `seed`'s, within float32 tolerance.
+hold torch `seed`'s parameters within float32 tolerance. Keras `epoch_blocks`, whose order can be
+injected, holds those of Keras `seed`'s step fed the same order; every other Keras rung holds Keras
+`seed`'s, both shuffled by fit from one seed. Keras is not held to torch: its Adam adds epsilon to
+the uncorrected second moment, 1e-7 where torch adds 1e-8 to the corrected one.
 scikit-learn's MLPRegressor is a different model (linear output, its own initialisation) and is
 not held to it.
 """
@@ -117,19 +120,41 @@ def test_a_rung_that_does_less_is_caught(data, torch_seed_parameters, monkeypatc
     )
 
 
-def keras_parameters(variant: str, data) -> list[np.ndarray]:
-    """Three epochs of a Keras rung from the shared weights, the shuffle seeded as every Keras run seeds it."""
+def build_keras(variant: str, data):
+    """A Keras rung built from the shared weights, the shuffle seeded as every Keras run seeds it."""
     chosen = backend("keras")
     fw = chosen.load()
     spec = spec_for(variant, data)
     fw[1].utils.set_random_seed(spec.init_seed)  # what prepare() seeds; fit draws its shuffles from it
-    clock = Clock(label=f"keras-{variant}", planned_epochs=EPOCHS)
-    training = chosen.build(fw, spec, data, clock)
-    training.fit(clock, EPOCHS)
+    return chosen.build(fw, spec, data, Clock())
+
+
+def keras_parameters(variant: str, data) -> list[np.ndarray]:
+    """Three epochs of a Keras rung, its weights after them."""
+    training = build_keras(variant, data)
+    training.fit(Clock(label=f"keras-{variant}", planned_epochs=EPOCHS), EPOCHS)
     return training.model.get_weights()
 
 
-KERAS_RUNGS = [v.name for v in catalogue.ladder("keras") if v.name != "seed"]
+KERAS_RUNGS = [v.name for v in catalogue.ladder("keras") if v.name not in ("seed", "epoch_blocks")]
+
+
+def test_keras_epoch_blocks_follows_keras_seed_in_the_same_order(data):
+    orders = injected_orders(data)
+    keras_seed = build_keras("seed", data)
+    for order in orders:  # the seed rung's own step, fed each epoch's rows in the injected order
+        rows = data.train[order]
+        keras_seed.model.fit(rows[:, :2], rows[:, 2], batch_size=64, epochs=1, shuffle=False, verbose=0)
+    blocks = build_keras("epoch_blocks", data)
+    pending = iter(orders)
+    blocks.draw_orders = lambda count: np.stack([next(pending) for _ in range(count)])
+    blocks.fit(Clock(), EPOCHS)
+    start = spec_for("seed", data).weights.as_list()
+    for name, got, want, initial in zip(
+        ("w1", "b1", "w2", "b2"), blocks.model.get_weights(), keras_seed.model.get_weights(), start, strict=True
+    ):
+        assert not np.allclose(want, initial), f"{name} did not move: the test would prove nothing"
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"keras epoch_blocks: {name}")
 
 
 @pytest.mark.parametrize("variant", KERAS_RUNGS)

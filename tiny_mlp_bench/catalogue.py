@@ -74,8 +74,22 @@ VARIANTS = (
         DEVICES,
         "per-op dispatch and per-call overhead: forward, backward and Adam in one `torch.compile` graph, "
         "up to 16 steps per call",
+        default=False,  # full study only: fused_epoch compiles the same step, and each cold compilation is ~1 min
     ),
     Variant("torch", "graphed", ("cuda",), "kernel launch latency: each step replays one captured CUDA graph"),
+    Variant(
+        "torch",
+        "fused_epoch",
+        DEVICES,
+        "per-step calls: the forward as broadcast products the compiler fuses (no matmul calls), the epoch's "
+        "gather and all its steps in one compiled call (on cpu with Inductor's C++ wrapper)",
+    ),
+    Variant(
+        "torch",
+        "graphed_epoch",
+        ("cuda",),
+        "per-step launches: the `fused_epoch` graph captured in one CUDA graph, one replay per epoch",
+    ),
     Variant("keras", "seed", DEVICES, "— (the asker's `fit`)"),
     Variant("keras", "xla", DEVICES, "TensorFlow op dispatch, by compiling the step with XLA", default=False),
     Variant(
@@ -84,6 +98,13 @@ VARIANTS = (
         DEVICES,
         "per-step calls into the train function: one call per epoch",
         default=False,  # full study only: the report's answer takes Keras's per-epoch cost from the Keras probe
+    ),
+    Variant(
+        "keras",
+        "epoch_blocks",
+        DEVICES,
+        "fit's fixed cost per epoch: 50 epochs per `fit` epoch from a `tf.data` pipeline of each epoch's own "
+        "permutation, a block's steps in one XLA-compiled call",
     ),
     Variant("numpy", "reference", ("cpu",), "the framework itself: hand-written forward, backward and Adam"),
     Variant(

@@ -2,7 +2,7 @@
 
 A training run is timed in phases (PHASES, in the order they run) and its fit in *blocks*: one
 epoch per block for loops that run an epoch per call, several for rungs that run several epochs
-per call, and one per epoch for Keras's ``fit``, through the callback :meth:`Clock.keras_callback`
+per call, and one per ``fit`` epoch for Keras, through the callback :meth:`Clock.keras_callback`
 provides. Callers say what to run; they never read a clock or pass readings around. Where the
 device runs asynchronously the caller sets ``sync``, which is called before every reading.
 
@@ -93,13 +93,16 @@ class Clock:
         self._lap = end
         self._report_progress(end)
 
-    def keras_callback(self, keras):
-        """A Keras callback that closes a one-epoch block at the end of every epoch of ``fit``."""
+    def keras_callback(self, keras, epochs_per_fit_epoch: int = 1):
+        """A Keras callback that closes a block at the end of every epoch of ``fit``.
+
+        A block is one epoch, or ``epochs_per_fit_epoch`` where one ``fit`` epoch runs several of the question's.
+        """
         clock = self
 
         class EpochClock(keras.callbacks.Callback):
             def on_epoch_end(self, epoch, logs=None):
-                clock.block_done(1)
+                clock.block_done(epochs_per_fit_epoch)
 
         return EpochClock()
 

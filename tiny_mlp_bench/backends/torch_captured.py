@@ -13,14 +13,56 @@ COMPILED_STEPS_PER_CALL = 16
 ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-8  # torch.optim.Adam's defaults
 
 
+def cold_compiler_cache() -> tempfile.TemporaryDirectory:
+    """An empty Inductor (and Triton) cache of this run's own, so every repeat pays the whole compilation.
+
+    With the shared default cache a later repeat reuses what an earlier one compiled, and its
+    first epoch measures a cache hit instead (seen on the H200 machine: 20.9, 8.0, 5.3 s).
+    The directory is removed with the object that holds it (the run).
+    """
+    cache = tempfile.TemporaryDirectory(prefix="tiny-mlp-bench-compile-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache.name
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(cache.name, "triton")
+    return cache
+
+
+class FunctionalAdam:
+    """torch.optim.Adam's formula as torch ops on plain tensors, updated in place, so a compiled graph holds it.
+
+    ``loss.backward()`` and ``optimizer.step()`` break a compiled graph (measured here: a plainly
+    compiled step was slower than sync_free), so the compiled rungs take gradients from
+    ``torch.func`` and step with this.
+    """
+
+    def __init__(self, torch, params: dict, learning_rate: float):
+        self.params, self.lr = params, learning_rate
+        self.moments = {name: (torch.zeros_like(p), torch.zeros_like(p)) for name, p in params.items()}
+        self.count = torch.zeros((), device=next(iter(params.values())).device)
+
+    def step(self, grads: dict) -> None:
+        (beta1, beta2), lr = ADAM_BETAS, self.lr
+        self.count.add_(1)
+        correction1, correction2 = 1 - beta1**self.count, 1 - beta2**self.count
+        for name, grad in grads.items():
+            m, v = self.moments[name]
+            m.mul_(beta1).add_(grad, alpha=1 - beta1)
+            v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            self.params[name].sub_(lr * (m / correction1) / ((v / correction2).sqrt() + ADAM_EPS))
+
+    def reset(self) -> None:
+        """Back to no steps taken (after warm-up steps that must not count)."""
+        self.count.zero_()
+        for m, v in self.moments.values():
+            m.zero_()
+            v.zero_()
+
+
 class CompiledLoop(TorchLoop):
     """compiled: whole runs of steps as one ``torch.compile(fullgraph=True)`` graph.
 
-    ``loss.backward()`` and ``optimizer.step()`` break a compiled graph (measured here: a plainly
-    compiled step was slower than sync_free), so the step is written functionally: gradients
-    from ``torch.func.grad_and_value`` and Adam as torch ops updating weights and state in place,
-    with torch.optim.Adam's formula. Up to COMPILED_STEPS_PER_CALL steps are unrolled into one
-    call, so per-call overhead (guards, wrapper) is paid once per call, not once per step.
+    The step is functional (gradients from ``torch.func.grad_and_value``, then FunctionalAdam). Up
+    to COMPILED_STEPS_PER_CALL steps are unrolled into one call, so per-call overhead (guards,
+    wrapper) is paid once per call, not once per step.
     """
 
     def __init__(self, torch, spec, data, clock):
@@ -28,26 +70,14 @@ class CompiledLoop(TorchLoop):
         with clock.phase("data"):
             self.rows, self.test = self.resident_rows()
         with clock.phase("optimizer"):  # Adam's state and the step to compile (compiled at its first call)
-            self.cold_compiler_cache()
+            self.cache = cold_compiler_cache()
             self.run_steps = self.compiled_steps()
-
-    def cold_compiler_cache(self) -> None:
-        """An empty Inductor (and Triton) cache of this run's own, so every repeat pays the whole compilation.
-
-        With the shared default cache a later repeat reuses what an earlier one compiled, and its
-        first epoch measures a cache hit instead (seen on the H200 machine: 20.9, 8.0, 5.3 s).
-        """
-        self.cache = tempfile.TemporaryDirectory(prefix="tiny-mlp-bench-compile-")  # removed with the run
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = self.cache.name
-        os.environ["TRITON_CACHE_DIR"] = os.path.join(self.cache.name, "triton")
 
     def compiled_steps(self):
         """The functional step with Adam in place, unrolled over a chunk of batches, wrapped by torch.compile."""
         t, spec = self.torch, self.spec
         params = {name: p.detach() for name, p in self.model.named_parameters()}
-        moments = {name: (t.zeros_like(p), t.zeros_like(p)) for name, p in params.items()}
-        count = self.count = t.zeros((), device=self.device)
-        (beta1, beta2), lr = ADAM_BETAS, spec.learning_rate
+        self.adam = FunctionalAdam(t, params, spec.learning_rate)
 
         def batch_loss(p, x, y):
             return self.loss_fn(t.func.functional_call(self.model, p, (x,)).squeeze(-1), y)
@@ -56,13 +86,7 @@ class CompiledLoop(TorchLoop):
 
         def step(x, y):
             grads, loss = grad_and_loss(params, x, y)
-            count.add_(1)
-            correction1, correction2 = 1 - beta1**count, 1 - beta2**count
-            for name, grad in grads.items():
-                m, v = moments[name]
-                m.mul_(beta1).add_(grad, alpha=1 - beta1)
-                v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                params[name].sub_(lr * (m / correction1) / ((v / correction2).sqrt() + ADAM_EPS))
+            self.adam.step(grads)
             return loss
 
         @t.compile(fullgraph=True, dynamic=False)
@@ -75,7 +99,7 @@ class CompiledLoop(TorchLoop):
 
     def steps_taken(self) -> int:
         """The functional Adam's own step count."""
-        return int(self.count.item())
+        return int(self.adam.count.item())
 
     def run_epochs(self, epochs: int) -> None:
         t, rows = self.torch, self.rows

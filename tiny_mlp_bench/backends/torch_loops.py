@@ -17,6 +17,9 @@ On cuda every rung's record counts the host synchronisations of one extra, untim
   time shows as the first epoch's excess over the later ones.
 - graphed (cuda only): the whole step (forward, backward, capturable Adam) captured once per batch
   shape in a CUDA graph and replayed.
+- fused_epoch: the forward as broadcast products, and the epoch's gather and all its steps in one
+  compiled call (torch_epoch.py).
+- graphed_epoch (cuda only): that compiled epoch captured in one CUDA graph, one replay per epoch.
 
 Constructing a loop is the run's set-up phase; the timing module times everything after it.
 """
@@ -35,6 +38,7 @@ from tiny_mlp_bench.backends.torch_common import (
     prepare,
     start_device,
 )
+from tiny_mlp_bench.backends.torch_epoch import FusedEpochLoop, GraphedEpochLoop
 from tiny_mlp_bench.driver import Backend, RunSpec
 
 
@@ -129,6 +133,8 @@ LOOPS = {
     "sync_free": SyncFreeLoop,
     "compiled": CompiledLoop,
     "graphed": GraphedLoop,
+    "fused_epoch": FusedEpochLoop,
+    "graphed_epoch": GraphedEpochLoop,
 }
 
 
