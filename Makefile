@@ -1,19 +1,25 @@
 # tiny-mlp-bench: `make run` sets up .venv and runs the study with config/config.yaml;
 # `make test` sets up .venv with the test tools and runs the lints and the test suite;
-# `make images` builds the container images (docker/) with Podman or Docker.
+# `make images` builds the container images (docker/) with Podman or Docker;
+# `make compare ARCHIVE=results/archive/<name>` compares results/runs with an archived study.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # Rules call `python` and tests call `snakemake`: both must be the environment's.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test lint lock clean images image-torch image-keras torch-cpu-wheel
+.PHONY: run test lint lock clean images image-torch image-keras torch-cpu-wheel compare
 
 run: $(BIN)/.runtime-installed
 	snakemake --cores all
 
 test: $(BIN)/.dev-installed lint
 	pytest
+
+# This study's records against an archived study's, per rung: make compare ARCHIVE=results/archive/<name>
+compare: $(BIN)/.runtime-installed
+	@test -n "$(ARCHIVE)" || { echo "error: say which archive: make compare ARCHIVE=results/archive/<name>" >&2; exit 2; }
+	python scripts/compare_runs.py $(ARCHIVE)/runs
 
 lint: $(BIN)/.dev-installed
 	ruff check .

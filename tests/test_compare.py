@@ -1,0 +1,69 @@
+"""The compare command: this study against an archive, per rung, a change called only beyond the noise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import run_script, synthetic_record, table_rows
+from tiny_mlp_bench.records import write_record
+from tiny_mlp_bench.report.compare import compare
+
+
+def runs(variant: str, steps_ms: list[float], framework: str = "torch") -> list[dict]:
+    return [
+        synthetic_record(framework, "cpu", repeat, 2.0, variant=variant, step_ms=ms)
+        for repeat, ms in enumerate(steps_ms, start=1)
+    ]
+
+
+ARCHIVE = [
+    *runs("seed", [1.0, 1.1, 0.9]),
+    *runs("sync_free", [0.25, 0.26]),
+    *runs("compiled", [0.1, 0.2]),
+    *runs("reference", [0.08], framework="numpy"),
+    *runs("seed", [2.0, 2.0], framework="keras"),
+]
+THIS = [
+    *runs("seed", [0.5, 0.55, 0.45]),  # half the archive's, the ranges apart: faster
+    *runs("sync_free", [0.5, 0.52]),  # twice the archive's: slower
+    *runs("compiled", [0.12, 0.18]),  # inside the archive's range, 0.1 to 0.2: noise
+    *runs("reference", [0.04], framework="numpy"),  # one run a side: no spread to judge by
+]
+
+
+def test_a_change_is_called_only_where_the_spreads_do_not_overlap():
+    found = {(c.pair, c.variant): c for c in compare(THIS, ARCHIVE)}
+    assert found["torch-cpu", "seed"].verdict == "faster"
+    assert found["torch-cpu", "seed"].ratio == pytest.approx(0.5)
+    assert found["torch-cpu", "sync_free"].verdict == "slower"
+    assert found["torch-cpu", "compiled"].verdict == "within the noise"
+    assert found["torch-cpu", "compiled"].ratio == pytest.approx(0.15 / 0.15)
+    assert found["numpy-cpu", "reference"].verdict == "not judged: one run, no spread"
+    assert found["keras-cpu", "seed"].verdict == "only in the archive" and found["keras-cpu", "seed"].ratio is None
+
+
+def write_runs(folder: Path, records: list[dict]) -> Path:
+    folder.mkdir(parents=True)
+    for record in records:
+        write_record(record, folder / f"{record['identity']['run_id']}.json")
+    return folder
+
+
+def test_the_command_writes_a_table_per_rung(tmp_path):
+    archive = write_runs(tmp_path / "archive" / "runs", ARCHIVE)
+    this = write_runs(tmp_path / "results" / "runs", THIS)
+    result = run_script("compare_runs.py", archive, "--this", this)
+    assert result.returncode == 0, result.stderr
+    rows = table_rows(result.stdout)
+    assert ["torch-cpu `seed`", "500.0", "450.0–550.0", "3", "1000.0", "900.0–1100.0", "3", "0.50", "faster"] in rows
+    assert ["keras-cpu `seed`", "–", "–", "0", "2000.0", "2000.0–2000.0", "2", "–", "only in the archive"] in rows
+
+
+def test_a_folder_without_records_is_named(tmp_path):
+    archive = write_runs(tmp_path / "archive" / "runs", ARCHIVE)
+    (tmp_path / "empty").mkdir()
+    result = run_script("compare_runs.py", archive, "--this", tmp_path / "empty")
+    assert result.returncode == 1
+    assert f"error: {tmp_path / 'empty'}: no run records (*.json) here" in result.stderr
