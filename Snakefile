@@ -6,6 +6,9 @@
 configfile: "config/config.yaml"
 
 
+report: "rules/captions/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/dataset.smk"
 include: "rules/train.smk"

@@ -1,15 +1,31 @@
-# The tidy timings table and the Markdown report: a pure function of the run records.
+# The tidy timings table and the Markdown report: a pure function of the run records. The report,
+# the charts and every record are also items of `snakemake --report report.html`, each with the
+# caption in captions/.
 rule render_report:
     input:
         records=get_run_records(),
         sweeps=get_sweeps(),
         probes=get_probes(),
     output:
-        report="results/report.md",
+        report=report(
+            "results/report.md", caption="captions/report_md.rst", category="1. Report"
+        ),
         timings="results/timings.parquet",
-        plot="results/report/timings.png",
-        ladder_plot="results/report/ladder.png",
-        crossover_plot="results/report/crossover.png",
+        plot=report(
+            "results/report/timings.png",
+            caption="captions/timings_png.rst",
+            category="2. Charts",
+        ),
+        ladder_plot=report(
+            "results/report/ladder.png",
+            caption="captions/ladder_png.rst",
+            category="2. Charts",
+        ),
+        crossover_plot=report(
+            "results/report/crossover.png",
+            caption="captions/crossover_png.rst",
+            category="2. Charts",
+        ),
     log:
         "logs/render_report/render_report.log",
     container:

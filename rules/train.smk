@@ -7,7 +7,13 @@ rule train:
     input:
         dataset=rules.make_dataset.output.dataset,
     output:
-        record="results/runs/{framework}-{device}-{variant}-{repeat}.json",
+        record=report(
+            "results/runs/{framework}-{device}-{variant}-{repeat}.json",
+            caption="captions/run_record.rst",
+            category="3. Run records",
+            subcategory="{framework}-{device}",
+            labels={"variant": "{variant}", "repeat": "{repeat}"},
+        ),
     log:
         "logs/train/{framework}-{device}-{variant}-{repeat}.log",
     container:
@@ -29,7 +35,11 @@ rule train:
 # The crossover map: per-step time of torch sync_free over batch size x width on one device.
 rule sweep_crossover:
     output:
-        sweep="results/sweep/{device}.json",
+        sweep=report(
+            "results/sweep/{device}.json",
+            caption="captions/sweep.rst",
+            category="4. Sweeps and probes",
+        ),
     log:
         "logs/sweep_crossover/{device}.log",
     container:
@@ -58,7 +68,11 @@ rule probe_fixed_costs:
     input:
         dataset=rules.make_dataset.output.dataset,
     output:
-        probe="results/probes/{framework}-{device}.json",
+        probe=report(
+            "results/probes/{framework}-{device}.json",
+            caption="captions/probe.rst",
+            category="4. Sweeps and probes",
+        ),
     log:
         "logs/probe_fixed_costs/{framework}-{device}.log",
     container:

@@ -133,6 +133,18 @@ def test_rerun_is_a_no_op_and_dataset_is_byte_identical(tiny_run):
     assert file_sha256(dataset) == first
 
 
+def test_snakemake_report_holds_the_report_charts_and_records_with_captions(tiny_run):
+    directory, _ = tiny_run
+    result = run_snakemake(directory, "--configfile", "tiny.yaml", "--report", "report.html")
+    assert result.returncode == 0, result.stderr[-2000:]
+    html = (directory / "report.html").read_text(encoding="utf-8")
+    for item in ("report.md", "timings.png", "ladder.png", "crossover.png", "torch-cpu-seed-1.json", "cpu.json"):
+        assert item in html, f"{item} is not in the HTML report"
+    # Captions are rendered per item, with the record's own wildcards.
+    assert "Run record of torch on cpu, variant" in html
+    assert "The study's report, rendered from every record below" in html
+
+
 def test_jobs_use_the_environment_that_runs_snakemake(workflow_dir):
     # No virtual environment on PATH: the jobs must still find the project's packages.
     bare = {**os.environ, "PATH": "/usr/bin:/bin"}
