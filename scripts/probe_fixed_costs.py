@@ -111,6 +111,7 @@ def main(argv=None) -> int:
                     spec.weights,
                     measurements,
                     say,
+                    spec=spec,
                 )
             else:
                 probes.keras_fit_epoch(fw, spec, data, measurements, say=say)

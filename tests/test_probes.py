@@ -39,7 +39,7 @@ def test_torch_cpu_probe_writes_a_valid_record(torch_cpu_record):
     assert record["record_type"] == "tiny-mlp-bench.probe" and record["schema_version"] == 1
     assert (record["framework"], record["device"], record["status"], record["reason"]) == ("torch", "cpu", "ok", None)
     found = record["measurements"]
-    assert set(found) == {"eager_op_us", "seed_step", "initialisation"}
+    assert set(found) == {"eager_op_us", "seed_step", "initialisation", "fused_epoch_call"}
     positive_timing(found["eager_op_us"])
     step = found["seed_step"]
     positive_timing(step)
@@ -49,6 +49,11 @@ def test_torch_cpu_probe_writes_a_valid_record(torch_cpu_record):
     assert "kernels_per_step" not in step  # cuda only
     init = found["initialisation"]
     assert init["draws"] == 1000 and 0 <= init["dead"] <= 1000
+    call = found["fused_epoch_call"]
+    positive_timing(call)
+    # The small dataset's 150 train rows make 3 steps an epoch; the kernel is part of the call, never all of it.
+    assert call["steps_per_call"] == 3 and call["profiled_calls"] == probes.FUSED_EPOCH_PROFILED
+    assert 0 < call["kernel_us"] < call["value_us"]
     assert record["environment"]["dataset_sha256"] and record["load"]["peak_host_memory_mb"] > 0
 
 
@@ -169,7 +174,7 @@ def test_an_error_while_measuring_is_recorded_as_failed_with_what_was_measured(
         peak_gpu_memory_mb=lambda fw, device: None,
     )
 
-    def half_way(torch, device, data, *args):
+    def half_way(torch, device, data, *args, **kwargs):
         found = args[-2]
         found["eager_op_us"] = {"value_us": 4.0, "calls": 10, "repeats": 1, "repeat_us": [4.0]}
         raise RuntimeError("the device fell over")

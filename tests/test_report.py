@@ -22,7 +22,7 @@ from conftest import (
 from tiny_mlp_bench.records import SWEEP_SCHEMA, RecordError, read_record, validate_record, write_record, write_sweep
 from tiny_mlp_bench.report.ladder import TargetSpec, break_even_epochs, judge
 from tiny_mlp_bench.report.markdown import render_markdown, target_bound
-from tiny_mlp_bench.report.model import build_report
+from tiny_mlp_bench.report.model import Machine, build_report
 from tiny_mlp_bench.timing import PHASES
 
 GOLDEN = TEST_DATA / "golden_report.md"
@@ -161,6 +161,25 @@ def test_a_target_the_floor_rules_out_says_so():
     target = judge(spec, ladders)
     assert target.bound == pytest.approx(1.4e-3 / (25 * 0.9e-6))  # 62 times: seed's step over 25 kernels in a graph
     assert target_bound(target) == "impossible here: the cuda floor allows up to 62×"
+
+
+def fused_epoch_study(call_us: float, kernel_us: float) -> Machine:
+    """The synthetic study with torch-cpu fused_epoch at 20 µs a step and its call probed as given."""
+    fused = [synthetic_record("torch", "cpu", r, 2.0, variant="fused_epoch", step_ms=0.02) for r in (1, 2)]
+    study = synthetic_study() + fused
+    probes = synthetic_probes()
+    probes[0]["measurements"]["fused_epoch_call"] |= {"value_us": call_us, "kernel_us": kernel_us}
+    return build_report(study, probes=probes).machines[0]
+
+
+def test_against_the_floor_the_probed_compiled_call_is_split_into_kernel_and_the_rest():
+    (target,) = [t for t in fused_epoch_study(240.0, 120.0).targets if t.spec.baseline_variant == "fused"]
+    assert (target.rung.variant, target.met) == ("fused_epoch", False) and target.ratio == pytest.approx(4.0)
+    assert target.call_parts == pytest.approx((10e-6, 10e-6))  # per step: 120 of 240 µs in the kernel, 12 steps
+    floor = "the probed fused_epoch call: its fused kernel 10.00 µs/step (2.00× the floor), the rest of the call"
+    assert target_bound(target) == f"{floor} 10.00 µs/step (2.00×)"
+    (alone,) = [t for t in fused_epoch_study(240.0, 24.0).targets if t.spec.baseline_variant == "fused"]
+    assert target_bound(alone).startswith("impossible here: ")  # the call without its kernel: 3.6 times the floor
 
 
 def test_break_even_epochs_weigh_the_one_time_cost_against_the_time_saved_per_epoch():

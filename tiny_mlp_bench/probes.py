@@ -11,12 +11,14 @@ writes the results as a probe record, validated against probe_record.schema.json
 - torch, cuda: an empty synchronize, one replay of a one-kernel CUDA graph, and the cost of each
   kernel inside a graph of many.
 - torch, cpu: how often the question's initialisation is dead at start (the last ReLU never fires
-  on the training rows, so no gradient ever flows and the model predicts 0).
+  on the training rows, so no gradient ever flows and the model predicts 0); and the ``fused_epoch``
+  rung's compiled call, with its one fused kernel's share of it.
 - keras: the fixed cost of each ``fit`` epoch, from epochs of one step and of every train row.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import statistics
@@ -41,6 +43,8 @@ GRAPH_REPLAYS = 1000
 GRAPH_KERNELS = 100  # kernels in the graph whose per-kernel cost is measured
 GRAPH_KERNEL_REPLAYS = 50
 INIT_DRAWS = 1000
+FUSED_EPOCH_CALLS = 100  # compiled epoch calls of the fused_epoch rung per repeat
+FUSED_EPOCH_PROFILED = 100  # calls under torch.profiler, for the kernel's own time
 FIT_EPOCHS = 10  # timed epochs per fit
 FIT_ROUNDS = 3  # fits of each size, alternated, so that drift in the machine's load hits both alike
 INIT_SCHEME = "torch.nn.Linear default (uniform ±1/sqrt(fan_in)), torch.manual_seed(0..999)"
@@ -261,6 +265,36 @@ def count_dead_inits(torch, hidden_units: int, train_features: np.ndarray, draws
     return dead
 
 
+def fused_epoch_call(torch, spec, data) -> dict:
+    """torch, cpu: the fused_epoch rung's compiled call on one fixed permutation, and its fused kernel's own time.
+
+    The call is what the rung pays per epoch. torch.profiler, with Inductor's kernel profiling on,
+    gives the time inside the one fused C++ kernel; the rest is what calling the compiled graph costs
+    whatever the kernel does: Dynamo's guards and the wrapper that allocates and passes its buffers.
+    The first call compiles (cold, about a minute on a 2-core machine) and is not timed.
+    """
+    import torch._inductor.config as inductor_config
+
+    from tiny_mlp_bench.backends.torch_epoch import FusedEpochLoop
+    from tiny_mlp_bench.timing import Clock
+
+    inductor_config.cpp.enable_kernel_profile = True  # the kernel shows in the profiler under its own name
+    loop = FusedEpochLoop(torch, dataclasses.replace(spec, device="cpu", variant="fused_epoch"), data, Clock())
+    order = torch.randperm(len(data.train))
+    loop.run_epoch(order)  # compiles
+    call = time_calls(lambda: loop.run_epoch(order), FUSED_EPOCH_CALLS)
+    with torch.profiler.profile() as profile:
+        for _ in range(FUSED_EPOCH_PROFILED):
+            loop.run_epoch(order)
+    kernel_us = sum(e.self_cpu_time_total for e in profile.key_averages() if "cpp_fused" in e.key)
+    return {
+        **call,
+        "steps_per_call": math.ceil(len(data.train) / spec.batch_size),
+        "profiled_calls": FUSED_EPOCH_PROFILED,
+        "kernel_us": round(kernel_us / FUSED_EPOCH_PROFILED, 4),
+    }
+
+
 def torch_probes(
     torch,
     device: str,
@@ -271,11 +305,13 @@ def torch_probes(
     weights,
     found: dict,
     say: Say = _quiet,
+    spec=None,
 ) -> dict:
     """Run every torch probe of ``device``, adding each result to ``found`` as it is measured; returns ``found``.
 
     Threads are the caller's to set; the timed step starts from ``weights`` (the runs' InitialWeights).
-    ``found`` keeps what was measured if a later probe raises.
+    ``found`` keeps what was measured if a later probe raises. With ``spec`` (the run spec the probe
+    script builds) the cpu probes also time the fused_epoch rung's compiled call.
     """
     from tiny_mlp_bench.backends.torch_common import device_sync
 
@@ -300,6 +336,10 @@ def torch_probes(
         dead = count_dead_inits(torch, hidden_units, data.train[:, :2])
         found["initialisation"] = {"draws": INIT_DRAWS, "dead": dead, "scheme": INIT_SCHEME}
         say(f"initialisation dead at start in {dead} of {INIT_DRAWS} draws")
+        if spec is not None:
+            say("compiling the fused_epoch rung's epoch (cold) to time its call")
+            call = found["fused_epoch_call"] = fused_epoch_call(torch, spec, data)
+            say(f"fused_epoch call {call['value_us']:.1f} µs, its fused kernel {call['kernel_us']:.1f} µs")
     return found
 
 

@@ -47,6 +47,9 @@ class FixedCosts:
     keras_epoch_s: float | None = None  # the fixed cost of one Keras fit epoch
     keras_step_s: float | None = None  # a step inside Keras fit
     keras_steps_per_epoch: int | None = None
+    fused_call_s: float | None = None  # one compiled call of torch's fused_epoch rung: an epoch of steps
+    fused_kernel_s: float | None = None  # the part of that call inside its one fused kernel
+    fused_steps_per_call: int | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,12 @@ def fixed_costs(probes: list[dict]) -> dict[str, FixedCosts]:
                 "graph_replay_s": microseconds(m.get("graph_replay_1kernel_us")),
                 "graph_kernel_s": microseconds(m.get("graph_kernel_inside_us")),
             }
+            if call := m.get("fused_epoch_call"):
+                costs |= {
+                    "fused_call_s": microseconds(call),
+                    "fused_kernel_s": microseconds(call, "kernel_us"),
+                    "fused_steps_per_call": call["steps_per_call"],
+                }
         elif probe["framework"] == "keras" and "fit_epoch" in m:
             epoch = m["fit_epoch"]
             costs |= {

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from tiny_mlp_bench.report.fixed_costs import Floor
+from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor
 
 # A spread above this coefficient of variation makes a comparison unreliable.
 CV_WARNING = 0.10
@@ -121,6 +121,9 @@ class Target:
     ratio: float | None
     met: bool | None
     bound: float | None = None  # for a speed-up, the most the device's floor allows: baseline / floor
+    # For torch-cpu fused_epoch against the floor: its probed call per step, split into the fused
+    # kernel and the rest of the call (Dynamo's guards, the wrapper), each in seconds per step.
+    call_parts: tuple[float, float] | None = None
 
 
 def one_time_s(setup_s: float, first_block_excess_s: float) -> float | None:
@@ -180,8 +183,8 @@ def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ..
     return tuple(found)
 
 
-def judge(spec: TargetSpec, by_pair: dict[str, Ladder]) -> Target:
-    """A target judged from the per-step medians."""
+def judge(spec: TargetSpec, by_pair: dict[str, Ladder], costs: dict[str, FixedCosts] | None = None) -> Target:
+    """A target judged from the per-step medians; ``costs`` (the probes) explain a compiled rung against the floor."""
     ladder, base_ladder = by_pair.get(spec.pair), by_pair.get(spec.baseline_pair)
     rung = None
     if ladder is not None:
@@ -197,7 +200,12 @@ def judge(spec: TargetSpec, by_pair: dict[str, Ladder]) -> Target:
         bound = baseline.step_s / floor.step_s if applies else None
         return Target(spec, rung, baseline, ratio, bool(ratio >= spec.goal), bound)
     ratio = rung.step_s / baseline.step_s
-    return Target(spec, rung, baseline, ratio, bool(ratio <= spec.goal))
+    cpu = (costs or {}).get("cpu")
+    parts = None
+    if rung.variant == "fused_epoch" and spec.baseline_variant == "fused" and cpu and cpu.fused_call_s:
+        kernel = cpu.fused_kernel_s / cpu.fused_steps_per_call
+        parts = (kernel, cpu.fused_call_s / cpu.fused_steps_per_call - kernel)
+    return Target(spec, rung, baseline, ratio, bool(ratio <= spec.goal), call_parts=parts)
 
 
 def epoch_floors(found: tuple[Ladder, ...]) -> tuple[EpochFloor, ...]:

@@ -116,7 +116,18 @@ def target_measured(target: Target) -> str:
 
 
 def target_bound(target: Target) -> str:
-    """What the device's floor allows a speed-up target, and whether that makes it impossible here."""
+    """What the device's floor allows a speed-up target, and whether that makes it impossible here.
+
+    Against the floor rung, what the probed compiled call of fused_epoch is made of, per step.
+    """
+    if target.call_parts is not None:
+        kernel, rest = target.call_parts
+        floor = target.baseline.step_s
+        parts = (
+            f"the probed {target.rung.variant} call: its fused kernel {us(kernel, 2)} µs/step "
+            f"({num(kernel / floor)}× the floor), the rest of the call {us(rest, 2)} µs/step ({num(rest / floor)}×)"
+        )
+        return f"impossible here: {parts}" if rest / floor >= target.spec.goal else parts
     if target.bound is None:
         return "–"
     floor = target.rung.pair.split("-")[-1]
@@ -168,6 +179,8 @@ def fixed_costs_table(m: Machine) -> str:
         ("one kernel inside a CUDA graph (µs)", "graph_kernel_s", lambda v: us(v, 2)),
         ("fixed cost of a Keras fit epoch (ms)", "keras_epoch_s", lambda v: num(None if v is None else v * 1e3, 1)),
         ("a step inside Keras fit (µs)", "keras_step_s", us),
+        ("torch `fused_epoch`: one compiled epoch call (µs)", "fused_call_s", us),
+        ("… of which inside its one fused kernel (µs)", "fused_kernel_s", us),
     ]
     rows = [[label, *(show(getattr(m.costs[d], key)) for d in devices)] for label, key, show in readings]
     return table(["", *devices], rows, "l" + "r" * len(devices))

@@ -298,7 +298,7 @@ def machine(label: str, records: list[dict], sweeps: list[dict], probes: list[di
         initialisation=fixed_costs.initialisation(probes),
         dead_draws_skipped=int(runs["dead_draws_skipped"].sum()),
         runs_with_init=int(runs["dead_draws_skipped"].notna().sum()),
-        targets=tuple(judge(spec, by_pair) for spec in TARGETS),
+        targets=tuple(judge(spec, by_pair, costs) for spec in TARGETS),
         sweeps=tuple(Sweep(s["device"], s["status"], s["reason"]) for s in sweeps),
         sweep_table=sweep_table(points),
         crossovers=crossovers(points),
