@@ -118,7 +118,9 @@ def target_measured(target: Target) -> str:
 def target_bound(target: Target) -> str:
     """What the device's floor allows a speed-up target, and whether that makes it impossible here.
 
-    Against the floor rung, what the probed compiled call of fused_epoch is made of, per step.
+    Against the floor rung, what the probed compiled call of fused_epoch is made of, per step: where
+    the call without its kernel exceeds the goal, no kernel could meet it with a call per epoch; where
+    the kernel alone does, the rung cannot meet it until the compiler emits a faster kernel.
     """
     if target.call_parts is not None:
         kernel, rest = target.call_parts
@@ -127,7 +129,11 @@ def target_bound(target: Target) -> str:
             f"the probed {target.rung.variant} call: its fused kernel {us(kernel, 2)} µs/step "
             f"({num(kernel / floor)}× the floor), the rest of the call {us(rest, 2)} µs/step ({num(rest / floor)}×)"
         )
-        return f"impossible here: {parts}" if rest / floor >= target.spec.goal else parts
+        if rest / floor >= target.spec.goal:
+            return f"impossible here with one compiled call per epoch: {parts}"
+        if kernel / floor >= target.spec.goal:
+            return f"out of this rung's reach while its kernel is this slow: {parts}"
+        return parts
     if target.bound is None:
         return "–"
     floor = target.rung.pair.split("-")[-1]
