@@ -57,7 +57,32 @@ class FunctionalAdam:
             v.zero_()
 
 
-class CompiledLoop(TorchLoop):
+class FunctionalLoop(TorchLoop):
+    """What the compiled rungs share: resident rows, a cold compiler cache of the run's own, and
+    FunctionalAdam stepping the model's own parameter storage; ``compile`` builds what they call.
+
+    Nothing compiles here: torch.compile compiles at the first call, in the first timed epoch.
+    """
+
+    def __init__(self, torch, spec, data, clock):
+        super().__init__(torch, spec, data, clock)
+        with clock.phase("data"):
+            self.rows, self.test = self.resident_rows()
+        with clock.phase("optimizer"):  # Adam's state and what to compile
+            self.cache = cold_compiler_cache()
+            self.params = {name: p.detach() for name, p in self.model.named_parameters()}
+            self.functional_adam = FunctionalAdam(torch, self.params, spec.learning_rate)
+            self.compile()
+
+    def compile(self) -> None:
+        raise NotImplementedError
+
+    def steps_taken(self) -> int:
+        """The functional Adam's own step count."""
+        return int(self.functional_adam.count.item())
+
+
+class CompiledLoop(FunctionalLoop):
     """compiled: whole runs of steps as one ``torch.compile(fullgraph=True)`` graph.
 
     The step is functional (gradients from ``torch.func.grad_and_value``, then FunctionalAdam). Up
@@ -65,19 +90,9 @@ class CompiledLoop(TorchLoop):
     wrapper) is paid once per call, not once per step.
     """
 
-    def __init__(self, torch, spec, data, clock):
-        super().__init__(torch, spec, data, clock)
-        with clock.phase("data"):
-            self.rows, self.test = self.resident_rows()
-        with clock.phase("optimizer"):  # Adam's state and the step to compile (compiled at its first call)
-            self.cache = cold_compiler_cache()
-            self.run_steps = self.compiled_steps()
-
-    def compiled_steps(self):
+    def compile(self) -> None:
         """The functional step with Adam in place, unrolled over a chunk of batches, wrapped by torch.compile."""
-        t, spec = self.torch, self.spec
-        params = {name: p.detach() for name, p in self.model.named_parameters()}
-        self.adam = FunctionalAdam(t, params, spec.learning_rate)
+        t, spec, params = self.torch, self.spec, self.params
 
         def batch_loss(p, x, y):
             return self.loss_fn(t.func.functional_call(self.model, p, (x,)).squeeze(-1), y)
@@ -86,7 +101,7 @@ class CompiledLoop(TorchLoop):
 
         def step(x, y):
             grads, loss = grad_and_loss(params, x, y)
-            self.adam.step(grads)
+            self.functional_adam.step(grads)
             return loss
 
         @t.compile(fullgraph=True, dynamic=False)
@@ -95,11 +110,7 @@ class CompiledLoop(TorchLoop):
                 loss = step(batch[:, :2], batch[:, 2])
             return loss
 
-        return run_steps
-
-    def steps_taken(self) -> int:
-        """The functional Adam's own step count."""
-        return int(self.adam.count.item())
+        self.run_steps = run_steps
 
     def run_epochs(self, epochs: int) -> None:
         t, rows = self.torch, self.rows

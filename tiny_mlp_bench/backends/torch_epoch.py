@@ -10,8 +10,7 @@ as every torch rung draws it (a test injects its own).
 
 from __future__ import annotations
 
-from tiny_mlp_bench.backends.torch_captured import FunctionalAdam, cold_compiler_cache
-from tiny_mlp_bench.backends.torch_common import TorchLoop
+from tiny_mlp_bench.backends.torch_captured import FunctionalLoop
 
 # Inductor options per device. On cpu the C++ wrapper calls the kernels and allocates from C++, not
 # Python, and the kernels run on one thread: loops over 64 x 20 values are too small to share.
@@ -26,21 +25,13 @@ def broadcast_forward(torch, params: dict, x):
     return torch.relu((hidden[:, :, None] * params["linear2.weight"].T).sum(1) + params["linear2.bias"])
 
 
-class FusedEpochLoop(TorchLoop):
+class FusedEpochLoop(FunctionalLoop):
     """fused_epoch: the epoch's gather and all its steps (forward, backward, Adam) in one compiled call."""
 
-    def __init__(self, torch, spec, data, clock):
-        super().__init__(torch, spec, data, clock)
-        with clock.phase("data"):
-            self.rows, self.test = self.resident_rows()
-        with clock.phase("optimizer"):  # Adam's state and the epoch to compile (compiled at its first call)
-            self.cache = cold_compiler_cache()
-            self.params = {name: p.detach() for name, p in self.model.named_parameters()}  # the model's own storage
-            self.adam = FunctionalAdam(torch, self.params, spec.learning_rate)
-            self.grad_and_loss = torch.func.grad_and_value(self.batch_loss)
-            self.run_epoch = torch.compile(
-                self.epoch, fullgraph=True, dynamic=False, options=COMPILER_OPTIONS[self.device.type]
-            )
+    def compile(self) -> None:
+        self.grad_and_loss = self.torch.func.grad_and_value(self.batch_loss)
+        options = COMPILER_OPTIONS[self.device.type]
+        self.run_epoch = self.torch.compile(self.epoch, fullgraph=True, dynamic=False, options=options)
 
     def batch_loss(self, params, x, y):
         return self.loss_fn(broadcast_forward(self.torch, params, x).squeeze(-1), y)
@@ -49,16 +40,12 @@ class FusedEpochLoop(TorchLoop):
         """One epoch in ``order``: batches of batch_size, the last one short; returns the last step's loss."""
         for batch in self.rows[order].split(self.spec.batch_size):
             grads, loss = self.grad_and_loss(self.params, batch[:, :2], batch[:, 2])
-            self.adam.step(grads)
+            self.functional_adam.step(grads)
         return loss
 
     def run_epochs(self, epochs: int) -> None:
         for _ in range(epochs):
             self.loss = self.run_epoch(self.torch.randperm(len(self.rows), device=self.device))
-
-    def steps_taken(self) -> int:
-        """The functional Adam's own step count."""
-        return int(self.adam.count.item())
 
     @property
     def details(self) -> dict[str, str]:
@@ -97,7 +84,7 @@ class GraphedEpochLoop(FusedEpochLoop):
         t.cuda.current_stream().wait_stream(side)
         for name, p in self.params.items():
             p.copy_(initial[name])
-        self.adam.reset()
+        self.functional_adam.reset()
         self.graph = t.cuda.CUDAGraph()
         with t.cuda.graph(self.graph):
             self.epoch_loss = self.run_epoch(self.order)
