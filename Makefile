@@ -1,14 +1,15 @@
 # tiny-mlp-bench: `make run` sets up .venv and runs the study with config/config.yaml;
 # `make test` sets up .venv with the test tools and runs the lints and the test suite;
 # `make images` builds the container images (docker/) with Podman or Docker;
-# `make compare ARCHIVE=results/archive/<name>` compares results/runs with an archived study.
+# `make compare ARCHIVE=results/archive/<name>` compares results/runs with an archived study;
+# `make archive` packs the finished study into results/archive/; `make verify` checks every archive.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # Rules call `python` and tests call `snakemake`: both must be the environment's.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test lint lock clean images image-torch image-keras torch-cpu-wheel compare
+.PHONY: run test lint lock clean images image-torch image-keras torch-cpu-wheel compare archive verify
 
 run: $(BIN)/.runtime-installed
 	snakemake --cores all
@@ -20,6 +21,15 @@ test: $(BIN)/.dev-installed lint
 compare: $(BIN)/.runtime-installed
 	@test -n "$(ARCHIVE)" || { echo "error: say which archive: make compare ARCHIVE=results/archive/<name>" >&2; exit 2; }
 	python scripts/compare_runs.py $(ARCHIVE)/runs
+
+# Pack the finished study (results/, logs/) into results/archive/<date>-<gpu model or host>/, sealed
+# with provenance, RO-Crate metadata and a SHA-256 manifest. ARCHIVE_ARGS="--name NAME --allow-modified".
+archive: $(BIN)/.runtime-installed
+	python scripts/archive_study.py pack $(ARCHIVE_ARGS)
+
+# Check each archive's manifest and re-render its report with the code at its commit (ARCHIVE= for one).
+verify: $(BIN)/.runtime-installed
+	python scripts/archive_study.py verify $(ARCHIVE)
 
 lint: $(BIN)/.dev-installed
 	ruff check .

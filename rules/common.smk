@@ -74,7 +74,13 @@ def get_probes():
 
 
 def get_final_output():
-    return rules.render_report.output
+    return [*rules.render_report.output, *rules.config_as_run.output]
+
+
+def write_config_as_run(path, config, log):
+    """The config_as_run rule's whole job: the config, defaults filled in, as YAML."""
+    Path(path).write_text(yaml.safe_dump(config, sort_keys=True))
+    Path(log).write_text(f"wrote {path}\n")
 
 
 def get_cpu_threads():

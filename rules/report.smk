@@ -37,3 +37,20 @@ rule render_report:
         "{params.run} {params.script} --report {output.report} --timings {output.timings}"
         " --plot {output.plot} --ladder-plot {output.ladder_plot} --crossover-plot {output.crossover_plot}"
         " --sweeps {input.sweeps} --probes {input.probes} -- {input.records} > {log} 2>&1"
+
+
+# The config as this study ran it, every default filled in: what an archive keeps of it
+# (scripts/archive_study.py). A changed config value reruns this rule alone (a params change).
+localrules:
+    config_as_run,
+
+
+rule config_as_run:
+    output:
+        config="results/config.yaml",
+    log:
+        "logs/config_as_run/config_as_run.log",
+    params:
+        config=config,
+    run:
+        write_config_as_run(output.config, params.config, log[0])
