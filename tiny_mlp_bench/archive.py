@@ -54,8 +54,9 @@ def git(repo: Path, *args: str, binary: bool = False):
 
 
 def modified_files(repo: Path) -> list[str]:
-    """Tracked files that differ from HEAD (what makes a record's commit end in -dirty)."""
-    return [line[3:] for line in git(repo, "status", "--porcelain", "--untracked-files=no").splitlines()]
+    """Tracked files outside results/ that differ from HEAD: changed code (archives are not code)."""
+    status = git(repo, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")
+    return [line[3:] for line in status.splitlines()]
 
 
 def sha256(path: Path) -> str:
