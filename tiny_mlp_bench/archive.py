@@ -118,9 +118,11 @@ def study_facts(folder: Path) -> dict:
                 modified.append(rel)
             machine = f"{env.get('host')} ({env.get('cpu_model')}, {env.get('logical_cpus')} logical CPUs"
             hosts.add(machine + (f", {env['gpu_name']})" if env.get("gpu_name") else ")"))
-            container = env.get("container") or {}
-            if container.get("engine"):
+            container = env.get("container")
+            if isinstance(container, dict) and container.get("engine"):
                 images.add((container["engine"], container.get("image"), container.get("image_id")))
+            elif container:  # schema 1 named the container in one string
+                images.add((str(container), None, None))
             if when := record.get("identity", {}).get("started_at"):
                 started.append(when)
     return {
