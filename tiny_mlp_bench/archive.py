@@ -142,8 +142,9 @@ def study_commit(facts: dict) -> str | None:
 
 
 def extract(repo: Path, commit: str, paths, destination: Path) -> None:
-    """``paths`` as they are at ``commit`` (git archive), under ``destination``."""
-    data = git(repo, "archive", "--format=tar", commit, *paths, binary=True)
+    """Those of ``paths`` that ``commit`` has (older commits lack some), as they are there, under ``destination``."""
+    present = set(git(repo, "ls-tree", "--name-only", commit).split())
+    data = git(repo, "archive", "--format=tar", commit, *[p for p in paths if p in present], binary=True)
     with tempfile.TemporaryFile() as tar_file:
         tar_file.write(data)
         tar_file.seek(0)
