@@ -242,7 +242,7 @@ def seal(folder: Path, repo: Path, *, name: str, allow_modified: bool, notes: li
             "tree_modified": bool(changed),
             "modified_files": changed,
             "command": command,
-            "outputs": list(RENDERED),
+            "outputs": [rel for rel in RENDERED if (folder / rel).exists()],  # no crossover chart without sweeps
         },
         "modified_tree_allowed": allow_modified,
         "notes": list(notes),
@@ -396,6 +396,8 @@ def verify(folder: Path, repo: Path) -> None:
         render(code, work, rendered["command"])
         for rel in rendered["outputs"]:
             ours, again = folder / rel, work / rel
+            if not again.exists():
+                raise ArchiveError(f"{ours}: its re-rendering at {rendered['commit'][:12]} did not make it")
             same = same_table(ours, again) if rel.endswith(".parquet") else ours.read_bytes() == again.read_bytes()
             if not same:
                 raise ArchiveError(f"{ours}: differs from its re-rendering at {rendered['commit'][:12]}")
