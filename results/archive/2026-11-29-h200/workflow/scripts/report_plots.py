@@ -1,0 +1,84 @@
+"""The report's two charts, written as PNG files without timestamps (same data, same bytes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from atomic import atomic_path
+from report_data import ASKER_SECONDS
+
+
+def save(fig, path: Path) -> None:
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", metadata={"Software": None})
+    plt.close(fig)
+
+
+def plot_steps(seed_rows_by_host: dict[str, dict], path: Path) -> None:
+    """Median wall time per question step (seed variant) per host, min-max whiskers, the asker's beside."""
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    steps = list(ASKER_SECONDS)
+    width = 0.8 / (1 + len(seed_rows_by_host))
+    colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
+    for i, step in enumerate(steps):
+        left = i - 0.4 + width / 2
+        ax.bar(left, ASKER_SECONDS[step], width, color="#bbbbbb", label="asker")
+        for j, (host, seed_rows) in enumerate(seed_rows_by_host.items(), 1):
+            label = "this run" if len(seed_rows_by_host) == 1 else host
+            if step in seed_rows:
+                s = seed_rows[step]
+                err = [[s.median_s - s.min_s], [s.max_s - s.median_s]]
+                ax.bar(
+                    left + j * width,
+                    s.median_s,
+                    width,
+                    yerr=err,
+                    capsize=3,
+                    color=colours[(j - 1) % 6],
+                    label=f"{label} (median, min–max)",
+                )
+            else:
+                ax.text(left + j * width, 0.3, "no timed\nrun", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(steps)), steps)
+    ax.set_ylabel("seconds, fit start to predictions")
+    ax.set_title("Seed experiment: wall time per step")
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))  # one legend entry per label, not per bar
+    ax.legend(unique.values(), unique.keys())
+    save(fig, path)
+
+
+def plot_crossover(points: pd.DataFrame, path: Path) -> None:
+    """Time per step against batch size, one colour per width, solid cpu and dashed cuda."""
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    widths = sorted(points["hidden_units"].unique())
+    for i, width in enumerate(widths):
+        for device, style in (("cpu", "-o"), ("cuda", "--s")):
+            rows = points[(points["hidden_units"] == width) & (points["device"] == device)]
+            if not rows.empty:
+                rows = rows.sort_values("batch_size")
+                ax.plot(
+                    rows["batch_size"],
+                    rows["step_s"] * 1e3,
+                    style,
+                    color=colours[i % len(colours)],
+                    label=f"{device}, width {width}",
+                )
+    if points.empty:
+        ax.text(0.5, 0.5, "no sweep points measured", ha="center", va="center", transform=ax.transAxes)
+    else:
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.legend(fontsize=8)
+    ax.set_xlabel("batch size")
+    ax.set_ylabel("ms per training step (median block)")
+    ax.set_title("Crossover map: torch sync_free, cpu (solid) vs cuda (dashed)")
+    save(fig, path)

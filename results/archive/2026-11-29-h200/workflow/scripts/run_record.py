@@ -1,0 +1,71 @@
+"""Run and sweep records: JSON files validated against run_record.schema.json and sweep_record.schema.json."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import jsonschema
+import referencing
+
+from atomic import write_text_atomic
+
+HERE = Path(__file__).parent
+RUN_SCHEMA = "run_record.schema.json"
+SWEEP_SCHEMA = "sweep_record.schema.json"
+RECORD_TYPE = "tiny-mlp-bench.run"
+SWEEP_RECORD_TYPE = "tiny-mlp-bench.sweep"
+SCHEMA_VERSION = 1
+
+
+class RecordError(Exception):
+    """A record is unreadable or does not match its schema."""
+
+
+@cache
+def _validator(schema_name: str) -> jsonschema.Draft202012Validator:
+    # The sweep schema borrows the run schema's environment block by file name.
+    registry = referencing.Registry().with_resources(
+        (name, referencing.Resource.from_contents(json.loads((HERE / name).read_text())))
+        for name in (RUN_SCHEMA, SWEEP_SCHEMA)
+    )
+    return jsonschema.Draft202012Validator({"$ref": schema_name}, registry=registry)
+
+
+def run_id(framework: str, device: str, variant: str, repeat: int) -> str:
+    """The record's identity and file stem, as in results/runs/<run_id>.json."""
+    return f"{framework}-{device}-{variant}-{repeat}"
+
+
+def validate_record(record: dict, source: str = "run record", schema_name: str = RUN_SCHEMA) -> dict:
+    """Return ``record`` if it matches the schema; else raise RecordError naming the field."""
+    errors = _validator(schema_name).iter_errors(record)
+    error = next(iter(sorted(errors, key=lambda e: [str(p) for p in e.path])), None)
+    if error is not None:
+        where = "/".join(str(p) for p in error.path) or "(top level)"
+        raise RecordError(f"{source}: field {where}: {error.message}")
+    return record
+
+
+def write_record(record: dict, path: Path, schema_name: str = RUN_SCHEMA) -> None:
+    """Validate and write a record atomically, keys sorted so equal records give equal bytes."""
+    validate_record(record, str(path), schema_name)
+    write_text_atomic(path, json.dumps(record, indent=2, sort_keys=True, allow_nan=False) + "\n")
+
+
+def read_record(path: Path, schema_name: str = RUN_SCHEMA) -> dict:
+    """Read and validate one record file; errors name the file."""
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise RecordError(f"{path}: not a readable JSON record ({err}); delete it to rerun that job") from err
+    return validate_record(record, str(path), schema_name)
+
+
+def write_sweep(record: dict, path: Path) -> None:
+    write_record(record, path, SWEEP_SCHEMA)
+
+
+def read_sweep(path: Path) -> dict:
+    return read_record(path, SWEEP_SCHEMA)
