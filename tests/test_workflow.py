@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -36,6 +38,9 @@ def most_timed_jobs_at_once(log_text: str) -> int:
 def tiny_run(tmp_path_factory):
     """The tiny study, run once for this module with two cores: (directory, snakemake output)."""
     directory = copy_workflow(tmp_path_factory.mktemp("tiny_study"))
+    # A clone's own commit, which the records name and an archive of the study traces them to.
+    for command in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", "-C", str(directory), *command], check=True, capture_output=True)
     result = run_snakemake(directory, "--cores", 2, "--configfile", "tiny.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
     return directory, result.stderr
@@ -143,6 +148,30 @@ def test_snakemake_report_holds_the_report_charts_and_records_with_captions(tiny
     # Captions are rendered per item, with the record's own wildcards.
     assert "Run record of torch on cpu, variant" in html
     assert "The study's report, rendered from every record below" in html
+
+
+def test_the_finished_study_archives_and_verifies(tiny_run):
+    directory, _ = tiny_run
+    done = subprocess.run(
+        [sys.executable, "scripts/archive_study.py", "pack", "--name", "tiny"],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    archive = directory / "results" / "archive" / "tiny"
+    config = yaml.safe_load((archive / "config.yaml").read_text())  # as run: tiny.yaml over the defaults
+    assert config["epochs"] == 3 and config["container_engine"] == "none"
+    head = subprocess.run(["git", "-C", str(directory), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert json.loads((archive / "provenance.json").read_text())["study"]["commit"] == head.strip()
+    assert (archive / "logs" / "train" / "torch-cpu-seed-1.log").is_file()
+    done = subprocess.run(
+        [sys.executable, "scripts/archive_study.py", "verify", str(archive)],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0 and done.stdout.startswith("ok"), done.stdout + done.stderr
 
 
 def test_jobs_use_the_environment_that_runs_snakemake(workflow_dir):

@@ -74,6 +74,13 @@ def files_under(folder: Path) -> list[str]:
     return sorted(rel for rel in relative if rel not in outside)
 
 
+def read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise ArchiveError(f"{path}: cannot be read as JSON ({err})") from err
+
+
 def record_files(folder: Path) -> dict[str, list[str]]:
     """The archive's record files per kind, as paths relative to it."""
     return {
@@ -110,7 +117,7 @@ def study_facts(folder: Path) -> dict:
     commits, modified, hosts, images, started = Counter(), [], set(), set(), []
     for paths in record_files(folder).values():
         for rel in paths:
-            record = json.loads((folder / rel).read_text())
+            record = read_json(folder / rel)
             env = record.get("environment", {})
             commit = env.get("git_commit") or "unknown"
             commits[commit] += 1
@@ -137,7 +144,10 @@ def study_facts(folder: Path) -> dict:
 
 def study_commit(facts: dict) -> str | None:
     """The commit most of the records were made at, without its -dirty mark."""
-    known = Counter({c.removesuffix("-dirty"): n for c, n in facts["commits"].items() if c != "unknown"})
+    known = Counter()
+    for commit, count in facts["commits"].items():
+        if commit != "unknown":
+            known[commit.removesuffix("-dirty")] += count
     return known.most_common(1)[0][0] if known else None
 
 
@@ -262,7 +272,7 @@ def archive_name(folder: Path, today: datetime.date) -> str:
     gpus, hosts = set(), set()
     for paths in record_files(folder).values():
         for rel in paths:
-            env = json.loads((folder / rel).read_text()).get("environment", {})
+            env = read_json(folder / rel).get("environment", {})
             gpus.add(env.get("gpu_name") or "")
             hosts.add(env.get("host") or "")
     machine = min(gpus - {""}, default=None) or min(hosts - {""}, default=platform.node())
@@ -375,7 +385,7 @@ def verify(folder: Path, repo: Path) -> None:
     """Check the manifest, then re-render the report with the code at the archive's render commit and
     compare: Markdown and charts byte for byte, Parquet by content. An ArchiveError names the first difference."""
     check_manifest(folder)
-    rendered = json.loads((folder / PROVENANCE).read_text())["render"]
+    rendered = read_json(folder / PROVENANCE)["render"]
     if rendered["tree_modified"]:
         raise ArchiveError(
             f"{folder}: its report was rendered from a modified tree at {rendered['commit']}; "
