@@ -12,5 +12,5 @@ rule make_dataset:
         n_rows=config["n_rows"],
         script=SCRIPTS / "make_dataset.py",
     shell:
-        "{params.run} {params.script} --seed {params.seed} --n-rows {params.n_rows}"
+        "exec {params.run} {params.script} --seed {params.seed} --n-rows {params.n_rows}"
         " --output {output.dataset} > {log} 2>&1"

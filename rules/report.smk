@@ -34,7 +34,7 @@ rule render_report:
         run=get_launcher,
         script=SCRIPTS / "render_report.py",
     shell:
-        "{params.run} {params.script} --report {output.report} --timings {output.timings}"
+        "exec {params.run} {params.script} --report {output.report} --timings {output.timings}"
         " --plot {output.plot} --ladder-plot {output.ladder_plot} --crossover-plot {output.crossover_plot}"
         " --sweeps {input.sweeps} --probes {input.probes} -- {input.records} > {log} 2>&1"
 

@@ -28,7 +28,7 @@ rule train:
         args=get_train_args,
         script=SCRIPTS / "train.py",
     shell:
-        "{params.run} {params.script} --dataset {input.dataset} {params.args}"
+        "exec {params.run} {params.script} --dataset {input.dataset} {params.args}"
         " --output {output.record} > {log} 2>&1"
 
 
@@ -57,7 +57,7 @@ rule sweep_crossover:
         require_gpu="--require-gpu" if config["require_gpu"] else "",
         script=SCRIPTS / "sweep_crossover.py",
     shell:
-        "{params.run} {params.script} --device {wildcards.device} --threads {threads}"
+        "exec {params.run} {params.script} --device {wildcards.device} --threads {threads}"
         " --batch-sizes {params.batch_sizes} --hidden-units {params.widths}"
         " --steps {params.steps} {params.require_gpu} --output {output.sweep} > {log} 2>&1"
 
@@ -90,7 +90,7 @@ rule probe_fixed_costs:
         require_gpu="--require-gpu" if config["require_gpu"] else "",
         script=SCRIPTS / "probe_fixed_costs.py",
     shell:
-        "{params.run} {params.script} --framework {wildcards.framework} --device {wildcards.device}"
+        "exec {params.run} {params.script} --framework {wildcards.framework} --device {wildcards.device}"
         " --dataset {input.dataset} --batch-size {params.batch_size} --hidden-units {params.hidden_units}"
         " --learning-rate {params.learning_rate} --threads {threads} {params.require_gpu}"
         " --output {output.probe} > {log} 2>&1"

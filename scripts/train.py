@@ -56,7 +56,14 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    return driver.run(backend(args.framework), args)
+    try:
+        return driver.run(backend(args.framework), args)
+    except OSError as err:
+        if err.filename != str(args.output):
+            raise
+        # The record could not be written (a full disk, say): one clear line naming it, no traceback.
+        print(f"train.py: error: cannot write the run record {args.output}: {err.strerror}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -172,6 +172,8 @@ def test_the_switch_wraps_every_step_and_passes_the_gpu_to_cuda_steps_only(workf
     assert result.returncode == 0, result.stderr
     commands = shell_commands(result.stdout + result.stderr)
     assert len(commands) > 10 and "results/report.md" in commands
+    # config_as_run writes the config from Snakemake's own Python (a run: block): no program to wrap.
+    assert commands.pop("results/config.yaml") == "None"
     for output, command in commands.items():
         assert "container_run.py --engine podman --image docker://ghcr.io/tiny-mlp-bench/" in command, output
         image = "keras" if "/keras-" in output else "torch"
