@@ -53,7 +53,7 @@ def open_keras(args, spec):
     """TF and Keras with threads and visible devices set before TF starts; the device started."""
     from tiny_mlp_bench.backends import keras_fit
 
-    fw = keras_fit.load()
+    fw = keras_fit.BACKENDS["keras"].load(args.device)
     keras_fit.prepare(fw, spec)
     return fw, keras_fit.start_device(fw, spec), keras_fit
 

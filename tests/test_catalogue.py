@@ -36,7 +36,8 @@ def test_the_default_study_is_the_catalogues():
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     assert schema["properties"]["variants"]["default"] == catalogue.default_variants()
     assert config["variants"] == catalogue.default_variants()
-    assert schema["properties"]["frameworks"]["default"] == catalogue.framework_names()
+    assert schema["properties"]["frameworks"]["default"] == catalogue.default_frameworks()
+    assert config["frameworks"] == catalogue.default_frameworks()
 
 
 def test_full_study_runs_every_variant():

@@ -36,7 +36,10 @@ def test_every_schema_key_has_type_description_and_default():
         ({"devices": ["tpu"]}, "config key 'devices.0': 'tpu' is not one of ['cpu', 'cuda']"),
         (
             {"frameworks": ["torch", "mxnet"]},
-            "config key 'frameworks.1': 'mxnet' is not one of ['torch', 'keras', 'numpy', 'sklearn', 'jax']",
+            (
+                "config key 'frameworks.1': 'mxnet' is not one of "
+                "['torch', 'keras', 'keras_jax', 'keras_torch', 'numpy', 'sklearn', 'jax']"
+            ),
         ),
         ({"frameworks": []}, "config key 'frameworks': [] should be non-empty"),
         ({"require_gpu": "yes"}, "config key 'require_gpu': 'yes' is not of type 'boolean'"),
@@ -61,6 +64,7 @@ def test_a_framework_without_variants_is_named():
     config = DEFAULT | {"variants": {"torch": ["seed"], "keras": []}}
     assert config_errors(config, SCHEMA) == [
         "config key 'variants.keras': no variants listed, but 'keras' is in frameworks",
+        "config key 'variants.keras_jax': no variants listed, but 'keras_jax' is in frameworks",
         "config key 'variants.numpy': no variants listed, but 'numpy' is in frameworks",
         "config key 'variants.sklearn': no variants listed, but 'sklearn' is in frameworks",
         "config key 'variants.jax': no variants listed, but 'jax' is in frameworks",

@@ -132,6 +132,19 @@ def test_targets_are_judged_from_the_medians():
     assert cuda.spec.variant is None and cuda.met is None and cuda.ratio is None
 
 
+def test_keras_backends_stand_side_by_side_in_the_answer():
+    backends = [synthetic_record("keras_jax", "cpu", r, 2.0, step_ms=1.0) for r in (1, 2)]
+    backends.append(synthetic_record("keras_torch", "cpu", 1, 2.0, step_ms=4.0))
+    report = render(synthetic_study() + backends)
+    assert (
+        "- **Keras on its backends** on cpu, the asker's `fit` per step: TensorFlow 2000.0 µs (2000.0–2000.0); "
+        "JAX 1000.0 µs (1000.0–1000.0), 2.00× faster than TensorFlow; "
+        "PyTorch 4000.0 µs (4000.0–4000.0), 2.00× slower than TensorFlow." in report
+    )
+    assert "Keras on its backends** on cuda" not in report  # no Keras backend completed there
+    assert "Keras on its backends" not in render(synthetic_study())  # TensorFlow alone: nothing to set beside it
+
+
 def test_targets_are_worded_from_the_numbers():
     rows = table_rows(render(synthetic_study()))
     assert [

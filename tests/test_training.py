@@ -169,18 +169,47 @@ def test_torch_cuda_run_on_a_gpu(small_dataset, tmp_path, has_cuda):
     assert record["status"] == "ok" and record["environment"]["gpu_name"]
 
 
-def test_keras_cpu_run_writes_a_complete_record(small_dataset, tmp_path):
+@pytest.mark.parametrize(
+    ("framework", "backend", "threads"),
+    [
+        ("keras", "tensorflow", {"intra_op": 1, "inter_op": 1}),
+        ("keras_jax", "jax", {}),  # XLA's CPU runtime sizes its own pool
+        ("keras_torch", "torch", {"intra_op": 1, "inter_op": 1}),
+    ],
+)
+def test_keras_cpu_run_on_each_backend_writes_a_complete_record(small_dataset, tmp_path, framework, backend, threads):
     out = tmp_path / "keras.json"
-    result = train("keras", "--dataset", small_dataset, "--output", out, "--epochs", 3)
+    result = train(framework, "--dataset", small_dataset, "--output", out, "--epochs", 3)
     assert result.returncode == 0, result.stderr
     record = read_record(out)
-    assert record["status"] == "ok"
+    assert record["status"] == "ok" and record["identity"]["run_id"] == f"{framework}-cpu-seed-1"
     # fit() runs every epoch in one call; the clock's callback closes a block at each epoch's end.
     assert record["timings"]["block_epochs"] == [1, 1, 1] and record["timings"]["steps_per_epoch"] == 3
+    assert record["timings"]["steps_taken"] == 9  # the optimizer's own count, read the same on every backend
     env = record["environment"]
-    assert env["versions"]["keras"].startswith("3.") and env["versions"]["keras_backend"] == "tensorflow"
-    assert env["threads"] == {"intra_op": 1, "inter_op": 1}
-    assert "epoch 3/3" in result.stderr  # progress reaches the log
+    assert env["versions"]["keras"].startswith("3.") and env["versions"]["keras_backend"] == backend
+    assert record["parameters"]["variant_details"]["keras_backend"] == backend
+    assert env["threads"] == threads
+    assert record["quality"]["train_r2"] is not None
+    assert f"{framework}-cpu-seed-1: epoch 3/3" in result.stderr  # progress reaches the log
+
+
+def test_keras_on_jax_runs_an_epoch_per_call(small_dataset, tmp_path):
+    framework = "keras_jax"
+    out = tmp_path / "spe.json"
+    result = train(
+        framework, "--dataset", small_dataset, "--output", out, "--variant", "steps_per_execution", "--epochs", 2
+    )
+    assert result.returncode == 0, result.stderr
+    record = read_record(out)
+    assert record["parameters"]["variant_details"]["steps_per_execution"] == "3"
+    assert record["timings"]["steps_taken"] == record["parameters"]["epochs"] * 3
+
+
+def test_keras_on_jax_has_no_tensorflow_only_rung(small_dataset, tmp_path):
+    out = tmp_path / "blocks.json"
+    result = train("keras_jax", "--dataset", small_dataset, "--output", out, "--variant", "epoch_blocks")
+    assert result.returncode != 0 and "unknown keras_jax variant 'epoch_blocks'" in result.stderr
 
 
 def fake_backend(predict, gpu_missing=None) -> Backend:
@@ -195,7 +224,7 @@ def fake_backend(predict, gpu_missing=None) -> Backend:
     return Backend(
         name="torch",
         variants=("seed",),
-        load=lambda: None,
+        load=lambda device: None,
         prepare=lambda fw, spec: None,
         start_device=lambda fw, spec: gpu_missing if spec.device == "cuda" else None,
         build=build,

@@ -49,7 +49,7 @@ def injected_orders(data) -> list[np.ndarray]:
 def train(framework: str, variant: str, data, orders, monkeypatch, epochs: int = EPOCHS) -> list[np.ndarray]:
     """Build the rung, feed it ``orders`` as its epochs' permutations, train; its parameters as x @ w."""
     chosen = backend(framework)
-    fw = chosen.load()
+    fw = chosen.load("cpu")
     spec = spec_for(variant, data)
     clock = Clock(label=f"{framework}-{variant}", planned_epochs=EPOCHS)
     chosen.start_device(fw, spec)  # not prepare(): thread pools are set once per process, and cpu needs no sync
@@ -123,9 +123,9 @@ def test_a_rung_that_does_less_is_caught(data, torch_seed_parameters, monkeypatc
 def build_keras(variant: str, data):
     """A Keras rung built from the shared weights, the shuffle seeded as every Keras run seeds it."""
     chosen = backend("keras")
-    fw = chosen.load()
+    fw = chosen.load("cpu")
     spec = spec_for(variant, data)
-    fw[1].utils.set_random_seed(spec.init_seed)  # what prepare() seeds; fit draws its shuffles from it
+    fw.keras.utils.set_random_seed(spec.init_seed)  # what prepare() seeds; fit draws its shuffles from it
     return chosen.build(fw, spec, data, Clock())
 
 

@@ -61,6 +61,8 @@ def test_tiny_study_end_to_end(tiny_run):
         "jax-cuda-scan",
         "keras-cpu-seed",
         "keras-cuda-seed",
+        "keras_jax-cpu-seed",
+        "keras_jax-cuda-seed",
         "numpy-cpu-fused",
         "sklearn-cpu-mlp_regressor",
         "torch-cpu-seed",
@@ -93,6 +95,7 @@ def test_tiny_study_end_to_end(tiny_run):
         "torch-cuda": "skipped",
         "keras-cuda": "skipped",
     }
+    assert "- **Keras on its backends** on cpu, the asker's `fit` per step: TensorFlow " in report
     assert "## The answer" in report and "- **Dead at start**: on this dataset the asker's initialisation" in report
     # Three epochs are one block of the floor rung: no steady state, so no floor, and the report says why.
     assert "Floor: not measured on cpu (no steady-state time of the numpy `fused` rung)." in report

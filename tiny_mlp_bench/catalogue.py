@@ -21,6 +21,7 @@ class Framework:
     image: str  # the key in the config's `images` of the image its steps run in
     backend: str  # the module in tiny_mlp_bench.backends that implements its variants
     probed: bool = False  # scripts/probe_fixed_costs.py measures its fixed costs
+    default: bool = True  # in the default study's config/config.yaml
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,10 @@ class Variant:
 
 FRAMEWORKS = (
     Framework("torch", image="torch", backend="torch_loops", probed=True),
-    Framework("keras", image="keras", backend="keras_fit", probed=True),
+    Framework("keras", image="keras", backend="keras_fit", probed=True),  # Keras on TensorFlow, as the asker ran it
+    # Keras on its other backends: the torch image has JAX and torch, and Keras beside them.
+    Framework("keras_jax", image="torch", backend="keras_fit"),
+    Framework("keras_torch", image="torch", backend="keras_fit", default=False),  # the full study's
     Framework("numpy", image="torch", backend="numpy_reference"),
     Framework("sklearn", image="torch", backend="sklearn_mlp"),
     Framework("jax", image="torch", backend="jax_loops"),
@@ -106,6 +110,16 @@ VARIANTS = (
         "fit's fixed cost per epoch: 50 epochs per `fit` epoch from a `tf.data` pipeline of each epoch's own "
         "permutation, a block's steps in one XLA-compiled call",
     ),
+    Variant("keras_jax", "seed", DEVICES, "— (the asker's `fit`, Keras on JAX)"),
+    Variant(
+        "keras_jax",
+        "steps_per_execution",
+        DEVICES,
+        "per-step calls into the train function: one call per epoch",
+        default=False,
+    ),
+    # Keras on PyTorch allows steps_per_execution=1 only: its one rung is the asker's.
+    Variant("keras_torch", "seed", DEVICES, "— (the asker's `fit`, Keras on PyTorch)"),
     Variant("numpy", "reference", ("cpu",), "the framework itself: hand-written forward, backward and Adam"),
     Variant(
         "numpy",
@@ -168,6 +182,11 @@ def ladder_position(framework_name: str, name: str) -> int:
     """Where a variant stands on its framework's ladder; unknown ones sort last."""
     names = variant_names(framework_name)
     return names.index(name) if name in names else len(names)
+
+
+def default_frameworks() -> list[str]:
+    """The frameworks the default study runs."""
+    return [f.name for f in FRAMEWORKS if f.default]
 
 
 def default_variants() -> dict[str, list[str]]:

@@ -93,7 +93,7 @@ class Backend:
 
     name: str
     variants: tuple[str, ...]  # the catalogue's variants of this framework it implements
-    load: Callable[[], object]
+    load: Callable[[str], object]  # (device) -> fw; some backends must hide a GPU before they are imported
     prepare: Callable[[object, RunSpec], Callable[[], object] | None]  # threads and seeds; returns the device sync
     # Start the runtime on the run's device (timed, as for the asker); returns why it cannot be used, or None.
     start_device: Callable[[object, RunSpec], str | None]
@@ -182,7 +182,7 @@ def run(backend: Backend, args) -> int:
     clock = Clock(label=label, planned_epochs=spec.epochs)
     say(label, f"importing {backend.name}")
     with clock.phase("import"):
-        fw = backend.load()
+        fw = backend.load(spec.device)
 
     status, quality, details = "ok", None, {}
     # The catalogue decides which devices a variant runs on; starting the device, whether it is there.

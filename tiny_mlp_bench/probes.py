@@ -379,13 +379,13 @@ def keras_fit_epoch(
     Epochs of one step (batch_size rows) take t1, epochs of every train row (S steps) take tS, each
     the median over ``rounds`` fits of ``epochs`` epochs, the two sizes alternated. A step inside
     fit costs (tS - t1) / (S - 1) and an epoch's fixed cost is t1 less one step. Both sizes are
-    warmed up first (the short last batch traces its own train function). ``fw`` is
-    keras_fit.load()'s, already prepared and started on the device.
+    warmed up first (the short last batch traces its own train function). ``fw`` is what
+    keras_fit's loader returned, already prepared and started on the device.
     """
     from tiny_mlp_bench.backends.keras_fit import FitRun
     from tiny_mlp_bench.timing import Clock
 
-    _, keras = fw
+    keras = fw.keras
     model = FitRun(fw, spec, data, Clock()).model  # the asker's Sequential and compile("mse", Adam(lr))
     x, y = data.train[:, :2], data.train[:, 2]
     steps = math.ceil(len(x) / spec.batch_size)

@@ -24,7 +24,7 @@ from tiny_mlp_bench.environment import nvidia_driver
 SCAN_EPOCHS_PER_BLOCK = 50  # epochs per compiled call of the scan rung
 
 
-def load():
+def load(device: str | None = None):  # the same import for every device
     import jax
     import optax
 

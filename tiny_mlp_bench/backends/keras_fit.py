@@ -1,56 +1,104 @@
-"""Keras 3 on TensorFlow: the question's MLP trained with the asker's ``compile`` and ``fit``.
+"""Keras 3 on its three backends: the question's MLP trained with the asker's ``compile`` and ``fit``.
 
-Variants: seed (the asker's ``compile("mse", "adam")`` and ``fit``), xla (``jit_compile=True``),
-steps_per_execution (one whole epoch per call into the compiled train function) and epoch_blocks
-(a block of epochs per ``fit`` epoch and per call, over a ``tf.data`` pipeline of the epochs'
-permutations, so fit's fixed per-epoch cost is paid once a block).
-Keras 3 resolves the asker's default ``jit_compile="auto"`` to XLA only when TensorFlow
-sees a GPU; the record states what each run resolved to.
+One framework per backend, so the backend is in every run id: ``keras`` is Keras on TensorFlow,
+as the asker ran it; ``keras_jax`` and ``keras_torch`` are the same code on JAX and on PyTorch.
+Variants: seed (the asker's ``compile("mse", "adam")`` and ``fit``), xla (``jit_compile=True``,
+TensorFlow only: JAX always compiles), steps_per_execution (one whole epoch per call into the
+compiled train function; not on PyTorch, where Keras allows one step per call) and epoch_blocks
+(TensorFlow only: a block of epochs per ``fit`` epoch and per call, over a ``tf.data`` pipeline of
+the epochs' permutations, so fit's fixed per-epoch cost is paid once a block). Keras resolves the
+asker's default ``jit_compile="auto"`` by backend and device; the record states what each run
+resolved to.
 
-TensorFlow places work on a GPU whenever one is visible, so a cpu run hides the GPUs
-and a cuda run is skipped (or fails with --require-gpu) when TensorFlow sees none. The asker's
-``fit`` call is unchanged: the timing module's callback closes a block at every epoch's end.
+A cpu run hides the GPUs from its backend before they start, and a cuda run is skipped (or fails
+with --require-gpu) when the backend sees none. The asker's ``fit`` call is unchanged: the timing
+module's callback closes a block at every epoch's end.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 
 import numpy as np
 
 from tiny_mlp_bench.driver import Backend, RunSpec
 from tiny_mlp_bench.environment import nvidia_driver
 
-
-def load():
-    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's start-up chatter out of the logs
-    import keras
-    import tensorflow as tf
-
-    return tf, keras
+KERAS_BACKENDS = {"keras": "tensorflow", "keras_jax": "jax", "keras_torch": "torch"}  # framework -> backend
 
 
-def start_device(fw, spec: RunSpec) -> str | None:
-    """Start TensorFlow's runtime on the run's device with a first op (on a GPU, its CUDA context), timed."""
-    tf, _ = fw
-    if spec.device == "cuda" and not tf.config.list_physical_devices("GPU"):
-        build = "built with CUDA" if tf.test.is_built_with_cuda() else "a CPU-only build"
-        return f"no CUDA device: TensorFlow {tf.__version__} ({build}) sees no GPU"
-    with tf.device("/GPU:0" if spec.device == "cuda" else "/CPU:0"):
-        tf.constant(0.0).numpy()
-    return None
+@dataclass(frozen=True)
+class KerasRuntime:
+    """What load() returns: keras, the backend's name and its own module (tf, jax or torch)."""
+
+    keras: object
+    backend: str
+    lib: object
 
 
-def prepare(fw, spec: RunSpec):
-    """Pin threads and devices, which TF allows only before its runtime starts; seed the weights."""
-    tf, keras = fw
-    tf.config.threading.set_intra_op_parallelism_threads(spec.threads)
-    tf.config.threading.set_inter_op_parallelism_threads(spec.threads)
-    if spec.device == "cpu":
-        tf.config.set_visible_devices([], "GPU")
-    keras.utils.set_random_seed(spec.init_seed)
+def loader(backend: str):
+    def load(device: str) -> KerasRuntime:
+        """Import the backend, then Keras on it. A cpu run hides the GPUs here where the backend wants
+        that before Keras imports it (JAX, torch); TensorFlow allows it later, in prepare()."""
+        os.environ["KERAS_BACKEND"] = backend
+        if backend == "tensorflow":
+            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's start-up chatter out of the logs
+            import tensorflow as lib
+        elif backend == "jax":
+            import jax as lib
+
+            if device == "cpu":
+                lib.config.update("jax_platforms", "cpu")
+        else:
+            # Keras on torch picks its device when imported: cuda wherever torch sees a GPU.
+            os.environ["KERAS_TORCH_DEVICE"] = "cuda" if device == "cuda" else "cpu"
+            import torch as lib
+        import keras
+
+        return KerasRuntime(keras, backend, lib)
+
+    return load
+
+
+def start_device(fw: KerasRuntime, spec: RunSpec) -> str | None:
+    """Start the backend's runtime on the run's device with a first op (on a GPU, its CUDA context), timed."""
+    if fw.backend == "tensorflow":
+        tf = fw.lib
+        if spec.device == "cuda" and not tf.config.list_physical_devices("GPU"):
+            build = "built with CUDA" if tf.test.is_built_with_cuda() else "a CPU-only build"
+            return f"no CUDA device: TensorFlow {tf.__version__} ({build}) sees no GPU"
+        with tf.device("/GPU:0" if spec.device == "cuda" else "/CPU:0"):
+            tf.constant(0.0).numpy()
+        return None
+    if fw.backend == "jax":
+        from tiny_mlp_bench.backends import jax_loops
+
+        return jax_loops.start_device((fw.lib, None), spec)
+    from tiny_mlp_bench.backends import torch_common
+
+    missing = torch_common.start_device(fw.lib, spec)
+    if missing is None and spec.device == "cuda":
+        fw.lib.cuda.synchronize()
+    return missing
+
+
+def prepare(fw: KerasRuntime, spec: RunSpec):
+    """Pin threads (and, for TensorFlow, devices), which the backends allow only before their runtime
+    starts; seed Keras (its shuffles)."""
+    if fw.backend == "tensorflow":
+        tf = fw.lib
+        tf.config.threading.set_intra_op_parallelism_threads(spec.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(spec.threads)
+        if spec.device == "cpu":
+            tf.config.set_visible_devices([], "GPU")
+    elif fw.backend == "torch":
+        from tiny_mlp_bench.backends import torch_common
+
+        torch_common.set_threads(fw.lib, spec.threads)
+    # JAX: XLA's CPU runtime sizes its own thread pool (JAX has no supported setting for it).
+    fw.keras.utils.set_random_seed(spec.init_seed)
     return None  # fit() and the epoch-end logs return only after the device has finished
 
 
@@ -71,9 +119,9 @@ COMPILE_OPTIONS = {
 class FitRun:
     """The asker's ``Sequential`` + ``compile("mse", adam)``, then ``fit`` and ``predict`` on 64 test rows."""
 
-    def __init__(self, fw, spec: RunSpec, data, clock):
-        tf, keras = fw
-        self.tf, self.keras, self.spec, self.data = tf, keras, spec, data
+    def __init__(self, fw: KerasRuntime, spec: RunSpec, data, clock):
+        keras = fw.keras
+        self.fw, self.keras, self.spec, self.data = fw, keras, spec, data
         with clock.phase("data"):
             self.x_train, self.y_train = data.train[:, :2], data.train[:, 2]
         with clock.phase("model"):
@@ -113,7 +161,7 @@ class FitRun:
         return self.history.history["loss"][-1]
 
     def steps_taken(self) -> int:
-        return int(self.model.optimizer.iterations.numpy())
+        return int(self.keras.ops.convert_to_numpy(self.model.optimizer.iterations))
 
     def host_syncs_per_epoch(self) -> int | None:
         return None  # TensorFlow has no sync debug mode to count them with
@@ -121,6 +169,7 @@ class FitRun:
     @property
     def details(self) -> dict[str, str]:
         return {
+            "keras_backend": self.fw.backend,
             "jit_compile": str(self.model.jit_compile),
             "steps_per_execution": str(self.model.steps_per_execution),
             "adam_epsilon": str(self.model.optimizer.epsilon),
@@ -148,7 +197,7 @@ class EpochBlocksRun(FitRun):
 
     def epochs_of_batches(self, orders: np.ndarray):
         """A tf.data pipeline of each epoch's batches in its order: epoch after epoch, each ending short."""
-        tf = self.tf
+        tf = self.fw.lib
         x, y = tf.constant(self.x_train), tf.constant(self.y_train)
 
         def one_epoch(order):
@@ -189,17 +238,30 @@ def build(fw, spec: RunSpec, data, clock):
     return (EpochBlocksRun if spec.variant == "epoch_blocks" else FitRun)(fw, spec, data, clock)
 
 
-def describe(fw, device: str) -> dict:
-    tf, keras = fw
+def describe(fw: KerasRuntime, device: str) -> dict:
+    keras_versions = {"keras": fw.keras.__version__, "keras_backend": fw.keras.backend.backend()}
+    if fw.backend == "jax":
+        from tiny_mlp_bench.backends import jax_loops
+
+        jax = fw.lib
+        on_gpu = device == "cuda" and jax_loops.gpu_missing(jax) is None
+        return {
+            "versions": {"jax": jax.__version__, "jaxlib": jax.lib.__version__, **keras_versions},
+            "threads": {},
+            "cuda": {"build_cuda": None, "build_cudnn": None, "driver": nvidia_driver() if on_gpu else None},
+            "gpu_name": jax.devices("gpu")[0].device_kind if on_gpu else None,
+        }
+    if fw.backend == "torch":
+        from tiny_mlp_bench.backends import torch_common
+
+        described = torch_common.describe(fw.lib, device)
+        return {**described, "versions": {**described["versions"], **keras_versions}}
+    tf = fw.lib
     build = tf.sysconfig.get_build_info()
     gpus = tf.config.list_physical_devices("GPU") if device == "cuda" else []
     gpu_name = tf.config.experimental.get_device_details(gpus[0]).get("device_name") if gpus else None
     return {
-        "versions": {
-            "tensorflow": tf.__version__,
-            "keras": keras.__version__,
-            "keras_backend": keras.backend.backend(),
-        },
+        "versions": {"tensorflow": tf.__version__, **keras_versions},
         "threads": {
             "intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
             "inter_op": tf.config.threading.get_inter_op_parallelism_threads(),
@@ -213,21 +275,38 @@ def describe(fw, device: str) -> dict:
     }
 
 
-def peak_gpu_memory_mb(fw, device: str) -> float | None:
-    """The most memory TensorFlow held on the first GPU at once in this process."""
-    tf, _ = fw
+def peak_gpu_memory_mb(fw: KerasRuntime, device: str) -> float | None:
+    """The most memory the backend held on the first GPU at once in this process."""
+    if fw.backend == "jax":
+        from tiny_mlp_bench.backends import jax_loops
+
+        return jax_loops.peak_gpu_memory_mb((fw.lib, None), device)
+    if fw.backend == "torch":
+        from tiny_mlp_bench.backends import torch_common
+
+        return torch_common.peak_gpu_memory_mb(fw.lib, device)
+    tf = fw.lib
     if device != "cuda" or not tf.config.list_physical_devices("GPU"):
         return None
     return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20
 
 
-BACKEND = Backend(
-    name="keras",
-    variants=tuple(COMPILE_OPTIONS),
-    load=load,
-    prepare=prepare,
-    start_device=start_device,
-    build=build,
-    describe=describe,
-    peak_gpu_memory_mb=peak_gpu_memory_mb,
-)
+def keras_backend(framework: str) -> Backend:
+    """The Backend of Keras on one of its backends (the catalogue lists which variants each runs)."""
+    backend = KERAS_BACKENDS[framework]
+    # xla and epoch_blocks are TensorFlow's (JAX always compiles; epoch_blocks feeds tf.data);
+    # Keras on PyTorch refuses steps_per_execution above 1.
+    variants = {"tensorflow": tuple(COMPILE_OPTIONS), "jax": ("seed", "steps_per_execution"), "torch": ("seed",)}
+    return Backend(
+        name=framework,
+        variants=variants[backend],
+        load=loader(backend),
+        prepare=prepare,
+        start_device=start_device,
+        build=build,
+        describe=describe,
+        peak_gpu_memory_mb=peak_gpu_memory_mb,
+    )
+
+
+BACKENDS = {framework: keras_backend(framework) for framework in KERAS_BACKENDS}

@@ -17,7 +17,7 @@ from tiny_mlp_bench.driver import Backend, EpochLoop, RunSpec
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
 
 
-def load():
+def load(device: str | None = None):  # the same import for every device
     """threadpoolctl to pin NumPy's BLAS threads, and numba for the fused rung (imported here, outside the clock)."""
     import numba
     import threadpoolctl

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 from tiny_mlp_bench.driver import Backend, EpochLoop, RunSpec
 
 
-def load():
+def load(device: str | None = None):  # the same import for every device
     import sklearn
     import threadpoolctl
     from sklearn.neural_network import MLPRegressor

@@ -14,7 +14,7 @@ from tiny_mlp_bench.environment import nvidia_driver
 from tiny_mlp_bench.timing import Clock
 
 
-def load():
+def load(device: str | None = None):  # the same import for every device
     import torch
 
     return torch

@@ -15,6 +15,7 @@ from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor
 from tiny_mlp_bench.report.ladder import Ladder, Rung
 
 HAND_WRITTEN = "numpy"  # the framework of the hand-written reference and floor loops
+KERAS_BACKENDS = {"keras": "TensorFlow", "keras_jax": "JAX", "keras_torch": "PyTorch"}  # framework -> backend
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,18 @@ class KerasAnswer:
 
 
 @dataclass(frozen=True)
+class KerasBackend:
+    """The asker's Keras `fit` (the seed rung) on one Keras backend and device."""
+
+    device: str
+    backend: str  # TensorFlow, JAX or PyTorch
+    step_s: float  # steady-state step (median)
+    step_min_s: float
+    step_max_s: float
+    vs_tensorflow: float | None  # TensorFlow's step over this one: above 1, faster than the asker's backend
+
+
+@dataclass(frozen=True)
 class Fastest:
     """A device's fastest choice in the two views: time to result (the timing point, one-time costs
     included) and steady-state time per step. None where nothing completed on the device."""
@@ -77,6 +90,7 @@ class Fastest:
 class Answer:
     gpu: GpuAnswer
     keras: KerasAnswer
+    keras_backends: tuple[KerasBackend, ...]  # per device (cpu first), TensorFlow first; the measured ones
     fastest: tuple[Fastest, ...]  # cpu, then cuda
 
 
@@ -137,4 +151,20 @@ def answer(
         steps_per_epoch=cpu_costs.keras_steps_per_epoch if cpu_costs else None,
     )
     choices = tuple(fastest(summary, device, seed_of(by_pair, f"torch-{device}")) for device in ("cpu", "cuda"))
-    return Answer(gpu, keras, choices)
+    return Answer(gpu, keras, keras_backends(by_pair), choices)
+
+
+def keras_backends(by_pair: dict[str, Ladder]) -> tuple[KerasBackend, ...]:
+    """The asker's `fit` on each Keras backend that ran it, per device where a backend besides
+    TensorFlow did, beside TensorFlow's."""
+    found = []
+    for device in ("cpu", "cuda"):
+        tensorflow = seed_of(by_pair, f"keras-{device}")
+        ran = []
+        for framework, backend in KERAS_BACKENDS.items():
+            if seed := seed_of(by_pair, f"{framework}-{device}"):
+                vs = tensorflow.step_s / seed.step_s if tensorflow else None
+                ran.append(KerasBackend(device, backend, seed.step_s, seed.step_min_s, seed.step_max_s, vs))
+        if any(b.backend != "TensorFlow" for b in ran):
+            found += ran
+    return tuple(found)

@@ -29,7 +29,10 @@ ASKER_SECONDS = {"torch-cuda": 17.0, "torch-cpu": 11.0, "keras-cpu": 9.0, "keras
 # The asker's optimiser steps: 1000 epochs of 750 rows in batches of 64 (12 a epoch, the last short).
 ASKER_STEPS = 1000 * 12
 # Pairs in the question's order, then the NumPy reference and what a user might pick instead; others follow.
-PAIR_ORDER = ["torch-cuda", "torch-cpu", "keras-cpu", "keras-cuda", "numpy-cpu", "sklearn-cpu", "jax-cpu", "jax-cuda"]
+PAIR_ORDER = [
+    *("torch-cuda", "torch-cpu", "keras-cpu", "keras-cuda", "keras_jax-cpu", "keras_jax-cuda"),
+    *("keras_torch-cpu", "keras_torch-cuda", "numpy-cpu", "sklearn-cpu", "jax-cpu", "jax-cuda"),
+]
 # Ratios the question implies, as (numerator, denominator) pairs.
 RATIOS = [("torch-cuda", "torch-cpu"), ("torch-cpu", "keras-cpu"), ("torch-cuda", "keras-cuda")]
 

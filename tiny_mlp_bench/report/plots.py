@@ -20,7 +20,10 @@ from tiny_mlp_bench.report.ladder import Ladder
 from tiny_mlp_bench.report.model import ASKER_SECONDS, ASKER_STEPS, Machine
 
 # A colour per framework, for its rungs and the asker's lines.
-FRAMEWORK_COLOURS = {"torch": "#ff7f0e", "keras": "#2ca02c", "numpy": "#1f77b4", "sklearn": "#9467bd", "jax": "#d62728"}
+FRAMEWORK_COLOURS = {
+    **{"torch": "#ff7f0e", "keras": "#2ca02c", "keras_jax": "#bcbd22", "keras_torch": "#17becf"},
+    **{"numpy": "#1f77b4", "sklearn": "#9467bd", "jax": "#d62728"},
+}
 DEVICES = ("cpu", "cuda")
 
 
