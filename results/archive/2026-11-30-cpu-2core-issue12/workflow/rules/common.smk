@@ -1,0 +1,168 @@
+# Validation, wildcard constraints and input functions shared by every stage.
+
+import sys
+from pathlib import Path
+
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import min_version, validate
+from snakemake_interface_executor_plugins.settings import DeploymentMethod
+
+min_version("9.0")
+
+SCRIPTS = Path(workflow.basedir) / "scripts"  # the command-line programs each rule runs
+# Rules run the interpreter that runs Snakemake (it has the project's packages, activated or
+# not, on this machine or on a Slurm node); inside an Apptainer image, the image's python.
+PYTHON = (
+    "python"
+    if DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method
+    else sys.executable
+)
+CONFIG_SCHEMA = Path(workflow.basedir) / "config" / "config.schema.yaml"
+
+# The library the programs share: the catalogue of variants, the config check, the engines.
+sys.path.insert(0, workflow.basedir)
+from tiny_mlp_bench import catalogue
+from tiny_mlp_bench.config_check import config_errors
+from tiny_mlp_bench.containers import ContainerError, find_engine, image_id
+
+# Every config error, one line per key, before any job can run; then Snakemake's own
+# validate fills in the schema's defaults.
+_config_problems = config_errors(config, yaml.safe_load(CONFIG_SCHEMA.read_text()))
+if _config_problems:
+    _sources = ", ".join(str(f) for f in workflow.configfiles) or "--config"
+    raise WorkflowError(
+        f"invalid configuration (from {_sources}):\n  " + "\n  ".join(_config_problems)
+    )
+validate(config, schema=str(CONFIG_SCHEMA))
+
+
+wildcard_constraints:
+    framework="|".join(catalogue.framework_names()),
+    device="|".join(catalogue.DEVICES),
+    variant="[a-z_]+",
+    repeat=r"[1-9]\d*",
+
+
+def get_run_records():
+    """Every run record the config asks for: framework x device x its variants x repeat, where the
+    catalogue says the variant runs on the device."""
+    return [
+        rules.train.output.record.format(
+            framework=framework, device=device, variant=variant, repeat=repeat
+        )
+        for framework in config["frameworks"]
+        for device in config["devices"]
+        for variant in config["variants"][framework]
+        if catalogue.variant(framework, variant).runs_on(device)
+        for repeat in range(1, config["repeats"] + 1)
+    ]
+
+
+def get_sweeps():
+    return expand(rules.sweep_crossover.output.sweep, device=config["devices"])
+
+
+def get_probes():
+    """A fixed-cost probe per probed framework of the study (the catalogue says which) and device."""
+    return [
+        rules.probe_fixed_costs.output.probe.format(framework=framework, device=device)
+        for framework in config["frameworks"]
+        if catalogue.framework(framework).probed
+        for device in config["devices"]
+    ]
+
+
+def get_final_output():
+    return [*rules.render_report.output, *rules.config_as_run.output]
+
+
+def write_config_as_run(path, config, log):
+    """The config_as_run rule's whole job: the config, defaults filled in, as YAML."""
+    Path(path).write_text(yaml.safe_dump(config, sort_keys=True))
+    Path(log).write_text(f"wrote {path}\n")
+
+
+def get_cpu_threads():
+    """Threads for a training job: cpu_threads, or with 0 every core Snakemake was given."""
+    return config["cpu_threads"] or workflow.cores
+
+
+def get_gpus(wildcards):
+    """GPUs a job asks a cluster for in the `gpus` style (the Slurm executor's `gpu` resource)."""
+    return int(wildcards.device == "cuda" and config["gpu_request"] == "gpus")
+
+
+def get_gres(wildcards):
+    """The same request in the `gres` style; an empty string asks for nothing."""
+    return (
+        "gpu:1"
+        if wildcards.device == "cuda" and config["gpu_request"] == "gres"
+        else ""
+    )
+
+
+def image_key(wildcards):
+    """Which of the config's images a job runs in: its framework's (the catalogue says), else torch's."""
+    framework = getattr(wildcards, "framework", None)
+    return catalogue.framework(framework).image if framework else "torch"
+
+
+def get_image(wildcards):
+    return config["images"][image_key(wildcards)]
+
+
+def get_launcher(wildcards):
+    """The command that starts a job's program: the local interpreter (or Apptainer's), or
+    `<engine> run` in the job's image."""
+    engine = config["container_engine"]
+    if engine == "none":
+        return PYTHON
+    gpu = " --gpu" if getattr(wildcards, "device", None) == "cuda" else ""
+    return (
+        f"{sys.executable} {SCRIPTS / 'container_run.py'} --engine {engine}"
+        f" --image {get_image(wildcards)}{gpu} --mount {workflow.basedir} -- python"
+    )
+
+
+def get_train_args(wildcards, threads):
+    """The training programs' shared flags, all taken from the config."""
+    args = [
+        f"--framework {wildcards.framework}",
+        f"--device {wildcards.device}",
+        f"--variant {wildcards.variant}",
+        f"--repeat {wildcards.repeat}",
+        f"--epochs {config['epochs']}",
+        f"--batch-size {config['batch_size']}",
+        f"--learning-rate {config['learning_rate']}",
+        f"--hidden-units {config['hidden_units']}",
+        f"--threads {threads}",
+        f"--min-r2 {config['convergence_min_r2']}",
+    ]
+    if config["require_gpu"]:
+        args.append("--require-gpu")
+    return " ".join(args)
+
+
+def check_container_engine():
+    """With Docker or Podman, the engine and every image the study uses must exist before any job runs."""
+    engine = config["container_engine"]
+    if engine == "none":
+        return
+    if DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method:
+        raise WorkflowError(
+            f"container_engine is '{engine}' and --sdm apptainer is set: use one of them "
+            "(--config container_engine=none to let Apptainer run the steps)"
+        )
+    images = {"torch"} | {catalogue.framework(f).image for f in config["frameworks"]}
+    try:
+        find_engine(engine)
+        for key in sorted(images):
+            image_id(engine, config["images"][key])
+    except ContainerError as err:
+        raise WorkflowError(
+            f"cannot run the steps in {engine} containers: {err}"
+        ) from None
+
+
+check_container_engine()

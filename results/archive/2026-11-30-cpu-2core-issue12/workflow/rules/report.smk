@@ -1,0 +1,56 @@
+# The tidy timings table and the Markdown report: a pure function of the run records. The report,
+# the charts and every record are also items of `snakemake --report report.html`, each with the
+# caption in captions/.
+rule render_report:
+    input:
+        records=get_run_records(),
+        sweeps=get_sweeps(),
+        probes=get_probes(),
+    output:
+        report=report(
+            "results/report.md", caption="captions/report_md.rst", category="1. Report"
+        ),
+        timings="results/timings.parquet",
+        plot=report(
+            "results/report/timings.png",
+            caption="captions/timings_png.rst",
+            category="2. Charts",
+        ),
+        ladder_plot=report(
+            "results/report/ladder.png",
+            caption="captions/ladder_png.rst",
+            category="2. Charts",
+        ),
+        crossover_plot=report(
+            "results/report/crossover.png",
+            caption="captions/crossover_png.rst",
+            category="2. Charts",
+        ),
+    log:
+        "logs/render_report/render_report.log",
+    container:
+        get_image
+    params:
+        run=get_launcher,
+        script=SCRIPTS / "render_report.py",
+    shell:
+        "exec {params.run} {params.script} --report {output.report} --timings {output.timings}"
+        " --plot {output.plot} --ladder-plot {output.ladder_plot} --crossover-plot {output.crossover_plot}"
+        " --sweeps {input.sweeps} --probes {input.probes} -- {input.records} > {log} 2>&1"
+
+
+# The config as this study ran it, every default filled in: what an archive keeps of it
+# (scripts/archive_study.py). A changed config value reruns this rule alone (a params change).
+localrules:
+    config_as_run,
+
+
+rule config_as_run:
+    output:
+        config="results/config.yaml",
+    log:
+        "logs/config_as_run/config_as_run.log",
+    params:
+        config=config,
+    run:
+        write_config_as_run(output.config, params.config, log[0])

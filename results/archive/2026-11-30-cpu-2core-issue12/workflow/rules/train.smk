@@ -1,0 +1,96 @@
+# One timed training run per job, any framework. Timed jobs each hold the single timed_slot
+# (capped at 1 in profiles/default), so no two of them ever share the machine; other rules run
+# freely. cuda jobs ask a cluster for one GPU in the style config["gpu_request"] names.
+
+
+rule train:
+    input:
+        dataset=rules.make_dataset.output.dataset,
+    output:
+        record=report(
+            "results/runs/{framework}-{device}-{variant}-{repeat}.json",
+            caption="captions/run_record.rst",
+            category="3. Run records",
+            subcategory="{framework}-{device}",
+            labels={"variant": "{variant}", "repeat": "{repeat}"},
+        ),
+    log:
+        "logs/train/{framework}-{device}-{variant}-{repeat}.log",
+    container:
+        get_image
+    threads: get_cpu_threads()
+    resources:
+        timed_slot=1,
+        gpu=get_gpus,
+        gres=get_gres,
+    params:
+        run=get_launcher,
+        args=get_train_args,
+        script=SCRIPTS / "train.py",
+    shell:
+        "exec {params.run} {params.script} --dataset {input.dataset} {params.args}"
+        " --output {output.record} > {log} 2>&1"
+
+
+# The crossover map: per-step time of torch sync_free over batch size x width on one device.
+rule sweep_crossover:
+    output:
+        sweep=report(
+            "results/sweep/{device}.json",
+            caption="captions/sweep.rst",
+            category="4. Sweeps and probes",
+        ),
+    log:
+        "logs/sweep_crossover/{device}.log",
+    container:
+        get_image
+    threads: get_cpu_threads()
+    resources:
+        timed_slot=1,
+        gpu=get_gpus,
+        gres=get_gres,
+    params:
+        run=get_launcher,
+        batch_sizes=",".join(map(str, config["sweep"]["batch_sizes"])),
+        widths=",".join(map(str, config["sweep"]["hidden_units"])),
+        steps=config["sweep"]["steps"],
+        require_gpu="--require-gpu" if config["require_gpu"] else "",
+        script=SCRIPTS / "sweep_crossover.py",
+    shell:
+        "exec {params.run} {params.script} --device {wildcards.device} --threads {threads}"
+        " --batch-sizes {params.batch_sizes} --hidden-units {params.widths}"
+        " --steps {params.steps} {params.require_gpu} --output {output.sweep} > {log} 2>&1"
+
+
+# The fixed costs a tiny step pays on one device (one eager op, a synchronize, a graph replay, ops
+# per step, Keras's cost per fit epoch), measured where the runs are, to explain the ladder.
+rule probe_fixed_costs:
+    input:
+        dataset=rules.make_dataset.output.dataset,
+    output:
+        probe=report(
+            "results/probes/{framework}-{device}.json",
+            caption="captions/probe.rst",
+            category="4. Sweeps and probes",
+        ),
+    log:
+        "logs/probe_fixed_costs/{framework}-{device}.log",
+    container:
+        get_image
+    threads: get_cpu_threads()
+    resources:
+        timed_slot=1,
+        gpu=get_gpus,
+        gres=get_gres,
+    params:
+        run=get_launcher,
+        batch_size=config["batch_size"],
+        hidden_units=config["hidden_units"],
+        learning_rate=config["learning_rate"],
+        require_gpu="--require-gpu" if config["require_gpu"] else "",
+        script=SCRIPTS / "probe_fixed_costs.py",
+    shell:
+        "exec {params.run} {params.script} --framework {wildcards.framework} --device {wildcards.device}"
+        " --dataset {input.dataset} --batch-size {params.batch_size} --hidden-units {params.hidden_units}"
+        " --learning-rate {params.learning_rate} --threads {threads} {params.require_gpu}"
+        " --output {output.probe} > {log} 2>&1"

@@ -1,0 +1,413 @@
+"""Archives of finished studies: pack, seal (provenance, RO-Crate, SHA-256 manifest) and verify.
+
+An archive is a folder under results/archive/ that holds a study's records, logs, dataset, config
+as run and lock files; the report, table and charts rendered from its records; ``provenance.json``
+(commits, modified trees, hosts, images, the render command); ``ro-crate-metadata.json`` (the
+Workflow Run Crate profiles, written with the ``rocrate`` library); and ``MANIFEST.sha256``
+(``sha256sum -c`` reads it). README.md, the people's notes on the study, is the one file the
+manifest leaves out: it is written after the archive is sealed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from tiny_mlp_bench.atomic import write_text_atomic
+
+MANIFEST = "MANIFEST.sha256"
+PROVENANCE = "provenance.json"
+CRATE_METADATA = "ro-crate-metadata.json"
+NOTES = "README.md"  # written by people after sealing: outside the manifest
+RECORD_FOLDERS = ("runs", "sweep", "probes")
+RENDER_SCRIPT = "scripts/render_report.py"
+RENDERED = ("report.md", "timings.parquet", "report/timings.png", "report/ladder.png", "report/crossover.png")
+WORKFLOW_SOURCES = ("Snakefile", "rules", "scripts", "tiny_mlp_bench", "config", "profiles")
+WORKFLOW_FOLDER = "workflow"  # the workflow's code at the study's commit, inside the archive
+PROFILES = {  # the RO-Crate profiles an archive conforms to, with their versions
+    "https://w3id.org/ro/wfrun/process/0.5": ("Process Run Crate", "0.5"),
+    "https://w3id.org/ro/wfrun/workflow/0.5": ("Workflow Run Crate", "0.5"),
+}
+
+
+class ArchiveError(Exception):
+    """Why a study cannot be archived, or why an archive does not verify."""
+
+
+def git(repo: Path, *args: str, binary: bool = False):
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=not binary)
+    if done.returncode != 0:
+        stderr = done.stderr if isinstance(done.stderr, str) else done.stderr.decode(errors="replace")
+        raise ArchiveError(f"git {' '.join(args)} failed in {repo}: {stderr.strip()}")
+    return done.stdout
+
+
+def modified_files(repo: Path) -> list[str]:
+    """Tracked files outside results/ that differ from HEAD: changed code (archives are not code)."""
+    status = git(repo, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")
+    return [line[3:] for line in status.splitlines()]
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def files_under(folder: Path) -> list[str]:
+    """Every file the manifest covers, as sorted POSIX paths relative to the archive."""
+    outside = {MANIFEST, NOTES}
+    relative = (p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    return sorted(rel for rel in relative if rel not in outside)
+
+
+def read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise ArchiveError(f"{path}: cannot be read as JSON ({err})") from err
+
+
+def record_files(folder: Path) -> dict[str, list[str]]:
+    """The archive's record files per kind, as paths relative to it."""
+    return {
+        kind: sorted(p.relative_to(folder).as_posix() for p in (folder / kind).glob("*.json"))
+        for kind in RECORD_FOLDERS
+    }
+
+
+def render_command(folder: Path) -> list[str]:
+    """scripts/render_report.py's arguments to render the archive's report from its records, run in the archive."""
+    records = record_files(folder)
+    if not records["runs"]:
+        raise ArchiveError(f"{folder}: no run records in runs/")
+    command = [RENDER_SCRIPT, "--report", RENDERED[0], "--timings", RENDERED[1], "--plot", RENDERED[2]]
+    command += ["--ladder-plot", RENDERED[3], "--crossover-plot", RENDERED[4]]
+    if records["sweep"]:
+        command += ["--sweeps", *records["sweep"]]
+    if records["probes"]:
+        command += ["--probes", *records["probes"]]
+    return [*command, "--", *records["runs"]]
+
+
+def render(code: Path, folder: Path, command: list[str]) -> None:
+    """Run the render command with the code in ``code`` on the records in ``folder``."""
+    done = subprocess.run(
+        [sys.executable, str(code / command[0]), *command[1:]], cwd=folder, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise ArchiveError(f"rendering the report in {folder} failed:\n{done.stderr.strip()[-2000:]}")
+
+
+def study_facts(folder: Path) -> dict:
+    """What the archive's records say of where and from what code they were made."""
+    commits, modified, hosts, images, started = Counter(), [], set(), set(), []
+    for paths in record_files(folder).values():
+        for rel in paths:
+            record = read_json(folder / rel)
+            env = record.get("environment", {})
+            commit = env.get("git_commit") or "unknown"
+            commits[commit] += 1
+            if commit.endswith("-dirty"):
+                modified.append(rel)
+            machine = f"{env.get('host')} ({env.get('cpu_model')}, {env.get('logical_cpus')} logical CPUs"
+            hosts.add(machine + (f", {env['gpu_name']})" if env.get("gpu_name") else ")"))
+            container = env.get("container")
+            if isinstance(container, dict) and container.get("engine"):
+                images.add((container["engine"], container.get("image"), container.get("image_id")))
+            elif container:  # schema 1 named the container in one string
+                images.add((str(container), None, None))
+            if when := record.get("identity", {}).get("started_at"):
+                started.append(when)
+    return {
+        "commits": dict(sorted(commits.items())),
+        "records_from_modified_tree": modified,
+        "machines": sorted(hosts),
+        "containers": [dict(zip(("engine", "image", "image_id"), i, strict=True)) for i in sorted(images, key=str)],
+        "first_run_started": min(started, default=None),
+        "last_run_started": max(started, default=None),
+    }
+
+
+def study_commit(facts: dict) -> str | None:
+    """The commit most of the records were made at, without its -dirty mark."""
+    known = Counter()
+    for commit, count in facts["commits"].items():
+        if commit != "unknown":
+            known[commit.removesuffix("-dirty")] += count
+    return known.most_common(1)[0][0] if known else None
+
+
+def extract(repo: Path, commit: str, paths, destination: Path) -> None:
+    """Those of ``paths`` that ``commit`` has (older commits lack some), as they are there, under ``destination``."""
+    present = set(git(repo, "ls-tree", "--name-only", commit).split())
+    data = git(repo, "archive", "--format=tar", commit, *[p for p in paths if p in present], binary=True)
+    with tempfile.TemporaryFile() as tar_file:
+        tar_file.write(data)
+        tar_file.seek(0)
+        with tarfile.open(fileobj=tar_file) as tar:
+            tar.extractall(destination, filter="data")
+
+
+def write_crate(folder: Path, provenance: dict) -> None:
+    """RO-Crate metadata (Workflow Run Crate): the workflow, one CreateAction, its inputs and results."""
+    from rocrate.model.contextentity import ContextEntity
+    from rocrate.rocrate import ROCrate
+
+    crate = ROCrate()
+    crate.name = f"tiny-mlp-bench study {provenance['archive']}"
+    crate.description = "Timings of a 2-20-1 MLP's training in torch, Keras and others, with the report made from them."
+    for uri, (name, version) in PROFILES.items():
+        profile = crate.add(
+            ContextEntity(crate, uri, properties={"@type": "CreativeWork", "name": name, "version": version})
+        )
+        crate.root_dataset.append_to("conformsTo", profile)
+    workflow = crate.add_workflow(
+        folder / WORKFLOW_FOLDER / "Snakefile",
+        f"{WORKFLOW_FOLDER}/Snakefile",
+        main=True,
+        lang="snakemake",
+        properties={"name": "tiny-mlp-bench", "version": provenance["study"]["commit"]},
+    )
+    files = {}
+    for rel in files_under(folder):
+        if rel.startswith(f"{WORKFLOW_FOLDER}/") or rel in (CRATE_METADATA,):
+            continue
+        files[rel] = crate.add_file(folder / rel, rel, properties={"sha256": sha256(folder / rel)}, record_size=True)
+    inputs = [f for rel, f in files.items() if rel.startswith(("data/", "requirements/")) or rel == "config.yaml"]
+    results = [f for rel, f in files.items() if f not in inputs]
+    action = crate.add_action(
+        workflow,
+        identifier="#study",
+        object=inputs,
+        result=results,
+        properties={
+            "@type": "CreateAction",
+            "name": f"tiny-mlp-bench study {provenance['archive']}",
+            "description": "The study's Snakemake run, as its records say; the report re-rendered at commit "
+            f"{provenance['render']['commit']}.",
+            **(
+                {"startTime": provenance["study"]["first_run_started"]}
+                if provenance["study"]["first_run_started"]
+                else {}
+            ),
+        },
+    )
+    crate.root_dataset.append_to("mentions", action)
+    crate.write(folder)
+
+
+def write_manifest(folder: Path) -> None:
+    lines = [f"{sha256(folder / rel)}  {rel}\n" for rel in files_under(folder)]
+    write_text_atomic(folder / MANIFEST, "".join(lines))
+
+
+def seal(folder: Path, repo: Path, *, name: str, allow_modified: bool, notes: list[str] = ()) -> dict:
+    """Render the report from ``folder``'s records with the code in ``repo`` (at HEAD), and write the
+    provenance, the RO-Crate metadata and the manifest. Refuses a modified tree, or records made in one,
+    unless ``allow_modified``, and then says so in provenance.json."""
+    changed = modified_files(repo)
+    facts = study_facts(folder)
+    if not allow_modified and (changed or facts["records_from_modified_tree"]):
+        what = [f"the working tree has changes to tracked files: {', '.join(changed[:5])}"] if changed else []
+        if facts["records_from_modified_tree"]:
+            names = ", ".join(facts["records_from_modified_tree"][:5])
+            what.append(f"{len(facts['records_from_modified_tree'])} records were made from a modified tree ({names})")
+        raise ArchiveError(
+            "refusing to archive: " + "; ".join(what) + ". Commit the changes and run the study again, or "
+            "archive it as it is with --allow-modified (the archive then says so)."
+        )
+    commit = study_commit(facts)
+    if commit is None:
+        raise ArchiveError(
+            f"{folder}: the records name no git commit (made outside a git checkout): nothing to trace them to"
+        )
+    # The code and the lock files at the study's commit, where the archive does not hold them yet.
+    if not (folder / WORKFLOW_FOLDER).exists():
+        extract(repo, commit, WORKFLOW_SOURCES, folder / WORKFLOW_FOLDER)
+    if not (folder / "requirements").exists():
+        extract(repo, commit, ["requirements"], folder)
+    command = render_command(folder)
+    render(repo, folder, command)
+    provenance = {
+        "archive": name,
+        "archived_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "archived_on": platform.node(),
+        "study": {"commit": commit, **facts},
+        "render": {
+            "commit": git(repo, "rev-parse", "HEAD").strip(),
+            "tree_modified": bool(changed),
+            "modified_files": changed,
+            "command": command,
+            "outputs": [rel for rel in RENDERED if (folder / rel).exists()],  # no crossover chart without sweeps
+        },
+        "modified_tree_allowed": allow_modified,
+        "notes": list(notes),
+    }
+    write_text_atomic(folder / PROVENANCE, json.dumps(provenance, indent=1) + "\n")
+    write_crate(folder, provenance)
+    write_manifest(folder)
+    return provenance
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def archive_name(folder: Path, today: datetime.date) -> str:
+    """<date>-<gpu model> where a record names a GPU, else <date>-<host>."""
+    gpus, hosts = set(), set()
+    for paths in record_files(folder).values():
+        for rel in paths:
+            env = read_json(folder / rel).get("environment", {})
+            gpus.add(env.get("gpu_name") or "")
+            hosts.add(env.get("host") or "")
+    machine = min(gpus - {""}, default=None) or min(hosts - {""}, default=platform.node())
+    return f"{today.isoformat()}-{slug(machine)}"
+
+
+def publish(partial: Path, destination: Path) -> None:
+    """Move a finished archive into place; an archive already there is replaced only after that."""
+    if destination.exists():
+        old = destination.with_name(f".{destination.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(destination, old)
+        os.replace(partial, destination)
+        shutil.rmtree(old)
+    else:
+        os.replace(partial, destination)
+
+
+def build(destination: Path, fill, repo: Path, *, allow_modified: bool, notes=()) -> dict:
+    """Fill a partial folder beside ``destination``, seal it, and publish it: nothing half-written is left."""
+    partial = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", suffix=".partial", dir=destination.parent))
+    try:
+        fill(partial)
+        provenance = seal(partial, repo, name=destination.name, allow_modified=allow_modified, notes=notes)
+        publish(partial, destination)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return provenance
+
+
+def pack(repo: Path, archives: Path, *, name: str | None = None, allow_modified: bool = False) -> Path:
+    """Pack the finished study in ``repo``'s results/ and logs/ into ``archives``/<name>."""
+    results = repo / "results"
+    missing = [p for p in (results / "report.md", results / "runs", results / "config.yaml") if not p.exists()]
+    if missing:
+        raise ArchiveError(
+            f"no finished study to archive: {', '.join(str(p) for p in missing)} missing. Run the study "
+            "first (make run, or snakemake --cores all)"
+        )
+    sources = {kind: results / kind for kind in (*RECORD_FOLDERS, "data")}
+    sources |= {"logs": repo / "logs", "config.yaml": results / "config.yaml"}
+    name = name or archive_name(results, datetime.date.today())
+    destination = archives / name
+    if destination.exists():
+        raise ArchiveError(f"{destination} already exists: choose another name with --name")
+    archives.mkdir(parents=True, exist_ok=True)
+
+    def fill(folder: Path) -> None:
+        for rel, source in sources.items():
+            if source.is_dir():
+                shutil.copytree(source, folder / rel)
+            elif source.is_file():
+                shutil.copy2(source, folder / rel)
+
+    build(destination, fill, repo, allow_modified=allow_modified)
+    # The report the study showed must be the one its records render to: otherwise results/ holds
+    # records of another config, or a report of other code.
+    if (destination / "report.md").read_bytes() != (results / "report.md").read_bytes():
+        shutil.rmtree(destination)
+        raise ArchiveError(
+            "results/report.md is not what this commit renders from the records in results/: results/ "
+            "holds records the report was not made from (another config's), or the report was made by "
+            "other code. Run the study again (snakemake --cores all --forcerun render_report), or remove "
+            "the stray records, then archive."
+        )
+    return destination
+
+
+def reseal(folder: Path, repo: Path, *, allow_modified: bool = False, notes=()) -> dict:
+    """Re-render and re-seal an existing archive in place (for one made before archives were sealed)."""
+    return build(
+        folder,
+        lambda partial: shutil.copytree(folder, partial, dirs_exist_ok=True),
+        repo,
+        allow_modified=allow_modified,
+        notes=notes,
+    )
+
+
+def check_manifest(folder: Path) -> None:
+    """The archive holds exactly the manifest's files, unchanged; else an ArchiveError naming the first that is not."""
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        raise ArchiveError(f"{folder}: no {MANIFEST}")
+    listed = {}
+    for number, line in enumerate(manifest.read_text().splitlines(), 1):
+        digest, sep, rel = line.partition("  ")
+        if not sep or not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise ArchiveError(f"{manifest}:{number}: not a '<sha256>  <path>' line")
+        listed[rel] = digest
+    present = files_under(folder)
+    for rel in sorted(set(listed) | set(present)):
+        if rel not in present:
+            raise ArchiveError(f"{folder / rel}: listed in {MANIFEST} but missing")
+        if rel not in listed:
+            raise ArchiveError(f"{folder / rel}: in the archive but not in {MANIFEST}")
+        if sha256(folder / rel) != listed[rel]:
+            raise ArchiveError(f"{folder / rel}: its SHA-256 differs from {MANIFEST}'s")
+
+
+def same_table(ours: Path, theirs: Path) -> bool:
+    """Parquet compared by content: the same columns, types and values (bytes may differ by writer)."""
+    import pandas as pd
+
+    a, b = pd.read_parquet(ours), pd.read_parquet(theirs)
+    return list(a.columns) == list(b.columns) and a.dtypes.equals(b.dtypes) and a.equals(b)
+
+
+def verify(folder: Path, repo: Path) -> None:
+    """Check the manifest, then re-render the report with the code at the archive's render commit and
+    compare: Markdown and charts byte for byte, Parquet by content. An ArchiveError names the first difference."""
+    check_manifest(folder)
+    rendered = read_json(folder / PROVENANCE)["render"]
+    if rendered["tree_modified"]:
+        raise ArchiveError(
+            f"{folder}: its report was rendered from a modified tree at {rendered['commit']}; "
+            "that code is in no commit, so it cannot be re-rendered"
+        )
+    with tempfile.TemporaryDirectory(prefix="tiny-mlp-bench-verify-") as tmp:
+        code, work = Path(tmp, "code"), Path(tmp, "work")
+        try:
+            extract(repo, rendered["commit"], ["scripts", "tiny_mlp_bench"], code)
+        except ArchiveError as err:
+            raise ArchiveError(
+                f"{folder}: the code at its render commit {rendered['commit']} is not in this clone "
+                f"(a shallow clone? git fetch --unshallow): {err}"
+            ) from err
+        for kind in RECORD_FOLDERS:
+            if (folder / kind).is_dir():
+                shutil.copytree(folder / kind, work / kind)
+        render(code, work, rendered["command"])
+        for rel in rendered["outputs"]:
+            ours, again = folder / rel, work / rel
+            if not again.exists():
+                raise ArchiveError(f"{ours}: its re-rendering at {rendered['commit'][:12]} did not make it")
+            same = same_table(ours, again) if rel.endswith(".parquet") else ours.read_bytes() == again.read_bytes()
+            if not same:
+                raise ArchiveError(f"{ours}: differs from its re-rendering at {rendered['commit'][:12]}")

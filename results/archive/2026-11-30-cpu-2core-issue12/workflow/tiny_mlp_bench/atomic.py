@@ -1,0 +1,75 @@
+"""Write files so that a reader never sees a half-written one.
+
+Every output (records, the dataset, the report and its charts) is written to a temporary dot-file
+beside its target, ``.NAME.<random>.part``, and renamed onto NAME only when complete. Readers and
+Snakemake look at NAME alone, so they see the whole file or none. A writer that fails removes its
+temporary file; one killed outright (SIGKILL, a lost node) cannot, and the next successful write of
+the same NAME removes such leftovers. That assumes one writer per NAME at a time, as Snakemake's
+directory lock ensures: a second writer of the same NAME would lose its temporary file and fail.
+
+Fault injection, for the fault tests (tests/test_faults.py): with the environment variable
+TINY_MLP_BENCH_FAULT=before_publish, a process SIGKILLs itself after writing a temporary file and
+before renaming it into place, as a crash at the worst moment would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import signal
+import tempfile
+from pathlib import Path
+
+FAULT_VARIABLE = "TINY_MLP_BENCH_FAULT"
+FAULT_BEFORE_PUBLISH = "before_publish"
+TEMP_SUFFIX = ".part"
+
+
+def _inject_fault(point: str) -> None:
+    """Kill this process, uncatchably, where TINY_MLP_BENCH_FAULT names ``point``."""
+    if os.environ.get(FAULT_VARIABLE) == point:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _remove_leftovers(path: Path) -> None:
+    """Remove temporary files that killed writers of ``path`` left behind."""
+    for leftover in path.parent.glob(f".{glob.escape(path.name)}.*{TEMP_SUFFIX}"):
+        with contextlib.suppress(FileNotFoundError):
+            leftover.unlink()
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path):
+    """Yield a temporary path beside ``path``; rename it into place only if the block succeeds.
+
+    An OSError that names no file (a full disk: ``[Errno 28] No space left on device``) is raised
+    again naming ``path``, so that the message says which output could not be written.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
+    os.close(fd)
+    # mkstemp makes the file private (0600); give the result the usual umask-based mode.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    try:
+        try:
+            yield Path(tmp)
+            _inject_fault(FAULT_BEFORE_PUBLISH)
+            os.replace(tmp, path)
+        except OSError as err:
+            if err.errno is None or err.filename is not None:
+                raise
+            raise OSError(err.errno, err.strerror, str(path)) from err
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    _remove_leftovers(path)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")

@@ -1,0 +1,233 @@
+"""JAX with optax: the question's MLP as one small pure function, trained two ways.
+
+- seed: the asker's loop shape in JAX: a fresh permutation every epoch and one jitted step
+  (forward, backward, optax's Adam) called per batch from Python.
+- scan: a whole block of epochs in one jitted call: ``lax.scan`` over the epochs' permutations,
+  and inside it over the epoch's batches, so Python dispatches once per block. The first block
+  holds the compilation (its excess over the later ones).
+
+Both start from the run's shared initial weights and use Adam with torch's constants (optax's
+defaults are the same formula), the MSE of the ReLU output, and the question's batches: the rows in
+one permutation per epoch, in batches of batch_size, the last one short. The permutations come from
+JAX's own generator (``draw_orders``), seeded by the run's seed; a test injects its own. XLA's CPU
+runtime sizes its own thread pool (JAX has no supported setting for it), so a JAX record names no
+framework thread count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tiny_mlp_bench.driver import Backend, EpochLoop, RunSpec
+from tiny_mlp_bench.environment import nvidia_driver
+
+SCAN_EPOCHS_PER_BLOCK = 50  # epochs per compiled call of the scan rung
+
+
+def load(device: str | None = None):  # the same import for every device
+    import jax
+    import optax
+
+    return jax, optax
+
+
+def gpu_missing(jax) -> str | None:
+    try:
+        jax.devices("gpu")
+    except RuntimeError:
+        return f"no CUDA device: JAX {jax.__version__} sees no GPU (backends: {', '.join(available_backends(jax))})"
+    return None
+
+
+def available_backends(jax) -> list[str]:
+    found = []
+    for platform in ("cpu", "gpu"):
+        try:
+            jax.devices(platform)
+            found.append(platform)
+        except RuntimeError:
+            pass
+    return found
+
+
+def prepare(fw, spec: RunSpec):
+    """A cpu run hides any GPU from JAX (its runtime has not started yet); the weights come from the spec."""
+    jax, _ = fw
+    if spec.device == "cpu":
+        jax.config.update("jax_platforms", "cpu")
+    return None  # each block ends with block_until_ready: JAX dispatches asynchronously
+
+
+def start_device(fw, spec: RunSpec) -> str | None:
+    """Start JAX's runtime on the run's device with a first array (on a GPU, its CUDA context), timed."""
+    jax, _ = fw
+    if spec.device == "cuda":
+        missing = gpu_missing(jax)
+        if missing:
+            return missing
+    jax.device_put(np.zeros(1, np.float32), device(jax, spec.device)).block_until_ready()
+    return None
+
+
+def device(jax, name: str):
+    return jax.devices("gpu" if name == "cuda" else "cpu")[0]
+
+
+class JaxRun(EpochLoop):
+    """What both JAX rungs share: rows and weights on the device, the loss, the step, the predictions."""
+
+    def __init__(self, fw, spec: RunSpec, data, clock):
+        jax, optax = fw
+        self.jax, self.spec, self.data = jax, spec, data
+        self.device = device(jax, spec.device)
+        jnp = jax.numpy
+        with clock.phase("data"):
+            self.rows = jax.device_put(data.train.astype(np.float32), self.device)
+        with clock.phase("model"):
+            w1, b1, w2, b2 = spec.weights.as_list()
+            self.params = jax.device_put({"w1": w1, "b1": b1, "w2": w2, "b2": b2}, self.device)
+        with clock.phase("optimizer"):
+            self.optimizer = optax.adam(spec.learning_rate, b1=0.9, b2=0.999, eps=1e-8)
+            self.opt_state = jax.device_put(self.optimizer.init(self.params), self.device)
+        self.key = jax.random.key(spec.init_seed)
+        self.permutations = jax.jit(jax.vmap(lambda key: jax.random.permutation(key, len(data.train))))
+        self.loss = float("nan")
+
+        def predict(params, x):
+            hidden = jax.nn.relu(x @ params["w1"] + params["b1"])
+            return jax.nn.relu(hidden @ params["w2"] + params["b2"])[:, 0]
+
+        def loss_fn(params, batch):
+            error = predict(params, batch[:, :2]) - batch[:, 2]
+            return jnp.mean(error * error)
+
+        def step(params, opt_state, batch):
+            loss, grads = jax.value_and_grad(loss_fn)(params, batch)
+            updates, opt_state = self.optimizer.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), opt_state, loss
+
+        self.predict_fn, self.step_fn = jax.jit(predict), step
+
+    def draw_orders(self, epochs: int):
+        """One permutation of the train rows per epoch, (epochs, rows), from the run's JAX key."""
+        self.key, block_key = self.jax.random.split(self.key)
+        return self.permutations(self.jax.random.split(block_key, epochs))
+
+    def predict_test_batch(self) -> None:
+        test = self.data.test[: self.spec.batch_size, :2].astype(np.float32)
+        np.asarray(self.predict_fn(self.params, test))
+
+    def predict(self, features):
+        return np.asarray(self.predict_fn(self.params, features.astype(np.float32)))
+
+    def final_train_loss(self) -> float:
+        return float(self.loss)
+
+    def steps_taken(self) -> int:
+        """optax's own count of Adam updates."""
+        return int(self.opt_state[0].count)
+
+
+class SeedLoop(JaxRun):
+    """seed: one jitted step per batch, called from Python, the epoch's permutation gathered per batch."""
+
+    def __init__(self, fw, spec, data, clock):
+        super().__init__(fw, spec, data, clock)
+        jax = self.jax
+
+        def batch_step(params, opt_state, rows, index):
+            return self.step_fn(params, opt_state, rows[index])
+
+        self.batch_step = jax.jit(batch_step)
+
+    def run_epochs(self, epochs: int) -> None:
+        size = self.spec.batch_size
+        for order in self.draw_orders(epochs):
+            for start in range(0, len(self.data.train), size):
+                self.params, self.opt_state, self.loss = self.batch_step(
+                    self.params, self.opt_state, self.rows, order[start : start + size]
+                )
+        self.jax.block_until_ready(self.params)
+
+    @property
+    def details(self) -> dict[str, str]:
+        return {"data": "device-resident, a permutation per epoch", "step": "jax.jit, one call per batch"}
+
+
+class ScanLoop(JaxRun):
+    """scan: each block's epochs in one jitted call, lax.scan over epochs and over each epoch's batches."""
+
+    epochs_per_block = SCAN_EPOCHS_PER_BLOCK
+
+    def __init__(self, fw, spec, data, clock):
+        super().__init__(fw, spec, data, clock)
+        jax, step = self.jax, self.step_fn
+        full, rest = divmod(len(data.train), spec.batch_size)
+
+        def run_block(params, opt_state, rows, orders):
+            def epoch(carry, order):
+                def batch(carry, index):
+                    params, opt_state, loss = step(*carry, rows[index])
+                    return (params, opt_state), loss
+
+                batches = order[: full * spec.batch_size].reshape(full, spec.batch_size)
+                (params, opt_state), losses = jax.lax.scan(batch, carry, batches)
+                loss = losses[-1]
+                if rest:  # the short last batch, as every other rung takes it
+                    params, opt_state, loss = step(params, opt_state, rows[order[full * spec.batch_size :]])
+                return (params, opt_state), loss
+
+            (params, opt_state), losses = jax.lax.scan(epoch, (params, opt_state), orders)
+            return params, opt_state, losses[-1]
+
+        self.run_block = jax.jit(run_block)
+
+    def run_epochs(self, epochs: int) -> None:
+        orders = self.draw_orders(epochs)
+        self.params, self.opt_state, self.loss = self.run_block(self.params, self.opt_state, self.rows, orders)
+        self.jax.block_until_ready(self.params)
+
+    @property
+    def details(self) -> dict[str, str]:
+        return {
+            "data": "device-resident, a permutation per epoch",
+            "step": f"jax.jit of lax.scan over epochs and batches, up to {SCAN_EPOCHS_PER_BLOCK} epochs per call",
+        }
+
+
+LOOPS = {"seed": SeedLoop, "scan": ScanLoop}
+
+
+def build(fw, spec: RunSpec, data, clock):
+    return LOOPS[spec.variant](fw, spec, data, clock)
+
+
+def describe(fw, device_name: str) -> dict:
+    jax, optax = fw
+    on_gpu = device_name == "cuda" and gpu_missing(jax) is None
+    return {
+        "versions": {"jax": jax.__version__, "jaxlib": jax.lib.__version__, "optax": optax.__version__},
+        "threads": {},
+        "cuda": {"build_cuda": None, "build_cudnn": None, "driver": nvidia_driver() if on_gpu else None},
+        "gpu_name": jax.devices("gpu")[0].device_kind if on_gpu else None,
+    }
+
+
+def peak_gpu_memory_mb(fw, device_name: str) -> float | None:
+    jax, _ = fw
+    if device_name != "cuda" or gpu_missing(jax):
+        return None
+    stats = jax.devices("gpu")[0].memory_stats() or {}
+    return stats["peak_bytes_in_use"] / 2**20 if "peak_bytes_in_use" in stats else None
+
+
+BACKEND = Backend(
+    name="jax",
+    variants=tuple(LOOPS),
+    load=load,
+    prepare=prepare,
+    start_device=start_device,
+    build=build,
+    describe=describe,
+    peak_gpu_memory_mb=peak_gpu_memory_mb,
+)

@@ -1,0 +1,129 @@
+"""NumPy: the question's MLP written out by hand, the no-framework reference.
+
+Variant ``reference``: forward, backward and Adam written out in float32 NumPy, from the run's
+shared initial weights (initial_weights.py), a fresh permutation of the rows every
+epoch and the same batch size, learning rate and Adam constants (betas 0.9/0.999, eps 1e-8).
+It runs on the CPU only.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from tiny_mlp_bench.driver import Backend, EpochLoop, RunSpec
+
+BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
+
+
+def load(device: str | None = None):  # the same import for every device
+    """threadpoolctl to pin NumPy's BLAS threads, and numba for the fused rung (imported here, outside the clock)."""
+    import numba
+    import threadpoolctl
+
+    return SimpleNamespace(threadpoolctl=threadpoolctl, numba=numba)
+
+
+def forward(p: dict, x: np.ndarray):
+    """Predictions and the activations backward() needs."""
+    z1 = x @ p["w1"] + p["b1"]
+    a1 = np.maximum(z1, 0)
+    z2 = a1 @ p["w2"] + p["b2"]
+    return np.maximum(z2, 0)[:, 0], (z1, a1, z2)
+
+
+def loss_and_grads(p: dict, x: np.ndarray, y: np.ndarray):
+    """Mean squared error and its gradient for every parameter."""
+    pred, (z1, a1, z2) = forward(p, x)
+    diff = pred - y
+    dz2 = (2.0 / len(y)) * diff[:, None] * (z2 > 0)
+    da1 = dz2 @ p["w2"].T
+    dz1 = da1 * (z1 > 0)
+    grads = {"w2": a1.T @ dz2, "b2": dz2.sum(0), "w1": x.T @ dz1, "b1": dz1.sum(0)}
+    return float(np.mean(diff * diff)), grads
+
+
+class Adam:
+    """Adam as torch.optim.Adam computes it (bias-corrected, eps added after the square root)."""
+
+    def __init__(self, params: dict, lr: float):
+        self.lr, self.t = lr, 0
+        self.m = {k: np.zeros_like(v) for k, v in params.items()}
+        self.v = {k: np.zeros_like(v) for k, v in params.items()}
+
+    def step(self, params: dict, grads: dict) -> None:
+        self.t += 1
+        c1, c2 = 1 - BETA1**self.t, 1 - BETA2**self.t
+        for k, g in grads.items():
+            self.m[k] = BETA1 * self.m[k] + (1 - BETA1) * g
+            self.v[k] = BETA2 * self.v[k] + (1 - BETA2) * g * g
+            params[k] -= (self.lr / c1) * self.m[k] / (np.sqrt(self.v[k] / c2) + EPS)
+
+
+class ReferenceRun(EpochLoop):
+    """One NumPy run; its constructor is the rest of the set-up: float32 rows, weights from the run's seed, Adam."""
+
+    def __init__(self, fw, spec: RunSpec, data, clock):
+        self.spec, self.data = spec, data
+        self.rng = np.random.default_rng(spec.init_seed)
+        with clock.phase("data"):
+            self.rows = data.train.astype(np.float32)
+        with clock.phase("model"):
+            w1, b1, w2, b2 = (value.copy() for value in spec.weights.as_list())
+            self.params = {"w1": w1, "b1": b1, "w2": w2, "b2": b2}
+        with clock.phase("optimizer"):
+            self.adam = Adam(self.params, spec.learning_rate)
+        self.loss = float("nan")
+
+    def run_epochs(self, epochs: int) -> None:
+        rows, size = self.rows, self.spec.batch_size
+        for _ in range(epochs):
+            for idx in np.array_split(self.rng.permutation(len(rows)), range(size, len(rows), size)):
+                batch = rows[idx]
+                self.loss, grads = loss_and_grads(self.params, batch[:, :2], batch[:, 2])
+                self.adam.step(self.params, grads)
+
+    def predict_test_batch(self) -> None:
+        self.predict(self.data.test[: self.spec.batch_size, :2])
+
+    def predict(self, features):
+        return forward(self.params, features.astype(np.float32))[0]
+
+    def final_train_loss(self) -> float:
+        return self.loss
+
+    def steps_taken(self) -> int:
+        return self.adam.t
+
+    @property
+    def details(self) -> dict[str, str]:
+        return {"implementation": "hand-written float32 NumPy", "adam": "written out, torch's constants"}
+
+
+def prepare(fw, spec: RunSpec):
+    fw.threadpoolctl.threadpool_limits(spec.threads)
+    return None  # NumPy computes synchronously
+
+
+def describe(fw, device: str) -> dict:
+    pools = {f"{p['internal_api']}": p["num_threads"] for p in fw.threadpoolctl.threadpool_info()}
+    return {"versions": {"numba": fw.numba.__version__}, "threads": pools, "cuda": {}, "gpu_name": None}
+
+
+def build(fw, spec: RunSpec, data, clock):
+    from tiny_mlp_bench.backends.numpy_fused import FusedRun  # it builds on ReferenceRun, defined here
+
+    return {"reference": ReferenceRun, "fused": FusedRun}[spec.variant](fw, spec, data, clock)
+
+
+BACKEND = Backend(
+    name="numpy",
+    variants=("reference", "fused"),
+    load=load,
+    prepare=prepare,
+    start_device=lambda fw, spec: None,  # plain NumPy: nothing to start; the catalogue keeps it on cpu
+    build=build,
+    describe=describe,
+    peak_gpu_memory_mb=lambda fw, device: None,
+)

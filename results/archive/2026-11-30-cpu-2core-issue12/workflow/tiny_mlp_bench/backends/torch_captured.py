@@ -1,0 +1,203 @@
+"""PyTorch rungs that capture the whole step: compiled (torch.compile) and graphed (CUDA graphs)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from tiny_mlp_bench.backends.torch_common import TorchLoop
+
+# Steps unrolled into one compiled call: enough to cover the question's 12-step epoch, few
+# enough that a bigger dataset does not make compilation explode.
+COMPILED_STEPS_PER_CALL = 16
+ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-8  # torch.optim.Adam's defaults
+
+
+def cold_compiler_cache() -> tempfile.TemporaryDirectory:
+    """An empty Inductor (and Triton) cache of this run's own, so every repeat pays the whole compilation.
+
+    With the shared default cache a later repeat reuses what an earlier one compiled, and its
+    first epoch measures a cache hit instead (seen on the H200 machine: 20.9, 8.0, 5.3 s).
+    The directory is removed with the object that holds it (the run).
+    """
+    cache = tempfile.TemporaryDirectory(prefix="tiny-mlp-bench-compile-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache.name
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(cache.name, "triton")
+    return cache
+
+
+class FunctionalAdam:
+    """torch.optim.Adam's formula as torch ops on plain tensors, updated in place, so a compiled graph holds it.
+
+    ``loss.backward()`` and ``optimizer.step()`` break a compiled graph (measured here: a plainly
+    compiled step was slower than sync_free), so the compiled rungs take gradients from
+    ``torch.func`` and step with this.
+    """
+
+    def __init__(self, torch, params: dict, learning_rate: float):
+        self.params, self.lr = params, learning_rate
+        self.moments = {name: (torch.zeros_like(p), torch.zeros_like(p)) for name, p in params.items()}
+        self.count = torch.zeros((), device=next(iter(params.values())).device)
+
+    def step(self, grads: dict) -> None:
+        (beta1, beta2), lr = ADAM_BETAS, self.lr
+        self.count.add_(1)
+        correction1, correction2 = 1 - beta1**self.count, 1 - beta2**self.count
+        for name, grad in grads.items():
+            m, v = self.moments[name]
+            m.mul_(beta1).add_(grad, alpha=1 - beta1)
+            v.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            self.params[name].sub_(lr * (m / correction1) / ((v / correction2).sqrt() + ADAM_EPS))
+
+    def reset(self) -> None:
+        """Back to no steps taken (after warm-up steps that must not count)."""
+        self.count.zero_()
+        for m, v in self.moments.values():
+            m.zero_()
+            v.zero_()
+
+
+class FunctionalLoop(TorchLoop):
+    """What the compiled rungs share: resident rows, a cold compiler cache of the run's own, and
+    FunctionalAdam stepping the model's own parameter storage; ``compile`` builds what they call.
+
+    Nothing compiles here: torch.compile compiles at the first call, in the first timed epoch.
+    """
+
+    def __init__(self, torch, spec, data, clock):
+        super().__init__(torch, spec, data, clock)
+        with clock.phase("data"):
+            self.rows, self.test = self.resident_rows()
+        with clock.phase("optimizer"):  # Adam's state and what to compile
+            self.cache = cold_compiler_cache()
+            self.params = {name: p.detach() for name, p in self.model.named_parameters()}
+            self.functional_adam = FunctionalAdam(torch, self.params, spec.learning_rate)
+            self.compile()
+
+    def compile(self) -> None:
+        raise NotImplementedError
+
+    def steps_taken(self) -> int:
+        """The functional Adam's own step count."""
+        return int(self.functional_adam.count.item())
+
+
+class CompiledLoop(FunctionalLoop):
+    """compiled: whole runs of steps as one ``torch.compile(fullgraph=True)`` graph.
+
+    The step is functional (gradients from ``torch.func.grad_and_value``, then FunctionalAdam). Up
+    to COMPILED_STEPS_PER_CALL steps are unrolled into one call, so per-call overhead (guards,
+    wrapper) is paid once per call, not once per step.
+    """
+
+    def compile(self) -> None:
+        """The functional step with Adam in place, unrolled over a chunk of batches, wrapped by torch.compile."""
+        t, spec, params = self.torch, self.spec, self.params
+
+        def batch_loss(p, x, y):
+            return self.loss_fn(t.func.functional_call(self.model, p, (x,)).squeeze(-1), y)
+
+        grad_and_loss = t.func.grad_and_value(batch_loss)
+
+        def step(x, y):
+            grads, loss = grad_and_loss(params, x, y)
+            self.functional_adam.step(grads)
+            return loss
+
+        @t.compile(fullgraph=True, dynamic=False)
+        def run_steps(chunk):
+            for batch in chunk.split(spec.batch_size):
+                loss = step(batch[:, :2], batch[:, 2])
+            return loss
+
+        self.run_steps = run_steps
+
+    def run_epochs(self, epochs: int) -> None:
+        t, rows = self.torch, self.rows
+        for _ in range(epochs):
+            for chunk in rows[t.randperm(len(rows), device=self.device)].split(
+                COMPILED_STEPS_PER_CALL * self.spec.batch_size
+            ):
+                self.loss = self.run_steps(chunk)
+
+    @property
+    def details(self) -> dict[str, str]:
+        return {
+            "data": "device-resident, one gather per epoch",
+            "adam": "functional, torch.optim.Adam's formula, in place",
+            "compiled": f"torch.compile(fullgraph=True), up to {COMPILED_STEPS_PER_CALL} steps per compiled call",
+            "compiler_cache": "empty, the run's own (cold compilation)",
+        }
+
+
+class GraphedLoop(TorchLoop):
+    """graphed: the whole step captured once per batch shape in a CUDA graph, then replayed.
+
+    Capture needs a few warm-up steps on a side stream; they would change the weights, so
+    weights and Adam state are put back in place (same tensors, as the graphs require) after.
+    """
+
+    def __init__(self, torch, spec, data, clock):
+        super().__init__(torch, spec, data, clock)
+        with clock.phase("data"):
+            self.rows, self.test = self.resident_rows()
+            n, size = len(self.rows), spec.batch_size
+            self.shapes = sorted({size, n % size} - {0}, reverse=True)
+            self.static_x = {b: torch.zeros(b, 2, device=self.device) for b in self.shapes}
+            self.static_y = {b: torch.zeros(b, device=self.device) for b in self.shapes}
+        with clock.phase("optimizer"):
+            self.optimizer = self.adam(capturable=True, foreach=True)
+        with clock.phase("capture"):
+            self.capture(self.optimizer)
+
+    def capture(self, optimizer) -> None:
+        """Warm up on a side stream, put weights and Adam state back, then capture one graph per shape."""
+        t = self.torch
+        initial = {k: v.clone() for k, v in self.model.state_dict().items()}
+
+        def step(b):
+            loss = self.loss_fn(self.model(self.static_x[b]).squeeze(-1), self.static_y[b])
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        side = t.cuda.Stream()
+        side.wait_stream(t.cuda.current_stream())
+        with t.cuda.stream(side):
+            for _ in range(3):
+                for b in self.shapes:
+                    optimizer.zero_grad(set_to_none=True)
+                    step(b)
+        t.cuda.current_stream().wait_stream(side)
+        with t.no_grad():
+            for name, value in self.model.state_dict().items():
+                value.copy_(initial[name])
+            for state in optimizer.state.values():
+                for value in state.values():
+                    value.zero_()
+
+        self.graphs, self.losses, pool = {}, {}, None
+        for b in self.shapes:
+            optimizer.zero_grad(set_to_none=True)
+            self.graphs[b] = t.cuda.CUDAGraph()
+            with t.cuda.graph(self.graphs[b], pool=pool):
+                self.losses[b] = step(b)
+            pool = self.graphs[b].pool()
+
+    def run_epochs(self, epochs: int) -> None:
+        t, rows = self.torch, self.rows
+        for _ in range(epochs):
+            for batch in rows[t.randperm(len(rows), device=self.device)].split(self.spec.batch_size):
+                b = len(batch)
+                self.static_x[b].copy_(batch[:, :2])
+                self.static_y[b].copy_(batch[:, 2])
+                self.graphs[b].replay()
+            self.loss = self.losses[b]
+
+    @property
+    def details(self) -> dict[str, str]:
+        return {
+            "data": "device-resident, copied into static inputs",
+            "adam": "capturable foreach",
+            "graphs": f"one per batch shape: {self.shapes}",
+        }

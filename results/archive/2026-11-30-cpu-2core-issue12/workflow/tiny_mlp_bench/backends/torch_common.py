@@ -1,0 +1,191 @@
+"""PyTorch: what every torch rung and the crossover sweep share.
+
+Importing torch, threads and seeds, device start-up and the sync the clock calls, the question's
+model, and :class:`TorchLoop`, the base of every torch rung (its constructor is the rest of the
+set-up, each part in its own phase).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from tiny_mlp_bench.driver import EpochLoop, RunSpec
+from tiny_mlp_bench.environment import nvidia_driver
+from tiny_mlp_bench.timing import Clock
+
+
+def load(device: str | None = None):  # the same import for every device
+    import torch
+
+    return torch
+
+
+def gpu_missing(torch) -> str | None:
+    if torch.cuda.is_available():
+        return None
+    built = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+    return f"no CUDA device: torch.cuda.is_available() is False (torch {torch.__version__}, {built})"
+
+
+def set_threads(torch, threads: int) -> None:
+    """Both of torch's CPU pools: intra-op (inside one op) and inter-op (between ops)."""
+    torch.set_num_threads(threads)
+    torch.set_num_interop_threads(threads)
+
+
+def device_sync(torch, device: str):
+    """What the clock calls before each reading: kernels run asynchronously on CUDA."""
+    if device != "cuda":
+        return None
+    cuda = torch.device("cuda:0")
+
+    def sync() -> None:
+        # Before start-up there is nothing to wait for, and synchronising would start CUDA, outside the clock.
+        if torch.cuda.is_initialized():
+            torch.cuda.synchronize(cuda)
+
+    return sync
+
+
+def prepare(torch, spec: RunSpec):
+    set_threads(torch, spec.threads)
+    torch.manual_seed(spec.init_seed)
+    return device_sync(torch, spec.device)
+
+
+def start_device(torch, spec: RunSpec) -> str | None:
+    """Start CUDA for a cuda run (its driver, then the context with a first tensor), timed; None on cpu."""
+    if spec.device != "cuda":
+        return None  # torch's CPU runtime started with its import
+    missing = gpu_missing(torch)
+    if missing is None:
+        torch.zeros((), device="cuda:0")
+    return missing
+
+
+def build_model(torch, hidden_units: int, weights=None):
+    """Linear(2, h) -> ReLU -> Linear(h, 1) -> ReLU, as in the question (the last ReLU can die).
+
+    With ``weights`` (an InitialWeights) the layers start from them instead of torch's own draw.
+    """
+
+    class QuestionMLP(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear1 = torch.nn.Linear(2, hidden_units)
+            self.linear2 = torch.nn.Linear(hidden_units, 1)
+
+        def forward(self, x):
+            x = torch.nn.functional.relu(self.linear1(x))
+            return torch.nn.functional.relu(self.linear2(x))
+
+    model = QuestionMLP()
+    if weights is not None:
+        with torch.no_grad():  # torch keeps each layer's weight as (out, in), the transpose of x @ w
+            for param, value in zip(model.parameters(), weights.as_list(), strict=True):
+                param.copy_(torch.from_numpy(value.T if value.ndim == 2 else value))
+    return model
+
+
+def adam_implementation(optimizer) -> str:
+    """Which Adam kernel runs: fused, foreach (multi-tensor) or the per-parameter for-loop."""
+    if optimizer.defaults.get("fused"):
+        return "fused"
+    if optimizer.defaults.get("foreach") is not None:
+        return "foreach" if optimizer.defaults["foreach"] else "for-loop"
+    from torch.optim.optimizer import _default_to_fused_or_foreach  # how torch resolves the default
+
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    _, foreach = _default_to_fused_or_foreach(params, differentiable=False, use_fused=False)
+    return "foreach (torch default)" if foreach else "for-loop (torch default)"
+
+
+class TorchLoop(EpochLoop):
+    """What every torch rung shares: device, model, loss, the asker's step and the predictions."""
+
+    def __init__(self, torch, spec: RunSpec, data, clock: Clock):
+        self.torch, self.spec, self.data = torch, spec, data
+        self.device = torch.device("cuda:0" if spec.device == "cuda" else "cpu")
+        self.loss_fn = torch.nn.MSELoss()
+        with clock.phase("model"):
+            self.model = build_model(torch, spec.hidden_units, spec.weights).to(self.device)
+        self.loss = None  # the last optimiser step's loss, a tensor
+
+    def adam(self, **options):
+        return self.torch.optim.Adam(self.model.parameters(), lr=self.spec.learning_rate, **options)
+
+    def resident_rows(self):
+        """Train rows, and the first batch of test rows, as tensors on the device."""
+        t = self.torch
+        train = t.tensor(self.data.train, dtype=t.float, device=self.device)
+        test = t.tensor(self.data.test[: self.spec.batch_size], dtype=t.float, device=self.device)
+        return train, test
+
+    def seed_step(self, optimizer, batch):
+        """The asker's step: zero_grad, forward, loss of ``pred.squeeze()``, backward, Adam step."""
+        optimizer.zero_grad()
+        loss = self.loss_fn(self.model(batch[:, :2]).squeeze(), batch[:, 2])
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    def test_batch(self):
+        return self.test
+
+    def predict_test_batch(self) -> None:
+        self.model.eval()
+        with self.torch.no_grad():
+            self.model(self.test_batch()[:, :2]).cpu()
+
+    def predict(self, features):
+        with self.torch.no_grad():
+            x = self.torch.tensor(features, dtype=self.torch.float, device=self.device)
+            return self.model(x).cpu().numpy()
+
+    def final_train_loss(self) -> float:
+        return self.loss.item()
+
+    def steps_taken(self) -> int:
+        """torch.optim.Adam's own step count of the first parameter."""
+        first = next(iter(self.model.parameters()))
+        return int(self.optimizer.state[first]["step"])
+
+    def host_syncs_per_epoch(self) -> int | None:
+        """On CUDA, the host synchronisations of one more epoch, run after the timed ones and the scoring.
+
+        torch warns at each synchronisation in sync debug mode "warn"; counting them in the timed
+        epochs would add a Python warning to every one, so they are counted in an extra epoch.
+        """
+        if self.device.type != "cuda":
+            return None
+        cuda = self.torch.cuda
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cuda.set_sync_debug_mode("warn")
+            try:
+                self.run_epochs(1)
+            finally:
+                cuda.set_sync_debug_mode("default")
+        return sum("synchroniz" in str(w.message).lower() for w in caught)
+
+
+def describe(torch, device: str) -> dict:
+    on_gpu = device == "cuda" and torch.cuda.is_available()
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return {
+        "versions": {"torch": torch.__version__},
+        "threads": {"intra_op": torch.get_num_threads(), "inter_op": torch.get_num_interop_threads()},
+        "cuda": {
+            "build_cuda": torch.version.cuda,
+            "build_cudnn": str(cudnn) if cudnn else None,
+            "driver": nvidia_driver() if on_gpu else None,
+        },
+        "gpu_name": torch.cuda.get_device_name(0) if on_gpu else None,
+    }
+
+
+def peak_gpu_memory_mb(torch, device: str) -> float | None:
+    """The most memory torch's CUDA allocator held at once in this process."""
+    if device != "cuda" or not torch.cuda.is_initialized():
+        return None
+    return torch.cuda.max_memory_allocated() / 2**20

@@ -1,0 +1,100 @@
+"""PyTorch rungs that run a whole epoch per call: fused_epoch (one compiled call) and graphed_epoch (one graph replay).
+
+Both write the model's forward as broadcast products and sums instead of matrix multiplications:
+the same arithmetic, but the compiler can fuse it with the rest of the step instead of calling a
+matmul library routine for each of the step's five products (on cpu Inductor then emits the whole
+epoch as one C++ loop nest). The epoch's gather by its permutation and all its steps, the last one
+short, are one compiled graph; the permutation itself is drawn with ``torch.randperm`` per epoch,
+as every torch rung draws it (a test injects its own).
+"""
+
+from __future__ import annotations
+
+from tiny_mlp_bench.backends.torch_captured import FunctionalLoop
+
+# Inductor options per device. On cpu the C++ wrapper calls the kernels and allocates from C++, not
+# Python, and the kernels run on one thread: loops over 64 x 20 values are too small to share.
+# Measured on the 2-core VM (200 epochs, one run each): 22.5 µs per step with the Python wrapper,
+# 20.2 with the C++ one; with the job's two threads 25.9, and 21.3 with single-threaded kernels.
+COMPILER_OPTIONS = {"cpu": {"cpp_wrapper": True, "cpp.threads": 1}, "cuda": {}}
+
+
+def broadcast_forward(torch, params: dict, x):
+    """Linear -> ReLU -> Linear -> ReLU, each x @ W.T as (x[:, :, None] * W.T).sum(1), so it fuses."""
+    hidden = torch.relu((x[:, :, None] * params["linear1.weight"].T).sum(1) + params["linear1.bias"])
+    return torch.relu((hidden[:, :, None] * params["linear2.weight"].T).sum(1) + params["linear2.bias"])
+
+
+class FusedEpochLoop(FunctionalLoop):
+    """fused_epoch: the epoch's gather and all its steps (forward, backward, Adam) in one compiled call."""
+
+    def compile(self) -> None:
+        self.grad_and_loss = self.torch.func.grad_and_value(self.batch_loss)
+        options = COMPILER_OPTIONS[self.device.type]
+        self.run_epoch = self.torch.compile(self.epoch, fullgraph=True, dynamic=False, options=options)
+
+    def batch_loss(self, params, x, y):
+        return self.loss_fn(broadcast_forward(self.torch, params, x).squeeze(-1), y)
+
+    def epoch(self, order):
+        """One epoch in ``order``: batches of batch_size, the last one short; returns the last step's loss."""
+        for batch in self.rows[order].split(self.spec.batch_size):
+            grads, loss = self.grad_and_loss(self.params, batch[:, :2], batch[:, 2])
+            self.functional_adam.step(grads)
+        return loss
+
+    def run_epochs(self, epochs: int) -> None:
+        for _ in range(epochs):
+            self.loss = self.run_epoch(self.torch.randperm(len(self.rows), device=self.device))
+
+    @property
+    def details(self) -> dict[str, str]:
+        options = ", ".join(f"{k}={v}" for k, v in COMPILER_OPTIONS[self.device.type].items()) or "defaults"
+        return {
+            "data": "device-resident, gathered by the epoch's permutation inside the compiled call",
+            "forward": "broadcast products and sums in place of matmuls",
+            "adam": "functional, torch.optim.Adam's formula, in place",
+            "compiled": f"torch.compile(fullgraph=True), one call per epoch, Inductor options: {options}",
+            "compiler_cache": "empty, the run's own (cold compilation)",
+        }
+
+
+class GraphedEpochLoop(FusedEpochLoop):
+    """graphed_epoch (cuda): the fused epoch captured once in a CUDA graph and replayed once per epoch.
+
+    The graph reads the epoch's permutation from a static tensor; each epoch draws a new one into
+    it and replays. Compilation and capture need warm-up epochs, which would change the weights,
+    so weights and Adam's state are put back in place (same tensors, as the graph requires) after.
+    """
+
+    def __init__(self, torch, spec, data, clock):
+        super().__init__(torch, spec, data, clock)
+        with clock.phase("capture"):  # compilation happens here too, at the first warm-up epoch
+            self.order = torch.arange(len(self.rows), device=self.device)
+            self.capture()
+
+    def capture(self) -> None:
+        t = self.torch
+        initial = {name: p.clone() for name, p in self.params.items()}
+        side = t.cuda.Stream()
+        side.wait_stream(t.cuda.current_stream())
+        with t.cuda.stream(side):
+            for _ in range(3):
+                self.run_epoch(self.order)
+        t.cuda.current_stream().wait_stream(side)
+        for name, p in self.params.items():
+            p.copy_(initial[name])
+        self.functional_adam.reset()
+        self.graph = t.cuda.CUDAGraph()
+        with t.cuda.graph(self.graph):
+            self.epoch_loss = self.run_epoch(self.order)
+
+    def run_epochs(self, epochs: int) -> None:
+        for _ in range(epochs):
+            self.order.copy_(self.torch.randperm(len(self.rows), device=self.device))
+            self.graph.replay()
+        self.loss = self.epoch_loss
+
+    @property
+    def details(self) -> dict[str, str]:
+        return {**super().details, "graphs": "one CUDA graph of the whole compiled epoch, one replay per epoch"}

@@ -1,0 +1,194 @@
+"""The catalogue of frameworks and their training-loop variants: the one list everything reads.
+
+The rules expand runs from it, the config check validates against it, the training driver refuses
+and skips by it, the backends implement what it names, the report orders its ladders and says what
+each rung removes from it, and a test holds the README's table to it. A new rung is one entry here
+plus its loop in the framework's backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEVICES = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class Framework:
+    """A framework the study trains with."""
+
+    name: str
+    image: str  # the key in the config's `images` of the image its steps run in
+    backend: str  # the module in tiny_mlp_bench.backends that implements its variants
+    probed: bool = False  # scripts/probe_fixed_costs.py measures its fixed costs
+    default: bool = True  # in the default study's config/config.yaml
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One rung of a framework's ladder; a framework's rungs are listed from the asker's loop down."""
+
+    framework: str
+    name: str
+    devices: tuple[str, ...]
+    removes: str  # what this rung takes away compared with the rung before it (Markdown)
+    default: bool = True  # in the default study's config/config.yaml
+
+    def runs_on(self, device: str) -> bool:
+        return device in self.devices
+
+    def why_not_on(self, device: str) -> str:
+        """Why this variant cannot run on ``device``, for a skipped record."""
+        where = " and ".join(self.devices)
+        return f"{self.framework} {self.name} runs on {where} only"
+
+
+FRAMEWORKS = (
+    Framework("torch", image="torch", backend="torch_loops", probed=True),
+    Framework("keras", image="keras", backend="keras_fit", probed=True),  # Keras on TensorFlow, as the asker ran it
+    # Keras on its other backends: the torch image has JAX and torch, and Keras beside them.
+    Framework("keras_jax", image="torch", backend="keras_fit"),
+    Framework("keras_torch", image="torch", backend="keras_fit", default=False),  # the full study's
+    Framework("numpy", image="torch", backend="numpy_reference"),
+    Framework("sklearn", image="torch", backend="sklearn_mlp"),
+    Framework("jax", image="torch", backend="jax_loops"),
+)
+
+VARIANTS = (
+    Variant("torch", "seed", DEVICES, "— (the asker's loop)"),
+    # batched_fetch and resident are in the full study only: the report's answer does not need them.
+    Variant(
+        "torch",
+        "batched_fetch",
+        DEVICES,
+        "data loading: 64 `__getitem__` calls and a `stack` per batch",
+        default=False,
+    ),
+    Variant("torch", "resident", DEVICES, "the DataLoader and the host-to-device copy of every batch", default=False),
+    Variant(
+        "torch",
+        "sync_free",
+        DEVICES,
+        "per-step gathers (one gather per epoch) and Adam's many small kernels (the fused Adam: one for all "
+        "parameters, where torch's default is a per-parameter loop on cpu and a multi-tensor foreach on cuda)",
+    ),
+    Variant(
+        "torch",
+        "compiled",
+        DEVICES,
+        "per-op dispatch and per-call overhead: forward, backward and Adam in one `torch.compile` graph, "
+        "up to 16 steps per call",
+        default=False,  # full study only: fused_epoch compiles the same step, and each cold compilation is ~1 min
+    ),
+    Variant("torch", "graphed", ("cuda",), "kernel launch latency: each step replays one captured CUDA graph"),
+    Variant(
+        "torch",
+        "fused_epoch",
+        DEVICES,
+        "per-step calls: the forward as broadcast products the compiler fuses (no matmul calls), the epoch's "
+        "gather and all its steps in one compiled call (on cpu with Inductor's C++ wrapper)",
+    ),
+    Variant(
+        "torch",
+        "graphed_epoch",
+        ("cuda",),
+        "per-step launches: the `fused_epoch` graph captured in one CUDA graph, one replay per epoch",
+    ),
+    Variant("keras", "seed", DEVICES, "— (the asker's `fit`)"),
+    Variant("keras", "xla", DEVICES, "TensorFlow op dispatch, by compiling the step with XLA", default=False),
+    Variant(
+        "keras",
+        "steps_per_execution",
+        DEVICES,
+        "per-step calls into the train function: one call per epoch",
+        default=False,  # full study only: the report's answer takes Keras's per-epoch cost from the Keras probe
+    ),
+    Variant(
+        "keras",
+        "epoch_blocks",
+        DEVICES,
+        "fit's fixed cost per epoch: 50 epochs per `fit` epoch from a `tf.data` pipeline of each epoch's own "
+        "permutation, a block's steps in one XLA-compiled call",
+    ),
+    Variant("keras_jax", "seed", DEVICES, "— (the asker's `fit`, Keras on JAX)"),
+    Variant(
+        "keras_jax",
+        "steps_per_execution",
+        DEVICES,
+        "per-step calls into the train function: one call per epoch",
+        default=False,
+    ),
+    # Keras on PyTorch allows steps_per_execution=1 only: its one rung is the asker's.
+    Variant("keras_torch", "seed", DEVICES, "— (the asker's `fit`, Keras on PyTorch)"),
+    Variant("numpy", "reference", ("cpu",), "the framework itself: hand-written forward, backward and Adam"),
+    Variant(
+        "numpy",
+        "fused",
+        ("cpu",),
+        "every per-operation call: forward, backward and Adam fused into one numba-compiled loop "
+        "(the arithmetic floor of the cpu rungs)",
+    ),
+    Variant(
+        "sklearn",
+        "mlp_regressor",
+        ("cpu",),
+        "— (scikit-learn's `MLPRegressor`, one `partial_fit` epoch per call: a linear output layer, "
+        "half the MSE, its own initialisation and shuffles)",
+    ),
+    Variant("jax", "seed", DEVICES, "— (the asker's loop shape in JAX and optax: one jitted step per batch)"),
+    Variant(
+        "jax",
+        "scan",
+        DEVICES,
+        "per-batch dispatch from Python: each block of 50 epochs in one jitted `lax.scan` over epochs and batches",
+    ),
+)
+
+
+class UnknownVariant(KeyError):
+    """A framework or variant the catalogue does not list."""
+
+
+def framework(name: str) -> Framework:
+    for found in FRAMEWORKS:
+        if found.name == name:
+            return found
+    raise UnknownVariant(f"unknown framework '{name}'; known: {', '.join(framework_names())}")
+
+
+def framework_names() -> list[str]:
+    return [f.name for f in FRAMEWORKS]
+
+
+def ladder(framework_name: str) -> list[Variant]:
+    """A framework's rungs in ladder order, the asker's loop first."""
+    return [v for v in VARIANTS if v.framework == framework_name]
+
+
+def variant_names(framework_name: str) -> list[str]:
+    return [v.name for v in ladder(framework_name)]
+
+
+def variant(framework_name: str, name: str) -> Variant:
+    for found in ladder(framework_name):
+        if found.name == name:
+            return found
+    raise UnknownVariant(
+        f"unknown {framework_name} variant '{name}'; known: {', '.join(variant_names(framework_name))}"
+    )
+
+
+def ladder_position(framework_name: str, name: str) -> int:
+    """Where a variant stands on its framework's ladder; unknown ones sort last."""
+    names = variant_names(framework_name)
+    return names.index(name) if name in names else len(names)
+
+
+def default_frameworks() -> list[str]:
+    """The frameworks the default study runs."""
+    return [f.name for f in FRAMEWORKS if f.default]
+
+
+def default_variants() -> dict[str, list[str]]:
+    """The variants the default study runs, per framework."""
+    return {f.name: [v.name for v in ladder(f.name) if v.default] for f in FRAMEWORKS}

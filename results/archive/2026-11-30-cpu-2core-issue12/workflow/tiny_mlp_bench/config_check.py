@@ -1,0 +1,64 @@
+"""Check a workflow config against its JSON schema and the catalogue, and say, key by key, what is wrong.
+
+Snakemake's own ``validate`` (which also fills defaults) reports one error with the whole
+config dumped; this finds every error first and names each key in one line.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+import jsonschema
+
+from tiny_mlp_bench import catalogue
+
+
+def config_errors(config: dict, schema: dict) -> list[str]:
+    """One message per problem, each naming the key; empty when the config is valid."""
+    known = sorted(schema.get("properties", {}))
+    messages = []
+    validator = jsonschema.Draft202012Validator(schema)
+    for error in sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.path]):
+        if error.validator == "additionalProperties":
+            for key in sorted(set(error.instance) - set(known)):
+                messages.append(f"config key '{key}' is not a known key; {hint(key, known)}")
+            continue
+        key = ".".join(str(p) for p in error.path) if error.path else "(top level)"
+        description = schema.get("properties", {}).get(str(error.path[0]) if error.path else "", {})
+        about = f" ({description['description']})" if "description" in description else ""
+        messages.append(f"config key '{key}': {error.message}{about}")
+    if not messages:
+        messages += catalogue_errors(config, schema)
+    return messages
+
+
+def hint(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}"
+
+
+def catalogue_errors(config: dict, schema: dict) -> list[str]:
+    """Frameworks and variants the catalogue does not list, and frameworks left without variants."""
+    frameworks = catalogue.framework_names()
+    messages = [
+        f"config key 'frameworks.{i}': '{name}' is not one of {frameworks}"
+        for i, name in enumerate(config.get("frameworks", []))
+        if name not in frameworks
+    ]
+    variants = config.get("variants", schema["properties"]["variants"]["default"])
+    for framework, names in variants.items():
+        if framework not in frameworks:
+            messages.append(f"config key 'variants.{framework}': '{framework}' is not one of {frameworks}")
+            continue
+        known = catalogue.variant_names(framework)
+        messages += [
+            f"config key 'variants.{framework}.{i}': '{name}' is not one of {known}"
+            for i, name in enumerate(names)
+            if name not in known
+        ]
+    messages += [
+        f"config key 'variants.{framework}': no variants listed, but '{framework}' is in frameworks"
+        for framework in config.get("frameworks", [])
+        if framework in frameworks and not variants.get(framework)
+    ]
+    return messages

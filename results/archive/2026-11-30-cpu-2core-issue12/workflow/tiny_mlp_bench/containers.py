@@ -1,0 +1,139 @@
+"""Steps in Docker or Podman images: find the engine and the image, and build the `<engine> run` command.
+
+Snakemake drives Apptainer itself (``--sdm apptainer``) but not Docker or Podman; with
+``container_engine: docker|podman`` each rule's command goes through scripts/container_run.py,
+which uses this module: it checks that the engine and the image exist (and says how to fix it when
+not), runs the command as the calling user with the directories mounted at the same paths,
+forwards the thread and Slurm variables, passes the engine's GPU flag for cuda steps only, and
+tells the step which engine and image ID it runs in so that its record can name them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+from functools import cache
+from pathlib import Path
+
+from tiny_mlp_bench.environment import ENGINE_ENV, IMAGE_ENV, IMAGE_ID_ENV, THREAD_ENV_PREFIXES
+
+ENGINES = ("docker", "podman")
+# Variables a step reads from its job's environment: thread counts and Slurm's job facts.
+FORWARDED_PREFIXES = (*THREAD_ENV_PREFIXES, "SLURM_", "SLURMD_NODENAME", "CUDA_VISIBLE_DEVICES")
+# Where Podman looks for CDI specs by default (containers.conf cdi_spec_dirs).
+CDI_SPEC_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
+GPU_FLAGS = {"docker": ["--gpus", "all"], "podman": ["--device", "nvidia.com/gpu=all"]}
+
+
+class ContainerError(Exception):
+    """The engine or the image is missing; the message says what to do."""
+
+
+def image_reference(image: str) -> str:
+    """An image name the engines understand: the config's Apptainer-style docker:// prefix dropped."""
+    if image.startswith("docker://"):
+        return image.removeprefix("docker://")
+    if "://" in image or image.endswith((".sif", ".simg")):
+        raise ContainerError(
+            f"image '{image}' is an Apptainer image, not one Docker or Podman can run: set the "
+            "config's images to registry names (docker://NAME:TAG or NAME:TAG)"
+        )
+    return image
+
+
+@cache
+def find_engine(engine: str) -> str:
+    """The engine's executable, or a ContainerError that names the package and the config key."""
+    path = shutil.which(engine)
+    if path is None:
+        raise ContainerError(
+            f"container_engine is '{engine}', but no '{engine}' command is on PATH: install it "
+            f"(Debian/Ubuntu: apt-get install {'docker.io' if engine == 'docker' else 'podman'}), "
+            "or set container_engine: none to run the steps in the local environment"
+        )
+    info = subprocess.run([path, "info"], capture_output=True, text=True)
+    if info.returncode != 0:
+        raise ContainerError(
+            f"container_engine is '{engine}', but `{engine} info` failed, so it cannot run containers "
+            f"(is its daemon or socket running?): {info.stderr.strip() or info.stdout.strip()}"
+        )
+    return path
+
+
+def image_id(engine: str, image: str) -> str:
+    """The local image's ID; a ContainerError naming the build command when it is not there."""
+    found = subprocess.run(
+        [find_engine(engine), "image", "inspect", "--format", "{{.Id}}", image_reference(image)],
+        capture_output=True,
+        text=True,
+    )
+    if found.returncode != 0 or not found.stdout.strip():
+        flavor = "cpu" if image.endswith("-cpu") else "cuda"
+        raise ContainerError(
+            f"image '{image_reference(image)}' is not in {engine}'s local images: build it with "
+            f"`make images ENGINE={engine} FLAVOR={flavor}` (or `{engine} pull` it), or point the "
+            f"config's images at one that exists ({engine} said: {found.stderr.strip() or 'nothing'})"
+        )
+    return found.stdout.strip()
+
+
+def gpu_flags(engine: str, cdi_dirs=CDI_SPEC_DIRS) -> tuple[list[str], str | None]:
+    """The engine's flag that hands the host's GPUs to the container, or ([], why not)."""
+    if engine == "podman":
+        specs = [p for d in cdi_dirs if d.is_dir() for p in sorted(d.iterdir()) if p.is_file()]
+        if not any("nvidia.com/gpu" in p.read_text(errors="replace") for p in specs):
+            return [], (
+                "no CDI spec for nvidia.com/gpu in " + " or ".join(map(str, cdi_dirs)) + " (make one with "
+                "`nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`)"
+            )
+    elif not (shutil.which("nvidia-container-runtime-hook") or shutil.which("nvidia-container-runtime")):
+        return [], "the NVIDIA Container Toolkit is not installed (Docker's --gpus needs it)"
+    return GPU_FLAGS[engine], None
+
+
+def forwarded_names(environ=os.environ) -> list[str]:
+    """Names of the set variables the step needs from its job's environment, sorted."""
+    return sorted(k for k in environ if k.startswith(FORWARDED_PREFIXES))
+
+
+def run_command(
+    engine: str,
+    image: str,
+    command: list[str],
+    mounts: list[Path],
+    gpu: list[str],
+    identity: str,
+    environ=os.environ,
+    uid: int | None = None,
+    gid: int | None = None,
+) -> list[str]:
+    """The full `<engine> run` command line for one step."""
+    uid = os.getuid() if uid is None else uid
+    gid = os.getgid() if gid is None else gid
+    # Files the step writes belong to the caller: rootless Podman maps the caller's uid only
+    # with keep-id; Docker and rootful Podman take the uid as it is.
+    user = ["--userns=keep-id"] if engine == "podman" and uid != 0 else []
+    user += ["--user", f"{uid}:{gid}"]
+    volumes = [arg for d in dict.fromkeys(m.resolve() for m in mounts) for arg in ("--volume", f"{d}:{d}")]
+    env = [arg for name in forwarded_names(environ) for arg in ("--env", name)]
+    env += ["--env", f"{ENGINE_ENV}={engine}", "--env", f"{IMAGE_ENV}={image}", "--env", f"{IMAGE_ID_ENV}={identity}"]
+    # No network: a step reads its inputs from the mounts and must not download anything.
+    return [
+        engine,
+        "run",
+        "--rm",
+        "--network=none",
+        # The machine's name, not the container's: the report groups runs by host.
+        "--hostname",
+        socket.gethostname(),
+        *user,
+        *volumes,
+        "--workdir",
+        str(Path.cwd().resolve()),
+        *env,
+        *gpu,
+        image,
+        *command,
+    ]

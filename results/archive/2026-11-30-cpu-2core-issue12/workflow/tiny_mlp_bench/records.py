@@ -1,0 +1,114 @@
+"""Run, sweep and probe records: JSON files validated against their schemas (*_record.schema.json here)."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import jsonschema
+import referencing
+
+from tiny_mlp_bench.atomic import write_text_atomic
+
+HERE = Path(__file__).parent
+RUN_SCHEMA = "run_record.schema.json"
+SWEEP_SCHEMA = "sweep_record.schema.json"
+PROBE_SCHEMA = "probe_record.schema.json"
+RECORD_TYPE = "tiny-mlp-bench.run"
+SWEEP_RECORD_TYPE = "tiny-mlp-bench.sweep"
+# 2: environment.container became {engine, image, image_id}.
+# 3: timings hold phases_s and blocks of epochs (block_s, block_epochs) instead of flat phase keys
+#    and epoch_s.
+# 4: a load block (load average and CPU clock before and after, peak memory). Older records are
+#    upgraded on reading.
+# 5: parameters.init says how the shared initial weights were drawn and how many dead draws were
+#    skipped (null before).
+SCHEMA_VERSION = 5
+CONTAINER_ENGINES = ("docker", "podman", "apptainer")
+
+
+class RecordError(Exception):
+    """A record is unreadable or does not match its schema."""
+
+
+@cache
+def _validator(schema_name: str) -> jsonschema.Draft202012Validator:
+    # The sweep and probe schemas borrow the run schema's environment and load blocks by file name.
+    registry = referencing.Registry().with_resources(
+        (name, referencing.Resource.from_contents(json.loads((HERE / name).read_text())))
+        for name in (RUN_SCHEMA, SWEEP_SCHEMA, PROBE_SCHEMA)
+    )
+    return jsonschema.Draft202012Validator({"$ref": schema_name}, registry=registry)
+
+
+def run_id(framework: str, device: str, variant: str, repeat: int) -> str:
+    """The record's identity and file stem, as in results/runs/<run_id>.json."""
+    return f"{framework}-{device}-{variant}-{repeat}"
+
+
+def validate_record(record: dict, source: str = "run record", schema_name: str = RUN_SCHEMA) -> dict:
+    """Return ``record`` if it matches the schema; else raise RecordError naming the field."""
+    errors = _validator(schema_name).iter_errors(record)
+    error = next(iter(sorted(errors, key=lambda e: [str(p) for p in e.path])), None)
+    if error is not None:
+        where = "/".join(str(p) for p in error.path) or "(top level)"
+        raise RecordError(f"{source}: field {where}: {error.message}")
+    return record
+
+
+def write_record(record: dict, path: Path, schema_name: str = RUN_SCHEMA) -> None:
+    """Validate and write a record atomically, keys sorted so equal records give equal bytes."""
+    validate_record(record, str(path), schema_name)
+    write_text_atomic(path, json.dumps(record, indent=2, sort_keys=True, allow_nan=False) + "\n")
+
+
+def read_record(path: Path, schema_name: str = RUN_SCHEMA) -> dict:
+    """Read and validate one record file; errors name the file."""
+    try:
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise RecordError(f"{path}: not a readable JSON record ({err}); delete it to rerun that job") from err
+    return validate_record(upgrade(record), str(path), schema_name)
+
+
+def upgrade(record: dict) -> dict:
+    """An older record in today's shape; anything else is returned as it is, for the schema to judge."""
+    if (
+        not isinstance(record, dict)
+        or record.get("record_type") not in (RECORD_TYPE, SWEEP_RECORD_TYPE)
+        or record.get("schema_version") not in (1, 2, 3, 4)
+    ):
+        return record
+    environment = record.get("environment")
+    container = environment.get("container") if isinstance(environment, dict) else None
+    if record["schema_version"] == 1 and isinstance(container, str):
+        # Version 1's container was one string: the image, or '<engine> (image not named)'.
+        engine, _, rest = container.partition(" ")
+        if engine in CONTAINER_ENGINES and rest == "(image not named)":
+            environment["container"] = {"engine": engine, "image": None, "image_id": None}
+        else:  # version 1 named only Apptainer's image file (or TINY_MLP_BENCH_IMAGE, never set then)
+            environment["container"] = {"engine": "apptainer", "image": container, "image_id": None}
+    timings = record.get("timings")
+    if record.get("record_type") == RECORD_TYPE and isinstance(timings, dict) and "import_s" in timings:
+        # Versions 1 and 2 timed one epoch per block and kept each phase under its own key.
+        phases = {
+            name: timings.pop(f"{name}_s") for name in ("import", "setup", "fit", "predict") if f"{name}_s" in timings
+        }
+        timings["phases_s"] = phases
+        if "epoch_s" in timings:
+            timings["block_s"] = timings.pop("epoch_s")
+            timings["block_epochs"] = [1] * len(timings["block_s"])
+    record.setdefault("load", None)  # not measured before version 4
+    if record.get("record_type") == RECORD_TYPE and isinstance(record.get("parameters"), dict):
+        record["parameters"].setdefault("init", None)  # not recorded before version 5
+    record["schema_version"] = SCHEMA_VERSION
+    return record
+
+
+def write_sweep(record: dict, path: Path) -> None:
+    write_record(record, path, SWEEP_SCHEMA)
+
+
+def read_sweep(path: Path) -> dict:
+    return read_record(path, SWEEP_SCHEMA)

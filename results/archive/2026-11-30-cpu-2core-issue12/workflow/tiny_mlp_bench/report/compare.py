@@ -1,0 +1,74 @@
+"""This study against an archived one, rung by rung: did a new torch, driver or machine make it faster?
+
+Each side's runs are summarised as the report summarises them (median steady-state step over the
+repeats, with its min-max). A rung's change is flagged only where the two sides' min-max ranges do
+not overlap: inside the spread of the repeats a difference is noise. With a single run on either
+side there is no spread to judge by, and the rung is not judged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from tiny_mlp_bench.records import RecordError, read_record
+from tiny_mlp_bench.report.model import run_row, summarize
+
+SIDES = ("this", "archive")
+
+
+@dataclass(frozen=True)
+class RungChange:
+    """One rung as measured on both sides; ``ratio`` is this side's step over the archive's."""
+
+    pair: str
+    variant: str
+    this: tuple[float, float, float, int] | None  # median, min, max step (s) and runs timed
+    archive: tuple[float, float, float, int] | None
+
+    @property
+    def ratio(self) -> float | None:
+        return self.this[0] / self.archive[0] if self.this and self.archive else None
+
+    @property
+    def verdict(self) -> str:
+        if self.this is None or self.archive is None:
+            return f"only in {'the archive' if self.this is None else 'this study'}"
+        if min(self.this[3], self.archive[3]) < 2:
+            return "not judged: one run, no spread"
+        if self.this[2] < self.archive[1]:
+            return "faster"
+        if self.this[1] > self.archive[2]:
+            return "slower"
+        return "within the noise"
+
+
+def read_runs(folder: Path) -> list[dict]:
+    """Every run record in ``folder`` (a study's results/runs or an archive's runs/)."""
+    paths = sorted(folder.glob("*.json"))
+    if not paths:
+        raise RecordError(f"{folder}: no run records (*.json) here")
+    return [read_record(path) for path in paths]
+
+
+def step_spread(records: list[dict]) -> dict[tuple[str, str], tuple[float, float, float, int]]:
+    """Per (pair, variant): the median, min and max steady-state step over completed runs, and their count."""
+    runs = pd.DataFrame([run_row(r, "") for r in records])
+    summary = summarize(runs).dropna(subset=["step_s"])
+    return {(s.pair, s.variant): (s.step_s, s.step_min_s, s.step_max_s, int(s.runs)) for s in summary.itertuples()}
+
+
+def compare(this: list[dict], archive: list[dict]) -> list[RungChange]:
+    """Every rung timed on either side, in this study's ladder order, then the archive's leftovers."""
+    ours, theirs = step_spread(this), step_spread(archive)
+    keys = list(ours) + [key for key in theirs if key not in ours]
+    return [RungChange(pair, variant, ours.get((pair, variant)), theirs.get((pair, variant))) for pair, variant in keys]
+
+
+def versions(records: list[dict]) -> str:
+    """The framework versions and machines a side's records name, for the comparison's heading."""
+    found = sorted({f"{k} {v}" for r in records for k, v in r["environment"]["versions"].items()})
+    hosts = sorted({f"{r['environment']['cpu_model']} ({r['environment']['gpu_name'] or 'no GPU'})" for r in records})
+    return f"{'; '.join(hosts)}; {', '.join(found)}"

@@ -1,0 +1,63 @@
+"""The crossover map: where, per hidden width, cuda's per-step time first drops below cpu's.
+
+From the sweep records: each device's status and measured matmul rate, the measured points as one
+table, per width and batch size the seconds per step on each device, and the crossovers. Numbers only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """Where, at one hidden width, cuda's per-step time first drops below cpu's."""
+
+    hidden_units: int
+    batch_size: int | None  # smallest batch where cuda wins; None if it never does in the grid
+    largest_batch: int
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """Whether a device's sweep measured, and why not."""
+
+    device: str
+    status: str
+    reason: str | None
+
+
+def sweep_frame(sweeps: list[dict]) -> pd.DataFrame:
+    """One row per measured sweep point: device, batch_size, hidden_units, step_s."""
+    rows = [
+        {"device": s["device"], **{k: p[k] for k in ("batch_size", "hidden_units", "step_s")}}
+        for s in sweeps
+        if s["status"] == "ok"
+        for p in s["points"]
+    ]
+    return pd.DataFrame(rows, columns=["device", "batch_size", "hidden_units", "step_s"])
+
+
+def sweep_table(points: pd.DataFrame) -> pd.DataFrame:
+    """Per width and batch size, each device's seconds per step and cpu over cuda."""
+    wide = points.pivot_table(index=["hidden_units", "batch_size"], columns="device", values="step_s")
+    devices = [d for d in ("cpu", "cuda") if d in wide.columns]
+    table = wide[devices].rename(columns={d: f"{d}_step_s" for d in devices}).reset_index()
+    table.columns.name = None
+    table["cpu_over_cuda"] = wide["cpu"].to_numpy() / wide["cuda"].to_numpy() if len(devices) == 2 else float("nan")
+    return table
+
+
+def crossovers(points: pd.DataFrame) -> tuple[Crossover, ...]:
+    """For each width measured on both devices, the smallest batch size at which cuda is faster."""
+    wide = points.pivot_table(index=["hidden_units", "batch_size"], columns="device", values="step_s")
+    if not {"cpu", "cuda"} <= set(wide.columns):
+        return ()
+    found = []
+    for width, rows in wide.dropna().groupby(level="hidden_units"):
+        batches = rows.index.get_level_values("batch_size")
+        wins = [b for b, cpu, cuda in zip(batches, rows["cpu"], rows["cuda"], strict=True) if cuda < cpu]
+        found.append(Crossover(int(width), int(min(wins)) if wins else None, int(max(batches))))
+    return tuple(found)

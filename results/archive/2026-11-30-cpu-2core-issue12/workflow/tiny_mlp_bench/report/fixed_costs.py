@@ -1,0 +1,139 @@
+"""The fixed costs the probes measured, and the floor each device's rungs are judged against.
+
+A step of the question's network does about 24,000 floating-point operations: at any modern chip's
+rate that is a fraction of a microsecond, five orders under every measured step, so a FLOP count says
+nothing about this workload. A tiny step is bound by what each op, launch and call costs whatever its
+size. So the floors are of that kind:
+
+- cpu: the measured time per step of the numpy ``fused`` rung, forward, backward and Adam in one
+  numba-compiled loop: what the arithmetic costs on this CPU when every per-op call is gone.
+- cuda: the kernels the asker's step runs (counted by torch's profiler) times the cost of one kernel
+  inside a CUDA graph: what the step's kernels cost when launching them costs nothing more.
+
+Numbers only: no wording and no formatting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+US = 1e-6
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The least a step can cost on a device, and how that was found."""
+
+    device: str
+    step_s: float
+    kind: str  # "fused": the cpu floor rung's time; "kernels": kernels per step x in-graph kernel cost
+    kernels: int | None = None
+    kernel_s: float | None = None
+
+
+@dataclass(frozen=True)
+class FixedCosts:
+    """One device's probe numbers, in seconds; None where not measured there."""
+
+    device: str
+    eager_op_s: float | None = None  # one small eager torch op
+    ops_per_step: int | None = None  # the asker's step: kernels on cuda, leaf aten ops on cpu
+    seed_step_s: float | None = None  # the asker's step on a batch already on the device
+    sync_s: float | None = None  # an empty torch.cuda.synchronize()
+    graph_replay_s: float | None = None  # replay of a one-kernel CUDA graph
+    graph_kernel_s: float | None = None  # one kernel inside a graph of many
+    keras_epoch_s: float | None = None  # the fixed cost of one Keras fit epoch
+    keras_step_s: float | None = None  # a step inside Keras fit
+    keras_steps_per_epoch: int | None = None
+    fused_call_s: float | None = None  # one compiled call of torch's fused_epoch rung: an epoch of steps
+    fused_kernel_s: float | None = None  # the part of that call inside its one fused kernel
+    fused_steps_per_call: int | None = None
+
+
+@dataclass(frozen=True)
+class Initialisation:
+    """How often the asker's initialisation is dead at start on this dataset (torch-cpu probe)."""
+
+    draws: int
+    dead: int
+
+    @property
+    def share(self) -> float:
+        return self.dead / self.draws
+
+
+@dataclass(frozen=True)
+class ProbeStatus:
+    """A probe that did not measure: its framework, device, status and why."""
+
+    framework: str
+    device: str
+    status: str
+    reason: str | None
+
+
+def microseconds(block: dict | None, key: str = "value_us") -> float | None:
+    return None if block is None or block.get(key) is None else block[key] * US
+
+
+def fixed_costs(probes: list[dict]) -> dict[str, FixedCosts]:
+    """Per device, what the completed probes measured."""
+    found: dict[str, dict] = {}
+    for probe in probes:
+        if probe["status"] != "ok":
+            continue
+        m, costs = probe["measurements"], found.setdefault(probe["device"], {})
+        if probe["framework"] == "torch":
+            step = m.get("seed_step") or {}
+            costs |= {
+                "eager_op_s": microseconds(m.get("eager_op_us")),
+                "ops_per_step": step.get("kernels_per_step", step.get("leaf_aten_ops_per_step")),
+                "seed_step_s": microseconds(step),
+                "sync_s": microseconds(m.get("sync_empty_us")),
+                "graph_replay_s": microseconds(m.get("graph_replay_1kernel_us")),
+                "graph_kernel_s": microseconds(m.get("graph_kernel_inside_us")),
+            }
+            if call := m.get("fused_epoch_call"):
+                costs |= {
+                    "fused_call_s": microseconds(call),
+                    "fused_kernel_s": microseconds(call, "kernel_us"),
+                    "fused_steps_per_call": call["steps_per_call"],
+                }
+        elif probe["framework"] == "keras" and "fit_epoch" in m:
+            epoch = m["fit_epoch"]
+            costs |= {
+                "keras_epoch_s": microseconds(epoch, "fixed_per_epoch_us"),
+                "keras_step_s": microseconds(epoch, "per_step_us"),
+                "keras_steps_per_epoch": epoch["steps_per_epoch"],
+            }
+    return {device: FixedCosts(device, **costs) for device, costs in sorted(found.items())}
+
+
+def initialisation(probes: list[dict]) -> Initialisation | None:
+    for probe in probes:
+        init = probe["measurements"].get("initialisation") if probe["status"] == "ok" else None
+        if init:
+            return Initialisation(init["draws"], init["dead"])
+    return None
+
+
+def not_measured(probes: list[dict]) -> tuple[ProbeStatus, ...]:
+    return tuple(
+        ProbeStatus(p["framework"], p["device"], p["status"], p["reason"]) for p in probes if p["status"] != "ok"
+    )
+
+
+def floors(summary: pd.DataFrame, costs: dict[str, FixedCosts]) -> dict[str, Floor]:
+    """Each device's floor: the cpu floor rung's median step, and cuda's kernels x in-graph kernel cost."""
+    found = {}
+    fused = summary[(summary["pair"] == "numpy-cpu") & (summary["variant"] == "fused")]["step_s"].dropna()
+    if len(fused):
+        found["cpu"] = Floor("cpu", float(fused.iloc[0]), "fused")
+    cuda = costs.get("cuda")
+    if cuda and cuda.ops_per_step and cuda.graph_kernel_s:
+        found["cuda"] = Floor(
+            "cuda", cuda.ops_per_step * cuda.graph_kernel_s, "kernels", cuda.ops_per_step, cuda.graph_kernel_s
+        )
+    return found

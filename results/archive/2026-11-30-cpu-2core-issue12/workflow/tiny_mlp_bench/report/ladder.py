@@ -1,0 +1,218 @@
+"""The variant ladders per framework-device pair, the floors under them and the targets judged from them.
+
+ladders() turns the per-pair, per-variant summary (model.summarize) into one Ladder per pair: its rungs
+with per-step medians, speed-ups and spread, and how far each is above its device's floor
+(fixed_costs.py). judge() measures a TargetSpec against the ladders; epoch_floors() states what a Keras step costs
+with a single train-function call per epoch. Numbers only: no wording and no formatting.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor
+
+# A spread above this coefficient of variation makes a comparison unreliable.
+CV_WARNING = 0.10
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """One of the study's speed targets: a rung of ``pair`` against a baseline rung.
+
+    kind "speedup": baseline time / rung time ≥ goal; kind "within": rung time / baseline time ≤ goal.
+    variant None means the pair's fastest rung other than seed.
+    """
+
+    kind: str
+    pair: str
+    variant: str | None
+    goal: float
+    baseline_pair: str
+    baseline_variant: str
+
+
+TARGETS = (
+    TargetSpec("speedup", "torch-cpu", None, 5.0, "torch-cpu", "seed"),
+    TargetSpec("within", "torch-cpu", None, 1.5, "numpy-cpu", "reference"),
+    TargetSpec("within", "torch-cpu", None, 3.0, "numpy-cpu", "fused"),
+    TargetSpec("speedup", "keras-cpu", None, 10.0, "keras-cpu", "seed"),
+    TargetSpec("speedup", "keras-cuda", None, 10.0, "keras-cuda", "seed"),
+    TargetSpec("speedup", "torch-cuda", None, 50.0, "torch-cuda", "seed"),
+)
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One variant on a pair's ladder: per-step medians over repeats, speed-ups and spread."""
+
+    pair: str
+    framework: str
+    variant: str
+    step_s: float
+    step_min_s: float
+    step_max_s: float
+    cv: float  # NaN with fewer than two timed repeats
+    vs_seed: float | None
+    vs_previous: float | None
+    first_block_excess_s: float | None
+    one_time_s: float | None  # set-up plus the first block's excess: what a run pays once, whatever its epochs
+    beats_seed_from: int | None  # the fewest epochs at which its time to result beats seed's; None: never
+    runs: int
+    converged: int
+    above_floor: float | None  # step time over the device's floor
+
+    @property
+    def noisy(self) -> bool:
+        return bool(self.cv > CV_WARNING)
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """A pair's rungs in ladder order, and its device's floor (None where not measured)."""
+
+    pair: str
+    device: str
+    floor: Floor | None
+    rungs: tuple[Rung, ...]
+
+    def rung(self, variant: str) -> Rung | None:
+        return next((r for r in self.rungs if r.variant == variant), None)
+
+    def fastest(self, exclude: tuple[str, ...] = ()) -> Rung | None:
+        timed = [r for r in self.rungs if r.variant not in exclude and pd.notna(r.step_s)]
+        return min(timed, key=lambda r: r.step_s) if timed else None
+
+    @property
+    def from_seed(self) -> bool:
+        """Whether the ladder starts at the asker's loop and climbs at least one rung."""
+        return len(self.rungs) > 1 and self.rungs[0].variant == "seed"
+
+    @property
+    def biggest_rung(self) -> Rung:
+        return max(self.rungs[1:], key=lambda r: r.vs_previous)
+
+    @property
+    def slower_rungs(self) -> list[Rung]:
+        """Rungs slower than the rung before them."""
+        return [r for r in self.rungs[1:] if r.vs_previous is not None and r.vs_previous < 1]
+
+
+@dataclass(frozen=True)
+class EpochFloor:
+    """A Keras pair's step time with one train-function call per epoch, against its seed."""
+
+    pair: str
+    step_s: float
+    vs_seed: float
+    tenfold_step_s: float  # the step time a ten-fold speed-up over seed would need
+
+
+@dataclass(frozen=True)
+class Target:
+    """A target as measured on one machine; rung and baseline are None when not measured."""
+
+    spec: TargetSpec
+    rung: Rung | None
+    baseline: Rung | None
+    ratio: float | None
+    met: bool | None
+    bound: float | None = None  # for a speed-up, the most the device's floor allows: baseline / floor
+    # For torch-cpu fused_epoch against the floor: its probed call per step, split into the fused
+    # kernel and the rest of the call (Dynamo's guards, the wrapper), each in seconds per step.
+    call_parts: tuple[float, float] | None = None
+
+
+def one_time_s(setup_s: float, first_block_excess_s: float) -> float | None:
+    found = setup_s + first_block_excess_s
+    return None if pd.isna(found) else float(found)
+
+
+def break_even_epochs(rung_once: float, rung_epoch: float, seed_once: float, seed_epoch: float) -> int | None:
+    """The fewest epochs from which on a rung's time to result stays below seed's; None if it falls behind for good.
+
+    Time to result ≈ one-time cost + epochs x epoch time, so the lines cross once at most.
+    """
+    extra_once, saved_per_epoch = rung_once - seed_once, seed_epoch - rung_epoch
+    if saved_per_epoch <= 0:
+        return 1 if extra_once < 0 and saved_per_epoch == 0 else None
+    return max(1, math.floor(extra_once / saved_per_epoch) + 1)
+
+
+def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ...]:
+    """For each pair that has completed runs, its rungs in ladder order with speed-ups and times above floor."""
+    found = []
+    for pair, rows in summary.groupby("pair", sort=False):
+        first = rows.iloc[0]
+        floor = floors.get(first.device)
+        seed_rows = rows[rows["variant"] == "seed"]
+        seed = seed_rows.iloc[0] if len(seed_rows) else None
+        seed_step = seed.step_s if seed is not None else None
+        seed_once = one_time_s(seed.setup_s, seed.first_block_excess_s) if seed is not None else None
+        rungs, previous = [], None
+        for row in rows.itertuples(index=False):
+            once, beats = one_time_s(row.setup_s, row.first_block_excess_s), None
+            timed = pd.notna(row.step_s) and seed_step is not None and pd.notna(seed_step)
+            if once is not None and seed_once is not None and timed and row.variant != "seed":
+                per_epoch = row.steps_per_epoch
+                beats = break_even_epochs(once, row.step_s * per_epoch, seed_once, seed_step * per_epoch)
+            rungs.append(
+                Rung(
+                    pair=pair,
+                    framework=row.framework,
+                    variant=row.variant,
+                    step_s=row.step_s,
+                    step_min_s=row.step_min_s,
+                    step_max_s=row.step_max_s,
+                    cv=row.step_cv,
+                    vs_seed=seed_step / row.step_s if seed_step else None,
+                    vs_previous=previous / row.step_s if previous else None,
+                    first_block_excess_s=None if pd.isna(row.first_block_excess_s) else row.first_block_excess_s,
+                    one_time_s=once,
+                    beats_seed_from=beats,
+                    runs=int(row.runs),
+                    converged=int(row.converged),
+                    above_floor=row.step_s / floor.step_s if floor and pd.notna(row.step_s) else None,
+                )
+            )
+            previous = row.step_s
+        found.append(Ladder(pair, first.device, floor, tuple(rungs)))
+    return tuple(found)
+
+
+def judge(spec: TargetSpec, by_pair: dict[str, Ladder], costs: dict[str, FixedCosts] | None = None) -> Target:
+    """A target judged from the per-step medians; ``costs`` (the probes) explain a compiled rung against the floor."""
+    ladder, base_ladder = by_pair.get(spec.pair), by_pair.get(spec.baseline_pair)
+    rung = None
+    if ladder is not None:
+        rung = ladder.rung(spec.variant) if spec.variant else ladder.fastest(exclude=("seed",))
+    baseline = base_ladder.rung(spec.baseline_variant) if base_ladder else None
+    if rung is None or baseline is None:
+        return Target(spec, rung, baseline, None, None)
+    if spec.kind == "speedup":
+        ratio = baseline.step_s / rung.step_s
+        # The cpu floor is arithmetic, any framework's; the cuda floor counts the asker's torch kernels.
+        floor = ladder.floor
+        applies = floor is not None and (floor.kind == "fused" or spec.pair.startswith("torch"))
+        bound = baseline.step_s / floor.step_s if applies else None
+        return Target(spec, rung, baseline, ratio, bool(ratio >= spec.goal), bound)
+    ratio = rung.step_s / baseline.step_s
+    cpu = (costs or {}).get("cpu")
+    parts = None
+    if rung.variant == "fused_epoch" and spec.baseline_variant == "fused" and cpu and cpu.fused_call_s:
+        kernel = cpu.fused_kernel_s / cpu.fused_steps_per_call
+        parts = (kernel, cpu.fused_call_s / cpu.fused_steps_per_call - kernel)
+    return Target(spec, rung, baseline, ratio, bool(ratio <= spec.goal), call_parts=parts)
+
+
+def epoch_floors(found: tuple[Ladder, ...]) -> tuple[EpochFloor, ...]:
+    """Why Keras cannot get much faster per step: a step's cost with a single call per epoch."""
+    floors = []
+    for ladder in found:
+        seed, one_call = ladder.rung("seed"), ladder.rung("steps_per_execution")
+        if ladder.pair.startswith("keras") and seed and one_call:
+            floors.append(EpochFloor(ladder.pair, one_call.step_s, one_call.vs_seed, seed.step_s / 10))
+    return tuple(floors)

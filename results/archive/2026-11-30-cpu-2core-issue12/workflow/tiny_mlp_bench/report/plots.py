@@ -1,0 +1,195 @@
+"""The report's charts, drawn from the report model as PNG files without timestamps (same data, same bytes).
+
+plot_seed_times: whole-run wall time of the question's pairs beside the asker's; plot_ladders: every rung's time
+per optimiser step, cpu and cuda side by side; plot_crossover: the sweep's time per step over batch size and width.
+The asker's per-step times are the asker's wall times spread over the asker's steps (asker_step_s).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from tiny_mlp_bench.atomic import atomic_path
+from tiny_mlp_bench.report.ladder import Ladder
+from tiny_mlp_bench.report.model import ASKER_SECONDS, ASKER_STEPS, Machine
+
+# A colour per framework, for its rungs and the asker's lines.
+FRAMEWORK_COLOURS = {
+    **{"torch": "#ff7f0e", "keras": "#2ca02c", "keras_jax": "#bcbd22", "keras_torch": "#17becf"},
+    **{"numpy": "#1f77b4", "sklearn": "#9467bd", "jax": "#d62728"},
+}
+DEVICES = ("cpu", "cuda")
+
+
+def asker_step_s(pair: str) -> float | None:
+    """The asker's wall time for ``pair`` over the asker's 12,000 steps; None where the asker has none.
+
+    An upper bound on the asker's step: the wall time also holds model build, device set-up and predictions.
+    """
+    seconds = ASKER_SECONDS.get(pair)
+    return None if seconds is None else seconds / ASKER_STEPS
+
+
+def save(fig, path: Path) -> None:
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", metadata={"Software": None})
+    plt.close(fig)
+
+
+def plot_seed_times(machines: tuple[Machine, ...], path: Path) -> None:
+    """Median wall time per run of each question pair (seed variant) per machine, min-max whiskers, the asker's
+    beside: whole runs, from the start of the fit to the predictions, not steps."""
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    pairs = list(ASKER_SECONDS)
+    width = 0.8 / (1 + len(machines))
+    colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
+    for i, pair in enumerate(pairs):
+        left = i - 0.4 + width / 2
+        ax.bar(left, ASKER_SECONDS[pair], width, color="#bbbbbb", label="asker")
+        for j, machine in enumerate(machines, 1):
+            label = "this run" if len(machines) == 1 else machine.label
+            timed = {q.pair: q for q in machine.question if q.timed}
+            if pair in timed:
+                q = timed[pair]
+                err = [[q.median_s - q.min_s], [q.max_s - q.median_s]]
+                ax.bar(
+                    left + j * width,
+                    q.median_s,
+                    width,
+                    yerr=err,
+                    capsize=3,
+                    color=colours[(j - 1) % 6],
+                    label=f"{label} (median, min–max)",
+                )
+            else:
+                ax.text(left + j * width, 0.3, "no timed\nrun", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(pairs)), pairs)
+    ax.set_xlabel("framework-device pair")
+    ax.set_ylabel("wall time per run (s), fit start to predictions")
+    ax.set_title("Seed experiment: wall time per run, per framework-device pair")
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))  # one legend entry per label, not per bar
+    ax.legend(unique.values(), unique.keys())
+    save(fig, path)
+
+
+def ladder_panel(ax, ladders: list[Ladder], device: str, parameters: dict | None, slots: int) -> None:
+    """One device's rungs as horizontal bars, grouped by pair, top to bottom, with the asker's lines; ``slots``
+    rows of room, so that every panel's bars are as thick."""
+    rows = [r for ladder in ladders for r in ladder.rungs if pd.notna(r.step_s)]
+    pairs = [p for p in ASKER_SECONDS if p.endswith(f"-{device}")] if parameters else []
+    for y, r in enumerate(rows):
+        err = [[(r.step_s - r.step_min_s) * 1e6], [(r.step_max_s - r.step_s) * 1e6]]
+        colour = FRAMEWORK_COLOURS.get(r.framework, "#7f7f7f")
+        ax.barh(y, r.step_s * 1e6, 0.7, xerr=err, capsize=2, color=colour, error_kw={"linewidth": 0.8})
+        ax.text(r.step_max_s * 1e6 * 1.15, y, f"{r.step_s * 1e6:,.0f}", va="center", fontsize=7)
+    ax.set_yticks(range(len(rows)), [f"{r.pair} · {r.variant}" for r in rows], fontsize=8)
+    if not rows:
+        ax.set_yticks([])
+        ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes, color="#555555")
+    ax.set_ylim(max(slots, 1) - 0.5, -0.5)  # first rung on top
+    for i, pair in enumerate(pairs):
+        step_us = asker_step_s(pair) * 1e6
+        ys = [y for y, r in enumerate(rows) if r.pair == pair]
+        span = (min(ys) - 0.45, max(ys) + 0.45) if ys else ax.get_ylim()
+        colour = FRAMEWORK_COLOURS.get(pair.split("-")[0], "#7f7f7f")
+        style = ("--", ":")[i % 2]
+        ax.vlines(step_us, *span, colors=colour, linestyles=style, label=f"asker, {pair}: {step_us:,.0f} µs")
+    if pairs:
+        ax.legend(fontsize=7, loc="best")
+
+
+def plot_ladders(machines: tuple[Machine, ...], path: Path, parameters: dict | None = None) -> None:
+    """Each rung's median time per optimiser step (min-max whiskers over repeats), log scale: a row of panels per
+    machine, one panel per device, rungs grouped by pair in ladder order.
+
+    With ``parameters`` (Report.parameters), each of the asker's pairs gets a line at the asker's per-step time
+    (asker_step_s), across its pair's rungs, or the whole panel where the pair has none.
+    """
+    devices = [*DEVICES, *sorted({ladder.device for m in machines for ladder in m.ladders} - set(DEVICES))]
+    rows = max(1, len(machines))
+    most = max(
+        (sum(len(ladder.rungs) for ladder in m.ladders if ladder.device == d) for m in machines for d in devices),
+        default=0,
+    )
+    fig, axes = plt.subplots(
+        rows,
+        len(devices),
+        figsize=(5.5 * len(devices), rows * max(2.5, 0.32 * most + 1.4)),
+        dpi=100,
+        sharex=True,
+        squeeze=False,
+    )
+    values = [r.step_min_s for m in machines for ladder in m.ladders for r in ladder.rungs if pd.notna(r.step_s)]
+    values += [r.step_max_s for m in machines for ladder in m.ladders for r in ladder.rungs if pd.notna(r.step_s)]
+    if parameters:
+        values += [asker_step_s(p) for p in ASKER_SECONDS if p.split("-")[1] in devices]
+    for row, machine in enumerate(machines):
+        for col, device in enumerate(devices):
+            ax = axes[row][col]
+            found = [ladder for ladder in machine.ladders if ladder.device == device]
+            ladder_panel(ax, found, device, parameters, most)
+            ax.set_title(device if len(machines) == 1 else f"{machine.label}: {device}", fontsize=10)
+    if not machines:
+        for ax in axes[0]:
+            ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes)
+    for ax in axes[-1]:
+        ax.set_xscale("log")
+        if values:
+            ax.set_xlim(min(values) * 1e6 / 2, max(values) * 1e6 * 4)
+        ax.set_xlabel("µs per optimiser step (median, min–max), log scale")
+    fig.suptitle("Variant ladder: time per optimiser step of every rung, cpu and cuda side by side", fontsize=11)
+    save(fig, path)
+
+
+def plot_crossover(points: pd.DataFrame, path: Path, parameters: dict | None = None) -> None:
+    """Time per optimiser step against batch size, one colour per width, solid cpu and dashed cuda.
+
+    ``points`` is the report's sweep_points: device, batch_size, hidden_units, step_s. With ``parameters``
+    (Report.parameters), stars mark the asker's run: at its batch size, the asker's per-step time on each device
+    (asker_step_s of torch-cpu and torch-cuda), at its width (given in the legend).
+    """
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    widths = sorted(points["hidden_units"].unique())
+    for i, width in enumerate(widths):
+        for device, style in (("cpu", "-o"), ("cuda", "--s")):
+            rows = points[(points["hidden_units"] == width) & (points["device"] == device)]
+            if not rows.empty:
+                rows = rows.sort_values("batch_size")
+                ax.plot(
+                    rows["batch_size"],
+                    rows["step_s"] * 1e3,
+                    style,
+                    color=colours[i % len(colours)],
+                    label=f"{device}, width {width}",
+                )
+    if parameters and not points.empty:
+        for device, face in (("cpu", "black"), ("cuda", "white")):
+            ax.plot(
+                parameters["batch_size"],
+                asker_step_s(f"torch-{device}") * 1e3,
+                "*",
+                markersize=14,
+                markerfacecolor=face,
+                markeredgecolor="black",
+                linestyle="none",
+                label=f"asker's run ({device}), width {parameters['hidden_units']}",
+            )
+    if points.empty:
+        ax.text(0.5, 0.5, "no sweep points measured", ha="center", va="center", transform=ax.transAxes)
+    else:
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.legend(fontsize=8)
+    ax.set_xlabel("batch size")
+    ax.set_ylabel("ms per training step (median block)")
+    ax.set_title("Crossover map: torch sync_free, cpu (solid) vs cuda (dashed)")
+    save(fig, path)
