@@ -208,7 +208,8 @@ def test_corrupt_dataset_stops_training_with_the_file_named(workflow_dir):
         ({"devices": ["cpu", "tpu"]}, "config key 'devices.1': 'tpu' is not one of ['cpu', 'cuda']"),
         (
             {"frameworks": ["mxnet"]},
-            "config key 'frameworks.0': 'mxnet' is not one of ['torch', 'keras', 'numpy', 'sklearn', 'jax']",
+            "config key 'frameworks.0': 'mxnet' is not one of "
+            "['torch', 'keras', 'keras_jax', 'keras_torch', 'numpy', 'sklearn', 'jax']",
         ),
         ({"batch_size": "64"}, "config key 'batch_size': '64' is not of type 'integer'"),
         ({"repeat": 3}, "config key 'repeat' is not a known key; did you mean 'repeats'?"),
