@@ -203,10 +203,12 @@ def build(fw, spec: RunSpec, data, clock):
 
 
 def describe(fw, device_name: str) -> dict:
+    """``fw``: (jax, optax), or (jax, None) for Keras on JAX, which has no optax."""
     jax, optax = fw
     on_gpu = device_name == "cuda" and gpu_missing(jax) is None
+    versions = {"jax": jax.__version__, "jaxlib": jax.lib.__version__}
     return {
-        "versions": {"jax": jax.__version__, "jaxlib": jax.lib.__version__, "optax": optax.__version__},
+        "versions": versions | ({"optax": optax.__version__} if optax else {}),
         "threads": {},
         "cuda": {"build_cuda": None, "build_cudnn": None, "driver": nvidia_driver() if on_gpu else None},
         "gpu_name": jax.devices("gpu")[0].device_kind if on_gpu else None,

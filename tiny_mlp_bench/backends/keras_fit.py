@@ -240,22 +240,13 @@ def build(fw, spec: RunSpec, data, clock):
 
 def describe(fw: KerasRuntime, device: str) -> dict:
     keras_versions = {"keras": fw.keras.__version__, "keras_backend": fw.keras.backend.backend()}
-    if fw.backend == "jax":
-        from tiny_mlp_bench.backends import jax_loops
+    if fw.backend in ("jax", "torch"):  # the framework's own description, with Keras's versions added
+        from tiny_mlp_bench.backends import jax_loops, torch_common
 
-        jax = fw.lib
-        on_gpu = device == "cuda" and jax_loops.gpu_missing(jax) is None
-        return {
-            "versions": {"jax": jax.__version__, "jaxlib": jax.lib.__version__, **keras_versions},
-            "threads": {},
-            "cuda": {"build_cuda": None, "build_cudnn": None, "driver": nvidia_driver() if on_gpu else None},
-            "gpu_name": jax.devices("gpu")[0].device_kind if on_gpu else None,
-        }
-    if fw.backend == "torch":
-        from tiny_mlp_bench.backends import torch_common
-
-        described = torch_common.describe(fw.lib, device)
-        return {**described, "versions": {**described["versions"], **keras_versions}}
+        own = (
+            jax_loops.describe((fw.lib, None), device) if fw.backend == "jax" else torch_common.describe(fw.lib, device)
+        )
+        return {**own, "versions": {**own["versions"], **keras_versions}}
     tf = fw.lib
     build = tf.sysconfig.get_build_info()
     gpus = tf.config.list_physical_devices("GPU") if device == "cuda" else []
