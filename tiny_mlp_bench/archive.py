@@ -291,12 +291,15 @@ def publish(partial: Path, destination: Path) -> None:
         os.replace(partial, destination)
 
 
-def build(destination: Path, fill, repo: Path, *, allow_modified: bool, notes=()) -> dict:
-    """Fill a partial folder beside ``destination``, seal it, and publish it: nothing half-written is left."""
+def build(destination: Path, fill, repo: Path, *, allow_modified: bool, notes=(), check=None) -> dict:
+    """Fill a partial folder beside ``destination``, seal it, ``check`` it, and publish it: nothing
+    half-written or refused is left."""
     partial = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", suffix=".partial", dir=destination.parent))
     try:
         fill(partial)
         provenance = seal(partial, repo, name=destination.name, allow_modified=allow_modified, notes=notes)
+        if check:
+            check(partial)
         publish(partial, destination)
     finally:
         shutil.rmtree(partial, ignore_errors=True)
@@ -327,17 +330,18 @@ def pack(repo: Path, archives: Path, *, name: str | None = None, allow_modified:
             elif source.is_file():
                 shutil.copy2(source, folder / rel)
 
-    build(destination, fill, repo, allow_modified=allow_modified)
-    # The report the study showed must be the one its records render to: otherwise results/ holds
-    # records of another config, or a report of other code.
-    if (destination / "report.md").read_bytes() != (results / "report.md").read_bytes():
-        shutil.rmtree(destination)
-        raise ArchiveError(
-            "results/report.md is not what this commit renders from the records in results/: results/ "
-            "holds records the report was not made from (another config's), or the report was made by "
-            "other code. Run the study again (snakemake --cores all --forcerun render_report), or remove "
-            "the stray records, then archive."
-        )
+    def same_report(folder: Path) -> None:
+        # The report the study showed must be the one its records render to: otherwise results/
+        # holds records of another config, or a report of other code.
+        if (folder / "report.md").read_bytes() != (results / "report.md").read_bytes():
+            raise ArchiveError(
+                "results/report.md is not what this commit renders from the records in results/: results/ "
+                "holds records the report was not made from (another config's), or the report was made by "
+                "other code. Run the study again (snakemake --cores all --forcerun render_report), or remove "
+                "the stray records, then archive."
+            )
+
+    build(destination, fill, repo, allow_modified=allow_modified, check=same_report)
     return destination
 
 
