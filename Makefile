@@ -2,14 +2,15 @@
 # `make test` sets up .venv with the test tools and runs the lints and the test suite;
 # `make images` builds the container images (docker/) with Podman or Docker;
 # `make compare ARCHIVE=results/archive/<name>` compares results/runs with an archived study;
-# `make archive` packs the finished study into results/archive/; `make verify` checks every archive.
+# `make archive` packs the finished study into results/archive/; `make verify` checks every archive;
+# `make gpu-kit` fetches what scripts/gpu_study.py installs on a GPU machine without a registry.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # Rules call `python` and tests call `snakemake`: both must be the environment's.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test lint lock clean images image-torch image-keras torch-cpu-wheel compare archive verify
+.PHONY: run test lint lock lock-cuda lock-gpu-kit gpu-kit clean images image-torch image-keras torch-cpu-wheel compare archive verify
 
 run: $(BIN)/.runtime-installed
 	snakemake --cores all
@@ -71,6 +72,19 @@ lock:
 	  .lock-venv/bin/pip freeze --all --exclude pip --exclude wheel --exclude-editable | sed 's/^torch==\([0-9.]*\)+cpu$$/torch==\1/' \
 	  | grep -vxFf requirements/runtime.txt; } > requirements/dev.txt
 	rm -rf .lock-venv
+
+# Re-resolve the CUDA images' own locks (requirements/torch-cuda.txt, keras-cuda.txt) and the GPU
+# kit's (requirements/gpu-kit.txt) on PyPI, at runtime.txt's versions: run them after `make lock`.
+lock-cuda: | $(BIN)/python
+	$(BIN)/python scripts/wheel_locks.py lock torch-cuda keras-cuda
+
+lock-gpu-kit: | $(BIN)/python
+	$(BIN)/python scripts/wheel_locks.py lock gpu-kit
+
+# The GPU kit: the wheels a GPU machine without a registry lacks, for its Python 3.12, into
+# wheelhouse/gpu-kit/. Copy it there with the repository, then run: python3 scripts/gpu_study.py
+gpu-kit: | $(BIN)/python
+	$(BIN)/python scripts/wheel_locks.py fetch-kit
 
 # Container images: FLAVOR=cuda (default) takes PyPI's CUDA builds of torch and TensorFlow;
 # FLAVOR=cpu takes CPU builds and tags them <version>-cpu (what CI builds and tests). Podman is

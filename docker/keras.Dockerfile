@@ -2,8 +2,10 @@
 # tiny_mlp_bench package, and `python` = /opt/venv/bin/python. Build from the repository root:
 #   podman build -f docker/keras.Dockerfile -t ghcr.io/tiny-mlp-bench/keras:0.1.0 \
 #     --secret id=ca_bundle,src=/etc/ssl/certs/ca-certificates.crt .
-# FLAVOR=cuda (default) installs tensorflow[and-cuda], the CUDA libraries as nvidia-* wheels;
-# FLAVOR=cpu installs plain tensorflow (CPU only in practice: no CUDA libraries).
+# FLAVOR=cuda (default) installs exactly requirements/keras-cuda.txt, the image's own lock (`make
+# lock-cuda`): tensorflow[and-cuda], with its CUDA 12 libraries as nvidia-* wheels, every wheel
+# checked against its hash. FLAVOR=cpu installs plain tensorflow (CPU only in practice: no CUDA
+# libraries) and the names in docker/keras.requirements.txt at requirements/runtime.txt's versions.
 # --build-arg PIP_NO_INDEX=1 installs from wheelhouse/ alone (offline).
 #
 # Default base: python:3.11.14-slim-bookworm by the digest of its multi-arch index, as pinned in
@@ -36,7 +38,7 @@ ARG PIP_NO_INDEX=0
 ARG FLAVOR=cuda
 ENV PATH=/opt/venv/bin:$PATH
 # Copied, not bind-mounted, so that a changed lock or list reinstalls (see the wheelhouse stage).
-COPY requirements/runtime.txt docker/keras.requirements.txt /opt/tiny-mlp-bench/requirements/
+COPY requirements/runtime.txt requirements/keras-cuda.txt docker/keras.requirements.txt /opt/tiny-mlp-bench/requirements/
 COPY --from=wheelhouse /wheelhouse.sha256 /opt/tiny-mlp-bench/requirements/
 # The proxy's CA, when passed as a build secret, is read from /run/secrets and never stored in a
 # layer; pip's cache is a cache mount, kept between builds and out of the image.
@@ -47,19 +49,20 @@ RUN --mount=type=secret,id=ca_bundle \
     python3 -m venv /opt/venv; \
     if [ -s /run/secrets/ca_bundle ]; then export PIP_CERT=/run/secrets/ca_bundle; fi; \
     case "$PIP_NO_INDEX" in 1 | true | yes) export PIP_NO_INDEX=1 ;; *) unset PIP_NO_INDEX ;; esac; \
-    set -- --find-links /wheelhouse; \
-    case "$FLAVOR" in cpu) set -- "$@" --find-links /wheelhouse/cpu ;; cuda) ;; \
-        *) echo "ERROR: FLAVOR must be cuda or cpu, not '$FLAVOR'" >&2; exit 1 ;; esac; \
-    if [ "$FLAVOR" = cuda ]; then set -- "$@" "tensorflow[and-cuda]"; fi; \
-    pip install "$@" \
-        -c /opt/tiny-mlp-bench/requirements/runtime.txt -r /opt/tiny-mlp-bench/requirements/keras.requirements.txt || { \
+    req=/opt/tiny-mlp-bench/requirements; \
+    case "$FLAVOR" in cpu | cuda) ;; *) echo "ERROR: FLAVOR must be cuda or cpu, not '$FLAVOR'" >&2; exit 1 ;; esac; \
+    { if [ "$FLAVOR" = cuda ]; then \
+          pip install --find-links /wheelhouse --no-deps --require-hashes -r "$req/keras-cuda.txt"; \
+      else \
+          pip install --find-links /wheelhouse --find-links /wheelhouse/cpu -c "$req/runtime.txt" -r "$req/keras.requirements.txt"; \
+      fi && pip check; } || { \
         echo "ERROR: pip could not install the image's packages (pip's error is above)." \
             "Behind a TLS-inspecting proxy, pass the proxy's CA bundle as a build secret:" \
             "--secret id=ca_bundle,src=/etc/ssl/certs/ca-certificates.crt." \
             "Without network access, fill wheelhouse/ at the repository root on a connected Linux x86_64" \
             "machine with Python 3.11" \
-            "(pip download -d wheelhouse --find-links wheelhouse -c requirements/runtime.txt -r docker/keras.requirements.txt" \
-            "'tensorflow[and-cuda]', leaving that out for FLAVOR=cpu)" \
+            "(FLAVOR=cuda: pip download -d wheelhouse --no-deps --require-hashes -r requirements/keras-cuda.txt;" \
+            "FLAVOR=cpu: pip download -d wheelhouse -c requirements/runtime.txt -r docker/keras.requirements.txt)" \
             "and build with --build-arg PIP_NO_INDEX=1." >&2; \
         exit 1; }; \
     python -c 'import keras, tensorflow as tf; print("tensorflow", tf.__version__, "keras", keras.__version__)'

@@ -4,11 +4,12 @@
 # Build from the repository root:
 #   podman build -f docker/torch.Dockerfile -t ghcr.io/tiny-mlp-bench/torch:0.1.0 \
 #     --secret id=ca_bundle,src=/etc/ssl/certs/ca-certificates.crt .
-# FLAVOR=cuda (default): torch==2.13.0 from PyPI, the CUDA build (it pulls the nvidia-* wheels
-# it pins), and JAX's CUDA 13 plugin (jax[cuda13], at the locked jax's version) for the jax
-# steps. FLAVOR=cpu: pip also reads wheelhouse/cpu/, where `make images FLAVOR=cpu` puts the
-# torch-2.13.0+cpu wheel, and takes it (a local version sorts higher). The build fails unless
-# torch is the FLAVOR's build.
+# FLAVOR=cuda (default): exactly requirements/torch-cuda.txt, the image's own lock (`make
+# lock-cuda`): torch==2.13.0 from PyPI, the CUDA 13 build, with its nvidia-* wheels, and JAX's
+# CUDA 13 plugin for the jax steps, every wheel checked against its hash. FLAVOR=cpu: the names in
+# docker/torch.requirements.txt at requirements/runtime.txt's versions; pip also reads
+# wheelhouse/cpu/, where `make images FLAVOR=cpu` puts the torch-2.13.0+cpu wheel, and takes it
+# (a local version sorts higher). The build fails unless torch is the FLAVOR's build.
 # --build-arg PIP_NO_INDEX=1 installs from wheelhouse/ alone (offline).
 #
 # Default base: python:3.11.14-slim-bookworm by the digest of its multi-arch index, as pinned in
@@ -47,7 +48,7 @@ ARG PIP_NO_INDEX=0
 ARG FLAVOR=cuda
 ENV PATH=/opt/venv/bin:$PATH
 # Copied, not bind-mounted, so that a changed lock or list reinstalls (see the wheelhouse stage).
-COPY requirements/runtime.txt docker/torch.requirements.txt /opt/tiny-mlp-bench/requirements/
+COPY requirements/runtime.txt requirements/torch-cuda.txt docker/torch.requirements.txt /opt/tiny-mlp-bench/requirements/
 COPY --from=wheelhouse /wheelhouse.sha256 /opt/tiny-mlp-bench/requirements/
 # The proxy's CA, when passed as a build secret, is read from /run/secrets and never stored in a
 # layer; pip's cache is a cache mount, kept between builds and out of the image.
@@ -58,18 +59,21 @@ RUN --mount=type=secret,id=ca_bundle \
     python3 -m venv /opt/venv; \
     if [ -s /run/secrets/ca_bundle ]; then export PIP_CERT=/run/secrets/ca_bundle; fi; \
     case "$PIP_NO_INDEX" in 1 | true | yes) export PIP_NO_INDEX=1 ;; *) unset PIP_NO_INDEX ;; esac; \
-    set -- --find-links /wheelhouse; \
-    case "$FLAVOR" in cpu) set -- "$@" --find-links /wheelhouse/cpu ;; cuda) set -- "$@" "jax[cuda13]" ;; \
-        *) echo "ERROR: FLAVOR must be cuda or cpu, not '$FLAVOR'" >&2; exit 1 ;; esac; \
-    pip install "$@" \
-        -c /opt/tiny-mlp-bench/requirements/runtime.txt -r /opt/tiny-mlp-bench/requirements/torch.requirements.txt || { \
+    req=/opt/tiny-mlp-bench/requirements; \
+    case "$FLAVOR" in cpu | cuda) ;; *) echo "ERROR: FLAVOR must be cuda or cpu, not '$FLAVOR'" >&2; exit 1 ;; esac; \
+    { if [ "$FLAVOR" = cuda ]; then \
+          pip install --find-links /wheelhouse --no-deps --require-hashes -r "$req/torch-cuda.txt"; \
+      else \
+          pip install --find-links /wheelhouse --find-links /wheelhouse/cpu -c "$req/runtime.txt" -r "$req/torch.requirements.txt"; \
+      fi && pip check; } || { \
         echo "ERROR: pip could not install the image's packages (pip's error is above)." \
             "Behind a TLS-inspecting proxy, pass the proxy's CA bundle as a build secret:" \
             "--secret id=ca_bundle,src=/etc/ssl/certs/ca-certificates.crt." \
             "Without network access, fill wheelhouse/ at the repository root on a connected Linux x86_64" \
             "machine with Python 3.11" \
-            "(pip download -d wheelhouse --find-links wheelhouse -c requirements/runtime.txt -r docker/torch.requirements.txt;" \
-            "for the CPU build, put the torch-2.13.0+cpu wheel into wheelhouse/cpu/ first)" \
+            "(FLAVOR=cuda: pip download -d wheelhouse --no-deps --require-hashes -r requirements/torch-cuda.txt;" \
+            "FLAVOR=cpu: put the torch-2.13.0+cpu wheel into wheelhouse/cpu/, then" \
+            "pip download -d wheelhouse --find-links wheelhouse/cpu -c requirements/runtime.txt -r docker/torch.requirements.txt)" \
             "and build with --build-arg PIP_NO_INDEX=1." >&2; \
         exit 1; }; \
     python -c 'import os, sys, torch; f = os.environ["FLAVOR"]; v = torch.__version__; \

@@ -88,6 +88,11 @@ def get_cpu_threads():
     return config["cpu_threads"] or workflow.cores
 
 
+def on_device(device):
+    """A resource a job holds one of when it runs on ``device``."""
+    return lambda wildcards: int(wildcards.device == device)
+
+
 def get_gpus(wildcards):
     """GPUs a job asks a cluster for in the `gpus` style (the Slurm executor's `gpu` resource)."""
     return int(wildcards.device == "cuda" and config["gpu_request"] == "gpus")

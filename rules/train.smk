@@ -1,6 +1,8 @@
 # One timed training run per job, any framework. Timed jobs each hold the single timed_slot
 # (capped at 1 in profiles/default), so no two of them ever share the machine; other rules run
-# freely. cuda jobs ask a cluster for one GPU in the style config["gpu_request"] names.
+# freely. cuda jobs ask a cluster for one GPU in the style config["gpu_request"] names. Each timed
+# job also holds its device's slot (cpu_timed_slot, cuda_timed_slot), unlimited unless capped:
+# the GPU study (scripts/gpu_study.py) allows two timed jobs, one per device, to fit its 8 minutes.
 
 
 rule train:
@@ -21,6 +23,8 @@ rule train:
     threads: get_cpu_threads()
     resources:
         timed_slot=1,
+        cpu_timed_slot=on_device("cpu"),
+        cuda_timed_slot=on_device("cuda"),
         gpu=get_gpus,
         gres=get_gres,
     params:
@@ -47,6 +51,8 @@ rule sweep_crossover:
     threads: get_cpu_threads()
     resources:
         timed_slot=1,
+        cpu_timed_slot=on_device("cpu"),
+        cuda_timed_slot=on_device("cuda"),
         gpu=get_gpus,
         gres=get_gres,
     params:
@@ -80,6 +86,8 @@ rule probe_fixed_costs:
     threads: get_cpu_threads()
     resources:
         timed_slot=1,
+        cpu_timed_slot=on_device("cpu"),
+        cuda_timed_slot=on_device("cuda"),
         gpu=get_gpus,
         gres=get_gres,
     params:

@@ -401,3 +401,74 @@ def test_a_build_without_its_packages_says_how_to_build_offline(podman):
     output = result.stdout + result.stderr
     assert "ERROR: pip could not install the image's packages" in output
     assert "--secret id=ca_bundle" in output and "--build-arg PIP_NO_INDEX=1" in output
+
+
+# --- the CUDA images, on a host without a GPU ------------------------------------------------------
+
+CUDA_IMAGES = {name: image.removesuffix("-cpu") for name, image in CPU_IMAGES.items()}
+
+
+@pytest.fixture(scope="module")
+def cuda_images():
+    """Podman with the CUDA builds of both images (`make images ENGINE=podman`, FLAVOR=cuda the default)."""
+    problem = engine_problem("podman")
+    for image in CUDA_IMAGES.values():
+        name = containers.image_reference(image)
+        if not problem and subprocess.run(["podman", "image", "inspect", name], capture_output=True).returncode:
+            problem = f"image {name} is not built: make images ENGINE=podman (the CUDA flavor; README)"
+    skip_unless_ready(problem, "TINY_MLP_BENCH_REQUIRE_CUDA_IMAGES")
+
+
+def in_image(image: str, *command: str) -> str:
+    done = subprocess.run(
+        ["podman", "run", "--rm", containers.image_reference(CUDA_IMAGES[image]), *command],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.parametrize(
+    ("image", "build_check"),
+    [
+        ("torch", "import torch, importlib.metadata as m; print(torch.version.cuda, m.version('jax-cuda13-plugin'))"),
+        (
+            "keras",
+            "import tensorflow as t; print(t.test.is_built_with_cuda(), t.sysconfig.get_build_info()['cuda_version'])",
+        ),
+    ],
+)
+def test_each_cuda_image_holds_exactly_its_lock_and_cuda_builds(cuda_images, image, build_check):
+    lock = (ROOT / "requirements" / f"{image}-cuda.txt").read_text()
+    locked = set(re.findall(r"^(\S+==\S+) --hash", lock, re.MULTILINE))
+    frozen = in_image(image, "python", "-m", "pip", "freeze", "--all", "--exclude", "pip").split()
+    assert {re.sub(r"[-_.]+", "-", pin.split("==")[0]).lower() + "==" + pin.split("==")[1] for pin in frozen} == locked
+    built = in_image(image, "python", "-c", build_check).split()
+    if image == "torch":
+        assert built[0].startswith("13.") and f"jax-cuda13-plugin=={built[1]}" in locked
+    else:
+        assert built[0] == "True" and built[1].startswith("12.")
+
+
+def test_cuda_steps_in_the_cuda_images_are_skipped_naming_their_cuda_build(cuda_images, workflow_dir):
+    # No GPU here: each cuda step runs in its CUDA image and records `skipped`, naming the build it has.
+    config = write_config(workflow_dir, "cuda-images.yaml", container_engine="podman", images=CUDA_IMAGES, repeats=1)
+    lock = (ROOT / "requirements" / "torch-cuda.txt").read_text()
+    plugin = "jax-cuda13-plugin " + re.search(r"^jax-cuda13-plugin==(\S+)", lock, re.MULTILINE).group(1)
+    expected = {
+        "torch-cuda-seed-1": "CUDA 13.0)",
+        "jax-cuda-scan-1": plugin,
+        "keras_jax-cuda-seed-1": plugin,
+        "keras-cuda-seed-1": "(built with CUDA) sees no GPU",
+    }
+    targets = [f"results/runs/{run}.json" for run in expected]
+    result = run_snakemake(workflow_dir, *targets, "--cores", 2, "--configfile", config)
+    assert result.returncode == 0, result.stderr[-5000:]
+    for run, build in expected.items():
+        record = read_record(workflow_dir / "results" / "runs" / f"{run}.json")
+        assert record["status"] == "skipped" and "no CUDA device" in record["reason"], (run, record["reason"])
+        assert build in record["reason"], (run, record["reason"])
+        image = CUDA_IMAGES["keras" if record["identity"]["framework"] == "keras" else "torch"]
+        assert record["environment"]["container"]["image"] == containers.image_reference(image)

@@ -16,6 +16,8 @@ framework thread count.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from tiny_mlp_bench.driver import Backend, EpochLoop, RunSpec
@@ -35,8 +37,20 @@ def gpu_missing(jax) -> str | None:
     try:
         jax.devices("gpu")
     except RuntimeError:
-        return f"no CUDA device: JAX {jax.__version__} sees no GPU (backends: {', '.join(available_backends(jax))})"
+        backends = ", ".join(available_backends(jax))
+        return f"no CUDA device: JAX {jax.__version__} sees no GPU (backends: {backends}; {cuda_plugin()})"
     return None
+
+
+def cuda_plugin() -> str:
+    """Which CUDA plugin JAX has (jax-cuda13-plugin and the like), or that it has none: JAX's own build is CPU-only."""
+    from importlib import metadata
+
+    names = {dist.metadata["Name"].lower().replace("_", "-"): dist.version for dist in metadata.distributions()}
+    plugins = [
+        f"{name} {version}" for name, version in sorted(names.items()) if re.fullmatch(r"jax-cuda\d+-plugin", name)
+    ]
+    return ", ".join(plugins) if plugins else "no CUDA plugin installed"
 
 
 def available_backends(jax) -> list[str]:

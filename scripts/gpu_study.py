@@ -1,0 +1,203 @@
+"""One command for a GPU machine with Python and torch but no package registry and no container engine.
+
+    python3 scripts/gpu_study.py
+
+It installs what the machine lacks from the carried kit (wheelhouse/gpu-kit/ and gpu-kit-numba/,
+made beforehand on a connected machine with `make gpu-kit`) into .venv-gpu/, a virtual environment that sees the
+machine's own packages (its torch and JAX built for CUDA); runs the GPU study (config/gpu.yaml:
+every rung that machine can run, on cuda and on cpu, once each, 1000 epochs, both sweeps and the
+probes) with Snakemake; and packs the result into results/archive/<date>-<gpu model>/, with a
+README whose every number comes from the archived records and logs.
+
+To fit the study in about 8 minutes, one cpu and one cuda run may overlap, each on its own
+cpu_threads cores (--serial runs one timed job at a time, as the default study does). The archive's
+README says which.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tiny_mlp_bench import archive  # noqa: E402
+from tiny_mlp_bench.atomic import write_text_atomic  # noqa: E402
+
+KIT = ROOT / "wheelhouse" / "gpu-kit"
+VENV = ROOT / ".venv-gpu"
+WALL_TIME_LOG = Path("logs") / "gpu_study.json"
+# Two timed jobs at once, never two on one device (the rules' cpu_timed_slot and cuda_timed_slot).
+OVERLAP = ["--resources", "timed_slot=2", "cpu_timed_slot=1", "cuda_timed_slot=1"]
+
+
+class StudyError(Exception):
+    """What stops the command, said in one line."""
+
+
+def say(message: str) -> None:
+    print(f"gpu_study: {message}", file=sys.stderr, flush=True)
+
+
+def check_checkout() -> str:
+    """The commit the records will name; the study needs a git checkout to trace them to."""
+    done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise StudyError(
+            f"{ROOT} is not a git checkout ({done.stderr.strip() or 'git is missing'}): copy the repository "
+            "with its .git folder (git clone, or rsync -a), so that every record names the code that made it"
+        )
+    if (ROOT / "results" / "runs").exists():
+        raise StudyError(
+            "results/runs/ holds a study already: archive it (make archive) or move results/ and logs/ "
+            "away, so that the archive holds this study's records alone"
+        )
+    return done.stdout.strip()
+
+
+def prepare_environment(kit: Path) -> Path:
+    """.venv-gpu/ with the kit installed over the machine's own packages; its python."""
+    lock = kit / "gpu-kit.txt"
+    if not lock.is_file():
+        raise StudyError(
+            f"no kit at {kit} ({lock.name} missing): on a machine with PyPI run `make gpu-kit`, then copy "
+            "wheelhouse/gpu-kit/ here with the repository"
+        )
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        say(f"creating {VENV.name}/ over this machine's packages ({sys.executable}, Python {sys.version.split()[0]})")
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(VENV)], check=True)
+    # numba and llvmlite come in a folder of their own (wheel_locks.py says why).
+    folders = [kit, kit.with_name(f"{kit.name}-numba")]
+    if not folders[1].is_dir():
+        raise StudyError(f"no {folders[1]}: copy it here with {kit.name}/ (make gpu-kit writes both)")
+    say(f"installing the kit: {len(lock.read_text().split())} packages from {', '.join(map(str, folders))}")
+    pip = [str(python), "-m", "pip", "--disable-pip-version-check", "--no-input"]
+    links = [arg for folder in folders for arg in ("--find-links", str(folder))]
+    install = subprocess.run(
+        [*pip, "install", "--quiet", "--no-index", "--no-deps", *links, "-r", str(lock)],
+        capture_output=True,
+        text=True,
+    )
+    if install.returncode != 0:
+        raise StudyError(f"the kit did not install (is it for this Python?): {install.stderr.strip()[-800:]}")
+    check = subprocess.run([*pip, "check"], capture_output=True, text=True)
+    if check.returncode != 0:
+        raise StudyError(
+            "this machine's packages do not suit the kit (pip check): "
+            + "; ".join(check.stdout.strip().splitlines()[:8])
+            + ". Add what is missing or too old to requirements/gpu-kit.in, or take it out of "
+            "requirements/gpu-present.txt, then run `make lock-gpu-kit gpu-kit` on a connected machine"
+        )
+    return python
+
+
+def gpu_name(python: Path) -> str | None:
+    code = "import torch; print(torch.cuda.get_device_name() if torch.cuda.is_available() else '')"
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise StudyError(f"torch does not import in {python}: {done.stderr.strip()[-500:]}")
+    return done.stdout.strip() or None
+
+
+def run_study(python: Path, config: Path, serial: bool) -> dict:
+    command = [str(python), "-m", "snakemake", "--cores", "all", "--configfile", str(config)]
+    command += [] if serial else OVERLAP
+    say("running: " + " ".join(command))
+    started = datetime.datetime.now(datetime.UTC)
+    clock = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT)
+    timing = {
+        "command": command,
+        "started": started.isoformat(timespec="seconds"),
+        "wall_s": round(time.perf_counter() - clock, 1),
+        "overlap": "one cpu and one cuda timed job at a time" if not serial else "one timed job at a time",
+        "snakemake_exit": done.returncode,
+    }
+    (ROOT / WALL_TIME_LOG).parent.mkdir(exist_ok=True)
+    write_text_atomic(ROOT / WALL_TIME_LOG, json.dumps(timing, indent=1) + "\n")
+    if done.returncode != 0:
+        raise StudyError(
+            f"Snakemake failed after {timing['wall_s']} s (its output is above; logs/ holds each job's log). "
+            "Run the command again to redo only what is missing"
+        )
+    return timing
+
+
+def answer_section(report: str) -> str:
+    """The report's answer, whose numbers all come from the records."""
+    found = re.search(r"^## The answer\n(.*?)(?=^## )", report, re.MULTILINE | re.DOTALL)
+    return found.group(1).strip() if found else "(the report has no answer section)"
+
+
+def write_readme(folder: Path, timing: dict) -> None:
+    """The archive's README: what ran where and how long, from its provenance, records and logs."""
+    provenance = json.loads((folder / archive.PROVENANCE).read_text())
+    records = [json.loads(p.read_text()) for p in sorted((folder / "runs").glob("*.json"))]
+    # The machine as a torch record sees it (its GPU and torch build); a cuda one names the driver.
+    torch_records = sorted(
+        (r for r in records if r["identity"]["framework"] == "torch"), key=lambda r: r["identity"]["device"]
+    )
+    env = (torch_records[-1] if torch_records else records[0])["environment"]
+    statuses = {}
+    for record in records:
+        statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
+    cuda = env.get("cuda") or {}
+    lines = [
+        f"# GPU study: {env.get('gpu_name') or 'no GPU'}, {timing['started'][:10]}",
+        "",
+        f"Made by `python3 scripts/gpu_study.py` at commit {provenance['study']['commit']} on {env.get('host')}:",
+        f"{env.get('gpu_name') or 'no GPU'} (driver {cuda.get('driver') or 'none'}), {env.get('logical_cpus')} logical "
+        f"CPUs ({env.get('cpu_model')}), Python {env.get('python')}, torch {env.get('versions', {}).get('torch')}.",
+        "",
+        f"- {len(records)} run records ({counts}); config as run: `config.yaml`; every number in `report.md`",
+        "  comes from the records in `runs/`, `sweep/` and `probes/`.",
+        f"- Wall time of the study: {timing['wall_s']} s, from Snakemake's start to the finished report",
+        f"  (`{WALL_TIME_LOG}`); {timing['overlap']}.",
+        "",
+        "## The answer (from report.md)",
+        "",
+        answer_section((folder / "report.md").read_text()),
+        "",
+    ]
+    (folder / "README.md").write_text("\n".join(lines))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, default=ROOT / "config" / "gpu.yaml", help="default: config/gpu.yaml")
+    parser.add_argument("--kit", type=Path, default=KIT, help="the carried wheels (default: wheelhouse/gpu-kit)")
+    parser.add_argument("--serial", action="store_true", help="one timed job at a time (slower)")
+    parser.add_argument("--name", help="the archive's folder name (default: <date>-<gpu model>)")
+    parser.add_argument(
+        "--this-python", action="store_true", help="use this interpreter as it is: no .venv-gpu, no kit"
+    )
+    parser.add_argument("--allow-no-gpu", action="store_true", help="run even where torch sees no GPU (for tests)")
+    args = parser.parse_args()
+    try:
+        commit = check_checkout()
+        python = Path(sys.executable) if args.this_python else prepare_environment(args.kit)
+        gpu = gpu_name(python)
+        if gpu is None and not args.allow_no_gpu:
+            raise StudyError("torch sees no GPU here: this command measures a GPU machine (make run studies a CPU)")
+        say(f"commit {commit[:12]}, {gpu or 'no GPU'}, config {args.config}")
+        timing = run_study(python, args.config, args.serial)
+        folder = archive.pack(ROOT, ROOT / "results" / "archive", name=args.name)
+        write_readme(folder, timing)
+    except (StudyError, archive.ArchiveError) as err:
+        say(f"error: {err}")
+        return 1
+    say(f"done in {timing['wall_s']} s: {folder.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    os.chdir(ROOT)
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""The locks of the environments that are not this machine's (the CUDA images, the GPU kit) and the
+one command for a GPU machine without a registry (scripts/gpu_study.py), as far as they can be
+checked without a GPU: the locks' contents, that pip still resolves them on PyPI, and the command
+on a small config with this environment's Python."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT, copy_workflow
+
+REQUIREMENTS = ROOT / "requirements"
+TIMED_RULES = ("train", "sweep_crossover", "probe_fixed_costs")
+
+
+def pins(path: Path) -> dict[str, str]:
+    """name -> version of every package a lock or runtime.txt pins (names as pip normalises them)."""
+    found = re.findall(r"^([A-Za-z0-9._-]+)==(\S+)", path.read_text(), re.MULTILINE)
+    return {re.sub(r"[-_.]+", "-", name).lower(): version for name, version in found}
+
+
+@pytest.mark.parametrize(
+    ("lock", "cuda_packages"),
+    [
+        ("torch-cuda.txt", {"torch", "jax-cuda13-plugin", "nvidia-cublas", "nvidia-cudnn-cu13", "nvidia-cuda-runtime"}),
+        ("keras-cuda.txt", {"tensorflow", "nvidia-cublas-cu12", "nvidia-cudnn-cu12", "nvidia-cuda-runtime-cu12"}),
+    ],
+)
+def test_each_cuda_image_has_an_exact_hashed_lock_at_the_local_versions(lock, cuda_packages):
+    text = (REQUIREMENTS / lock).read_text()
+    entries = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert entries and all(re.fullmatch(r"\S+==\S+ --hash=sha256:[0-9a-f]{64}", e) for e in entries)
+    locked, local = pins(REQUIREMENTS / lock), pins(REQUIREMENTS / "runtime.txt")
+    assert cuda_packages <= set(locked)
+    # The CUDA images run the versions the local environment runs; only what CUDA adds is new.
+    assert {name: v for name, v in locked.items() if name in local and local[name] != v} == {}
+    assert not any(name.startswith("nvidia-") for name in local), "the local lock stays the CPU one"
+
+
+def test_the_gpu_kit_carries_what_the_gpu_machine_lacks_and_nothing_it_has():
+    kit, local = pins(REQUIREMENTS / "gpu-kit.txt"), pins(REQUIREMENTS / "runtime.txt")
+    assert {"snakemake", "keras", "numba", "llvmlite", "optax", "jsonschema", "rocrate", "connection-pool"} <= set(kit)
+    present = {line for line in (REQUIREMENTS / "gpu-present.txt").read_text().splitlines() if line[:1].isalpha()}
+    assert not present & set(kit)
+    assert not {name for name in kit if name.startswith(("nvidia-", "jax", "torch", "tensorflow"))}
+    assert {name: v for name, v in kit.items() if name in local and local[name] != v} == {}
+
+
+@pytest.mark.parametrize("target", ["torch-cuda", "keras-cuda", "gpu-kit"])
+def test_pip_still_resolves_each_lock_on_pypi(target):
+    # The kit for CPython 3.12 (the GPU machine's), the images for 3.11: each resolved again on PyPI
+    # (metadata only) must give the committed lock, byte for byte. Needs PyPI, as CI has.
+    done = subprocess.run(
+        [sys.executable, "scripts/wheel_locks.py", "check", target], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def test_the_gpu_config_runs_every_rung_but_tensorflows_on_both_devices():
+    from tiny_mlp_bench import catalogue
+
+    config = yaml.safe_load((ROOT / "config" / "gpu.yaml").read_text())
+    assert config["repeats"] == 1 and config["devices"] == ["cpu", "cuda"] and config["require_gpu"] is True
+    expected = {fw: catalogue.variant_names(fw) for fw in catalogue.framework_names() if fw != "keras"}
+    assert config["variants"] == expected and config["frameworks"] == list(expected)
+    runs = [(fw, v, d) for fw in expected for v in catalogue.ladder(fw) for d in v.devices]
+    assert len(runs) == 27  # as the README says
+
+
+def most_timed_jobs_at_once(log_text: str) -> dict[str, int]:
+    """Replay Snakemake's log: per device, the most timed jobs running at the same moment."""
+    running, most, rule, jobid = {}, {"cpu": 0, "cuda": 0}, None, None
+    for line in log_text.splitlines():
+        if m := re.match(r"(?:local)?rule (\w+):", line):
+            rule, jobid = m.group(1), None
+        elif m := re.match(r"\s*jobid: (\d+)", line):
+            jobid = m.group(1)
+        elif (m := re.match(r"\s*wildcards: .*device=(\w+)", line)) and jobid and rule in TIMED_RULES:
+            running[jobid] = m.group(1)
+            for device in most:
+                most[device] = max(most[device], list(running.values()).count(device))
+        elif m := re.match(r"Finished jobid: (\d+)", line):
+            running.pop(m.group(1), None)
+    return most
+
+
+def run_gpu_study(directory: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "scripts/gpu_study.py", *args], cwd=directory, capture_output=True, text=True, timeout=1200
+    )
+
+
+def commit_all(directory: Path) -> None:
+    for command in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", "-C", str(directory), *command], check=True, capture_output=True)
+
+
+def test_gpu_study_refuses_a_copy_without_git_and_a_missing_kit(tmp_path):
+    directory = copy_workflow(tmp_path)
+    done = run_gpu_study(directory)
+    assert done.returncode == 1
+    assert "is not a git checkout" in done.stderr and "copy the repository with its .git folder" in done.stderr
+    commit_all(directory)
+    done = run_gpu_study(directory)
+    assert done.returncode == 1
+    assert "no kit at" in done.stderr and "run `make gpu-kit`" in done.stderr
+    assert not (directory / ".venv-gpu").exists() and not (directory / "results").exists()
+
+
+def test_gpu_study_runs_a_small_config_and_archives_it(tmp_path):
+    directory = copy_workflow(tmp_path)
+    small = yaml.safe_load((directory / "tiny.yaml").read_text())
+    small |= {
+        "repeats": 1,
+        "frameworks": ["torch", "numpy"],
+        "variants": {"torch": ["seed"], "numpy": ["reference", "fused"]},
+    }
+    small["sweep"] |= {"batch_sizes": [8], "hidden_units": [4]}
+    (directory / "small.yaml").write_text(yaml.safe_dump(small))
+    commit_all(directory)
+    done = run_gpu_study(directory, "--this-python", "--allow-no-gpu", "--config", "small.yaml", "--name", "small")
+    assert done.returncode == 0, done.stderr[-4000:]
+    folder = directory / "results" / "archive" / "small"
+    timing = json.loads((folder / "logs" / "gpu_study.json").read_text())
+    # One cpu and one cuda timed job may overlap: the command asks Snakemake for that.
+    assert "cpu_timed_slot=1" in timing["command"] and "cuda_timed_slot=1" in timing["command"]
+    assert timing["snakemake_exit"] == 0 and timing["overlap"] == "one cpu and one cuda timed job at a time"
+    assert most_timed_jobs_at_once(done.stderr) == {"cpu": 1, "cuda": 1}
+    records = [json.loads(p.read_text()) for p in sorted((folder / "runs").glob("*.json"))]
+    assert len(records) == 4  # torch seed on both devices, numpy's two rungs on cpu
+    readme = (folder / "README.md").read_text()
+    assert f"Wall time of the study: {timing['wall_s']} s" in readme
+    torch_version = records[-1]["environment"]["versions"]["torch"]  # torch-cuda-seed-1, sorted last
+    assert f"torch {torch_version}." in readme
+    assert "4 run records (3 ok, 1 skipped)" in readme
+    report = (folder / "report.md").read_text()
+    answer = report.split("## The answer\n", 1)[1].split("\n## ", 1)[0].strip()
+    assert answer and answer in readme
+    # The archive is sealed like any other: its manifest and its re-rendered report check out.
+    verify = subprocess.run(
+        [sys.executable, "scripts/archive_study.py", "verify", str(folder)],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+    )
+    assert verify.returncode == 0, verify.stderr[-3000:]
