@@ -1,24 +1,29 @@
 """One command for a GPU machine with Python and torch but no package registry and no container engine.
 
-    python3 scripts/gpu_study.py
+    python3 scripts/gpu_study.py [--time-limit SECONDS]
 
 It installs what the machine lacks from the carried kit (wheelhouse/gpu-kit/ and gpu-kit-numba/,
-made beforehand on a connected machine with `make gpu-kit`) into .venv-gpu/, a virtual environment that sees the
-machine's own packages (its torch and JAX built for CUDA); runs the GPU study (config/gpu.yaml:
-every rung that machine can run, on cuda and on cpu, once each, 1000 epochs, both sweeps and the
-probes) with Snakemake; and packs the result into results/archive/<date>-<gpu model>/, with a
-README whose every number comes from the archived records and logs.
+made beforehand on a connected machine with `make gpu-kit`) into .venv-gpu/, a virtual environment
+that sees the machine's own packages (its torch and JAX built for CUDA); runs the GPU study
+(config/gpu.yaml: every rung that machine can run, on cuda and on cpu, once each, 1000 epochs, both
+sweeps and the probes) with Snakemake; and packs the result into results/archive/<date>-<gpu model>/,
+with a README whose every number comes from the archived records and logs.
 
 To fit the study in about 8 minutes, one cpu and one cuda run may overlap, each on its own
-cpu_threads cores (--serial runs one timed job at a time, as the default study does). The archive's
-README says which.
+cpu_threads cores (--serial runs one timed job at a time, as the default study does). With
+--time-limit, Snakemake is stopped when the time is up and what finished is archived, the README
+saying the study is partial. The archive's README says both.
+
+This program itself runs on the machine's bare Python: it imports nothing beyond the standard
+library and tiny_mlp_bench's standard-library modules; what needs the study's packages (Snakemake,
+the report, the archive) runs in the study's Python.
 """
 
 import argparse
 import datetime
 import json
-import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -27,14 +32,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tiny_mlp_bench import archive  # noqa: E402
+from tiny_mlp_bench import archive  # noqa: E402  (standard library only, as is atomic)
 from tiny_mlp_bench.atomic import write_text_atomic  # noqa: E402
 
 KIT = ROOT / "wheelhouse" / "gpu-kit"
 VENV = ROOT / ".venv-gpu"
+RESULTS = ROOT / "results"
+ARCHIVES = RESULTS / "archive"
 WALL_TIME_LOG = Path("logs") / "gpu_study.json"
 # Two timed jobs at once, never two on one device (the rules' cpu_timed_slot and cuda_timed_slot).
 OVERLAP = ["--resources", "timed_slot=2", "cpu_timed_slot=1", "cuda_timed_slot=1"]
+STOP_GRACE_S = 60  # how long Snakemake may take to stop its jobs at the time limit before it is killed
 
 
 class StudyError(Exception):
@@ -53,11 +61,6 @@ def check_checkout() -> str:
             f"{ROOT} is not a git checkout ({done.stderr.strip() or 'git is missing'}): copy the repository "
             "with its .git folder (git clone, or rsync -a), so that every record names the code that made it"
         )
-    if (ROOT / "results" / "runs").exists():
-        raise StudyError(
-            "results/runs/ holds a study already: archive it (make archive) or move results/ and logs/ "
-            "away, so that the archive holds this study's records alone"
-        )
     return done.stdout.strip()
 
 
@@ -67,18 +70,22 @@ def prepare_environment(kit: Path) -> Path:
     if not lock.is_file():
         raise StudyError(
             f"no kit at {kit} ({lock.name} missing): on a machine with PyPI run `make gpu-kit`, then copy "
-            "wheelhouse/gpu-kit/ here with the repository"
+            "wheelhouse/gpu-kit/ and wheelhouse/gpu-kit-numba/ here with the repository"
         )
-    python = VENV / "bin" / "python"
-    if not python.exists():
-        say(f"creating {VENV.name}/ over this machine's packages ({sys.executable}, Python {sys.version.split()[0]})")
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(VENV)], check=True)
     # numba and llvmlite come in a folder of their own (wheel_locks.py says why).
     folders = [kit, kit.with_name(f"{kit.name}-numba")]
     if not folders[1].is_dir():
         raise StudyError(f"no {folders[1]}: copy it here with {kit.name}/ (make gpu-kit writes both)")
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        say(f"creating {VENV.name}/ over this machine's packages ({sys.executable}, Python {sys.version.split()[0]})")
+        # Without a pip of its own: a Python without ensurepip (Debian's, without python3-venv) can make it.
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(VENV)], check=True)
     say(f"installing the kit: {len(lock.read_text().split())} packages from {', '.join(map(str, folders))}")
-    pip = [str(python), "-m", "pip", "--disable-pip-version-check", "--no-input"]
+    # The machine's own pip (22.3 or newer) installs into the environment.
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check", "--no-input"]
+    if subprocess.run([*pip, "--version"], capture_output=True).returncode != 0:
+        raise StudyError(f"{sys.executable} has no pip that installs into another environment (pip 22.3 or newer)")
     links = [arg for folder in folders for arg in ("--find-links", str(folder))]
     install = subprocess.run(
         [*pip, "install", "--quiet", "--no-index", "--no-deps", *links, "-r", str(lock)],
@@ -106,28 +113,64 @@ def gpu_name(python: Path) -> str | None:
     return done.stdout.strip() or None
 
 
-def run_study(python: Path, config: Path, serial: bool) -> dict:
+def run_study(python: Path, config: Path, serial: bool, time_limit: float | None) -> dict:
+    """Snakemake on the config, stopped at the time limit; how long it took, in logs/gpu_study.json."""
     command = [str(python), "-m", "snakemake", "--cores", "all", "--configfile", str(config)]
     command += [] if serial else OVERLAP
     say("running: " + " ".join(command))
     started = datetime.datetime.now(datetime.UTC)
     clock = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT)
+    snakemake = subprocess.Popen(command, cwd=ROOT)
+    stopped = False
+    try:
+        snakemake.wait(timeout=time_limit)
+    except subprocess.TimeoutExpired:
+        # Snakemake stops its running jobs on SIGTERM; a killed job leaves no record (records are
+        # written whole or not at all), so what is in results/ finished.
+        say(f"the time limit of {time_limit:g} s is up: stopping Snakemake, then archiving what finished")
+        stopped = True
+        snakemake.send_signal(signal.SIGTERM)
+        try:
+            snakemake.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            snakemake.kill()
+            snakemake.wait()
     timing = {
         "command": command,
         "started": started.isoformat(timespec="seconds"),
         "wall_s": round(time.perf_counter() - clock, 1),
-        "overlap": "one cpu and one cuda timed job at a time" if not serial else "one timed job at a time",
-        "snakemake_exit": done.returncode,
+        "overlap": "one timed job at a time" if serial else "one cpu and one cuda timed job at a time",
+        "time_limit_s": time_limit,
+        "stopped_at_time_limit": stopped,
+        "snakemake_exit": snakemake.returncode,
     }
     (ROOT / WALL_TIME_LOG).parent.mkdir(exist_ok=True)
     write_text_atomic(ROOT / WALL_TIME_LOG, json.dumps(timing, indent=1) + "\n")
-    if done.returncode != 0:
+    if snakemake.returncode != 0 and not stopped:
         raise StudyError(
             f"Snakemake failed after {timing['wall_s']} s (its output is above; logs/ holds each job's log). "
             "Run the command again to redo only what is missing"
         )
     return timing
+
+
+def render_what_finished(python: Path) -> None:
+    """The report of the records in results/, as render_report would make it had they been all."""
+    try:
+        archive.render(ROOT, RESULTS, archive.render_command(RESULTS), python=str(python))
+    except archive.ArchiveError as err:
+        raise StudyError(f"nothing to archive: {err}") from err
+
+
+def pack(python: Path, name: str | None) -> Path:
+    """archive_study.py pack in the study's Python (the render and the RO-Crate need its packages)."""
+    before = set(ARCHIVES.iterdir()) if ARCHIVES.is_dir() else set()
+    command = [str(python), str(ROOT / "scripts" / "archive_study.py"), "pack", *(["--name", name] if name else [])]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise StudyError(f"archiving failed: {done.stderr.strip()[-1500:]}")
+    (folder,) = set(ARCHIVES.iterdir()) - before
+    return folder
 
 
 def answer_section(report: str) -> str:
@@ -140,16 +183,23 @@ def write_readme(folder: Path, timing: dict) -> None:
     """The archive's README: what ran where and how long, from its provenance, records and logs."""
     provenance = json.loads((folder / archive.PROVENANCE).read_text())
     records = [json.loads(p.read_text()) for p in sorted((folder / "runs").glob("*.json"))]
+    statuses = {}
+    for record in records:
+        statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
     # The machine as a torch record sees it (its GPU and torch build); a cuda one names the driver.
     torch_records = sorted(
         (r for r in records if r["identity"]["framework"] == "torch"), key=lambda r: r["identity"]["device"]
     )
     env = (torch_records[-1] if torch_records else records[0])["environment"]
-    statuses = {}
-    for record in records:
-        statuses[record["status"]] = statuses.get(record["status"], 0) + 1
-    counts = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
     cuda = env.get("cuda") or {}
+    if timing["stopped_at_time_limit"]:
+        extent = (
+            f"**A partial study**: stopped at the time limit of {timing['time_limit_s']:g} s; the runs that had "
+            "not finished are not here, and the report is of those that had."
+        )
+    else:
+        extent = "The whole study of the config."
     lines = [
         f"# GPU study: {env.get('gpu_name') or 'no GPU'}, {timing['started'][:10]}",
         "",
@@ -157,9 +207,10 @@ def write_readme(folder: Path, timing: dict) -> None:
         f"{env.get('gpu_name') or 'no GPU'} (driver {cuda.get('driver') or 'none'}), {env.get('logical_cpus')} logical "
         f"CPUs ({env.get('cpu_model')}), Python {env.get('python')}, torch {env.get('versions', {}).get('torch')}.",
         "",
+        f"- {extent}",
         f"- {len(records)} run records ({counts}); config as run: `config.yaml`; every number in `report.md`",
         "  comes from the records in `runs/`, `sweep/` and `probes/`.",
-        f"- Wall time of the study: {timing['wall_s']} s, from Snakemake's start to the finished report",
+        f"- Wall time of the study: {timing['wall_s']} s, from Snakemake's start to its end",
         f"  (`{WALL_TIME_LOG}`); {timing['overlap']}.",
         "",
         "## The answer (from report.md)",
@@ -175,23 +226,26 @@ def main() -> int:
     parser.add_argument("--config", type=Path, default=ROOT / "config" / "gpu.yaml", help="default: config/gpu.yaml")
     parser.add_argument("--kit", type=Path, default=KIT, help="the carried wheels (default: wheelhouse/gpu-kit)")
     parser.add_argument("--serial", action="store_true", help="one timed job at a time (slower)")
+    parser.add_argument("--time-limit", type=float, help="seconds: then stop the study and archive what finished")
     parser.add_argument("--name", help="the archive's folder name (default: <date>-<gpu model>)")
     parser.add_argument(
-        "--this-python", action="store_true", help="use this interpreter as it is: no .venv-gpu, no kit"
+        "--python", type=Path, help="an interpreter that has everything the study needs: no .venv-gpu, no kit"
     )
     parser.add_argument("--allow-no-gpu", action="store_true", help="run even where torch sees no GPU (for tests)")
     args = parser.parse_args()
     try:
         commit = check_checkout()
-        python = Path(sys.executable) if args.this_python else prepare_environment(args.kit)
+        python = args.python or prepare_environment(args.kit)
         gpu = gpu_name(python)
         if gpu is None and not args.allow_no_gpu:
             raise StudyError("torch sees no GPU here: this command measures a GPU machine (make run studies a CPU)")
         say(f"commit {commit[:12]}, {gpu or 'no GPU'}, config {args.config}")
-        timing = run_study(python, args.config, args.serial)
-        folder = archive.pack(ROOT, ROOT / "results" / "archive", name=args.name)
+        timing = run_study(python, args.config, args.serial, args.time_limit)
+        if timing["stopped_at_time_limit"]:
+            render_what_finished(python)
+        folder = pack(python, args.name)
         write_readme(folder, timing)
-    except (StudyError, archive.ArchiveError) as err:
+    except StudyError as err:
         say(f"error: {err}")
         return 1
     say(f"done in {timing['wall_s']} s: {folder.relative_to(ROOT)}")
@@ -199,5 +253,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    os.chdir(ROOT)
     sys.exit(main())

@@ -90,9 +90,35 @@ def most_timed_jobs_at_once(log_text: str) -> dict[str, int]:
 
 
 def run_gpu_study(directory: Path, *args: str) -> subprocess.CompletedProcess:
+    """The command as a GPU machine runs it: on a bare Python (this environment's base interpreter,
+    without the study's packages), the study itself in ``--python``, this environment's."""
     return subprocess.run(
-        [sys.executable, "scripts/gpu_study.py", *args], cwd=directory, capture_output=True, text=True, timeout=1200
+        [sys._base_executable, "scripts/gpu_study.py", *args],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        timeout=1200,
     )
+
+
+def small_study(tmp_path: Path, **changes) -> Path:
+    """A committed copy of the workflow with small.yaml: torch seed on both devices, numpy's rungs."""
+    directory = copy_workflow(tmp_path)
+    small = yaml.safe_load((directory / "tiny.yaml").read_text())
+    small |= {
+        "repeats": 1,
+        "frameworks": ["torch", "numpy"],
+        "variants": {"torch": ["seed"], "numpy": ["reference", "fused"]},
+    }
+    small["sweep"] |= {"batch_sizes": [8], "hidden_units": [4]}
+    (directory / "small.yaml").write_text(yaml.safe_dump(small | changes))
+    commit_all(directory)
+    return directory
+
+
+def verify(directory: Path, folder: Path) -> subprocess.CompletedProcess:
+    command = [sys.executable, "scripts/archive_study.py", "verify", str(folder)]
+    return subprocess.run(command, cwd=directory, capture_output=True, text=True)
 
 
 def commit_all(directory: Path) -> None:
@@ -112,28 +138,47 @@ def test_gpu_study_refuses_a_copy_without_git_and_a_missing_kit(tmp_path):
     assert not (directory / ".venv-gpu").exists() and not (directory / "results").exists()
 
 
-def test_gpu_study_runs_a_small_config_and_archives_it(tmp_path):
+def test_gpu_study_installs_its_kit_over_the_machines_own_packages(tmp_path):
+    # A one-package kit, on a bare Python that has no torch: the kit goes into .venv-gpu, which
+    # sees the machine's packages, and the command stops where the study needs torch.
     directory = copy_workflow(tmp_path)
-    small = yaml.safe_load((directory / "tiny.yaml").read_text())
-    small |= {
-        "repeats": 1,
-        "frameworks": ["torch", "numpy"],
-        "variants": {"torch": ["seed"], "numpy": ["reference", "fused"]},
-    }
-    small["sweep"] |= {"batch_sizes": [8], "hidden_units": [4]}
-    (directory / "small.yaml").write_text(yaml.safe_dump(small))
     commit_all(directory)
-    done = run_gpu_study(directory, "--this-python", "--allow-no-gpu", "--config", "small.yaml", "--name", "small")
+    kit = directory / "wheelhouse" / "gpu-kit"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d", str(kit), "tabulate==0.10.0"],
+        check=True,
+    )
+    (kit / "gpu-kit.txt").write_text("tabulate==0.10.0\n")
+    (directory / "wheelhouse" / "gpu-kit-numba").mkdir()
+    done = run_gpu_study(directory)
+    assert done.returncode == 1 and "installing the kit: 1 packages" in done.stderr
+    assert "torch does not import in" in done.stderr and "No module named 'torch'" in done.stderr
+    python = directory / ".venv-gpu" / "bin" / "python"
+    # tabulate from the kit, in the environment; pip (made --without-pip) from the machine's Python.
+    code = (
+        "import sys, tabulate, pip; print(tabulate.__version__,"
+        " tabulate.__file__.startswith(sys.prefix), pip.__file__.startswith(sys.base_prefix))"
+    )
+    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True).stdout.split()
+    assert out == ["0.10.0", "True", "True"]
+
+
+def test_gpu_study_runs_a_small_config_and_archives_it(tmp_path):
+    directory = small_study(tmp_path)
+    study = ["--python", sys.executable, "--allow-no-gpu", "--config", "small.yaml", "--name", "small"]
+    done = run_gpu_study(directory, *study)
     assert done.returncode == 0, done.stderr[-4000:]
     folder = directory / "results" / "archive" / "small"
     timing = json.loads((folder / "logs" / "gpu_study.json").read_text())
-    # One cpu and one cuda timed job may overlap: the command asks Snakemake for that.
+    # One cpu and one cuda timed job may overlap: the command asks Snakemake for that, and no two
+    # timed jobs on one device ever ran together.
     assert "cpu_timed_slot=1" in timing["command"] and "cuda_timed_slot=1" in timing["command"]
     assert timing["snakemake_exit"] == 0 and timing["overlap"] == "one cpu and one cuda timed job at a time"
     assert most_timed_jobs_at_once(done.stderr) == {"cpu": 1, "cuda": 1}
     records = [json.loads(p.read_text()) for p in sorted((folder / "runs").glob("*.json"))]
     assert len(records) == 4  # torch seed on both devices, numpy's two rungs on cpu
     readme = (folder / "README.md").read_text()
+    assert "The whole study of the config." in readme
     assert f"Wall time of the study: {timing['wall_s']} s" in readme
     torch_version = records[-1]["environment"]["versions"]["torch"]  # torch-cuda-seed-1, sorted last
     assert f"torch {torch_version}." in readme
@@ -142,10 +187,27 @@ def test_gpu_study_runs_a_small_config_and_archives_it(tmp_path):
     answer = report.split("## The answer\n", 1)[1].split("\n## ", 1)[0].strip()
     assert answer and answer in readme
     # The archive is sealed like any other: its manifest and its re-rendered report check out.
-    verify = subprocess.run(
-        [sys.executable, "scripts/archive_study.py", "verify", str(folder)],
-        cwd=directory,
-        capture_output=True,
-        text=True,
-    )
-    assert verify.returncode == 0, verify.stderr[-3000:]
+    checked = verify(directory, folder)
+    assert checked.returncode == 0, checked.stderr[-3000:]
+
+
+def test_gpu_study_stops_at_its_time_limit_and_archives_what_finished(tmp_path):
+    # More repeats than fit in the limit: Snakemake is stopped with some runs done and others not.
+    directory = small_study(tmp_path, repeats=4)
+    study = ["--python", sys.executable, "--allow-no-gpu", "--config", "small.yaml", "--name", "partial"]
+    done = run_gpu_study(directory, *study, "--serial", "--time-limit", "45")
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "the time limit of 45 s is up" in done.stderr
+    folder = directory / "results" / "archive" / "partial"
+    timing = json.loads((folder / "logs" / "gpu_study.json").read_text())
+    assert timing["stopped_at_time_limit"] is True and timing["overlap"] == "one timed job at a time"
+    records = sorted((folder / "runs").glob("*.json"))
+    assert 0 < len(records) < 4 * 4
+    readme = (folder / "README.md").read_text()
+    assert "**A partial study**: stopped at the time limit of 45 s" in readme
+    assert f"{len(records)} run records (" in readme
+    # The report is of the records that finished, and the archive verifies as any other.
+    checked = verify(directory, folder)
+    assert checked.returncode == 0, checked.stderr[-3000:]
+    # Nothing of a stopped job is left: every record in results/ is a whole one, and it is archived.
+    assert sorted(p.name for p in (directory / "results" / "runs").iterdir()) == [p.name for p in records]

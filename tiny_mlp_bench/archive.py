@@ -103,11 +103,9 @@ def render_command(folder: Path) -> list[str]:
     return [*command, "--", *records["runs"]]
 
 
-def render(code: Path, folder: Path, command: list[str]) -> None:
+def render(code: Path, folder: Path, command: list[str], python: str = sys.executable) -> None:
     """Run the render command with the code in ``code`` on the records in ``folder``."""
-    done = subprocess.run(
-        [sys.executable, str(code / command[0]), *command[1:]], cwd=folder, capture_output=True, text=True
-    )
+    done = subprocess.run([python, str(code / command[0]), *command[1:]], cwd=folder, capture_output=True, text=True)
     if done.returncode != 0:
         raise ArchiveError(f"rendering the report in {folder} failed:\n{done.stderr.strip()[-2000:]}")
 
