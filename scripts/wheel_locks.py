@@ -15,7 +15,9 @@ files, no wheel is downloaded. A package PyPI has only as a source archive is lo
 archive's hash and built into a pure-Python wheel when the kit is fetched.
 
   python scripts/wheel_locks.py lock [TARGET ...]    (make lock-cuda, make lock-gpu-kit)
-  python scripts/wheel_locks.py check [TARGET ...]   exit 1 when a committed lock is not what pip resolves
+  python scripts/wheel_locks.py check [TARGET ...]   exit 1 when pip, held to a committed lock's versions,
+                                                     does not resolve to exactly that lock: a package
+                                                     missing or extra, or a hash not PyPI's
   python scripts/wheel_locks.py fetch-kit            (make gpu-kit) the kit's files into wheelhouse/gpu-kit/
                                                      and, numba and llvmlite, wheelhouse/gpu-kit-numba/
 """
@@ -109,7 +111,7 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def resolve(entries, python: str, scratch: Path, tag: str) -> list[dict]:
+def resolve(entries, python: str, scratch: Path, tag: str, constraints=()) -> list[dict]:
     """pip's installation report for ``entries`` on ``python``: one item per package."""
     report = scratch / f"{tag}.json"
     pip(
@@ -126,19 +128,23 @@ def resolve(entries, python: str, scratch: Path, tag: str) -> list[dict]:
         str(scratch / "target"),
         "--report",
         str(report),
-        "-c",
-        str(REQUIREMENTS / "runtime.txt"),
+        *[arg for path in (REQUIREMENTS / "runtime.txt", *constraints) for arg in ("-c", str(path))],
         *requirement_args(entries),
     )
     return json.loads(report.read_text())["install"]
 
 
-def lock_text(name: str, target: Target) -> str:
+def lock_text(name: str, target: Target, held: Path | None = None) -> str:
+    """The lock pip resolves for ``target`` today; with ``held``, at that lock's versions."""
     with tempfile.TemporaryDirectory() as scratch_dir:
         scratch = Path(scratch_dir)
         (scratch / "wheels").mkdir()
         source_hashes = build_source_only(scratch)
-        installs = resolve(target.requirements, target.python, scratch, "all")
+        constraints = []
+        if held:  # its versions alone: pip refuses hashes in a constraints file
+            constraints.append(scratch / "held.txt")
+            constraints[0].write_text("\n".join(pins(held)) + "\n")
+        installs = resolve(target.requirements, target.python, scratch, "all", constraints)
         present = set()
         if target.present:
             present = {canonical(i["metadata"]["name"]) for i in resolve([target.present], target.python, scratch, "p")}
@@ -209,8 +215,9 @@ def main() -> None:
     for name in args.targets or TARGETS:
         target = TARGETS[name]
         print(f"resolving {name} on PyPI for CPython {target.python}", file=sys.stderr)
-        text = lock_text(name, target)
         path = target.lock_path()
+        # A check holds pip to the lock's versions: a newer release on PyPI does not make it stale.
+        text = lock_text(name, target, held=path if args.action == "check" and path.exists() else None)
         if args.action == "lock":
             path.write_text(text)
             print(f"wrote {path.relative_to(ROOT)}: {text.count('--hash')} packages", file=sys.stderr)
@@ -221,7 +228,8 @@ def main() -> None:
             )
             stale.append(name)
     if stale:
-        sys.exit(f"error: stale locks: {', '.join(stale)}; rewrite them with: python scripts/wheel_locks.py lock")
+        names = ", ".join(stale)
+        sys.exit(f"error: pip does not resolve to these locks: {names}; rewrite: python scripts/wheel_locks.py lock")
 
 
 if __name__ == "__main__":

@@ -54,7 +54,8 @@ def test_the_gpu_kit_carries_what_the_gpu_machine_lacks_and_nothing_it_has():
 @pytest.mark.parametrize("target", ["torch-cuda", "keras-cuda", "gpu-kit"])
 def test_pip_still_resolves_each_lock_on_pypi(target):
     # The kit for CPython 3.12 (the GPU machine's), the images for 3.11: each resolved again on PyPI
-    # (metadata only) must give the committed lock, byte for byte. Needs PyPI, as CI has.
+    # (metadata only), held to its versions, must give the committed lock byte for byte: nothing
+    # missing or extra, every hash PyPI's. Needs PyPI, as CI has.
     done = subprocess.run(
         [sys.executable, "scripts/wheel_locks.py", "check", target], cwd=ROOT, capture_output=True, text=True
     )
