@@ -2,9 +2,9 @@
 
     python3 scripts/gpu_study.py [--time-limit SECONDS]
 
-It installs what the machine lacks from the carried kit (wheelhouse/gpu-kit/ and gpu-kit-numba/,
-made beforehand on a connected machine with `make gpu-kit`) into .venv-gpu/, a virtual environment
-that sees the machine's own packages (its torch and JAX built for CUDA); runs the GPU study
+It installs what the machine lacks from the carried kit (wheelhouse/gpu-kit/, made beforehand on a
+connected machine with `make gpu-kit`) into .venv-gpu/, a virtual environment that sees the
+machine's own packages (its torch and JAX built for CUDA); runs the GPU study
 (config/gpu.yaml: every rung that machine can run, on cuda and on cpu, once each, 1000 epochs, both
 sweeps and the probes) with Snakemake; and packs the result into results/archive/<date>-<gpu model>/,
 with a README whose every number comes from the archived records and logs.
@@ -70,25 +70,20 @@ def prepare_environment(kit: Path) -> Path:
     if not lock.is_file():
         raise StudyError(
             f"no kit at {kit} ({lock.name} missing): on a machine with PyPI run `make gpu-kit`, then copy "
-            "wheelhouse/gpu-kit/ and wheelhouse/gpu-kit-numba/ here with the repository"
+            "wheelhouse/gpu-kit/ here with the repository"
         )
-    # numba and llvmlite come in a folder of their own (wheel_locks.py says why).
-    folders = [kit, kit.with_name(f"{kit.name}-numba")]
-    if not folders[1].is_dir():
-        raise StudyError(f"no {folders[1]}: copy it here with {kit.name}/ (make gpu-kit writes both)")
     python = VENV / "bin" / "python"
     if not python.exists():
         say(f"creating {VENV.name}/ over this machine's packages ({sys.executable}, Python {sys.version.split()[0]})")
         # Without a pip of its own: a Python without ensurepip (Debian's, without python3-venv) can make it.
         subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(VENV)], check=True)
-    say(f"installing the kit: {len(lock.read_text().split())} packages from {', '.join(map(str, folders))}")
+    say(f"installing the kit: {len(lock.read_text().split())} packages from {kit}")
     # The machine's own pip (22.3 or newer) installs into the environment.
     pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check", "--no-input"]
     if subprocess.run([*pip, "--version"], capture_output=True).returncode != 0:
         raise StudyError(f"{sys.executable} has no pip that installs into another environment (pip 22.3 or newer)")
-    links = [arg for folder in folders for arg in ("--find-links", str(folder))]
     install = subprocess.run(
-        [*pip, "install", "--quiet", "--no-index", "--no-deps", *links, "-r", str(lock)],
+        [*pip, "install", "--quiet", "--no-index", "--no-deps", "--find-links", str(kit), "-r", str(lock)],
         capture_output=True,
         text=True,
     )
@@ -103,6 +98,30 @@ def prepare_environment(kit: Path) -> Path:
             "requirements/gpu-present.txt, then run `make lock-gpu-kit gpu-kit` on a connected machine"
         )
     return python
+
+
+# Which of the distributions named on the command line are not installed.
+MISSING_CODE = """import sys, importlib.metadata as m
+missing = []
+for name in sys.argv[1:]:
+    try:
+        m.version(name)
+    except m.PackageNotFoundError:
+        missing.append(name)
+print(" ".join(missing))"""
+
+
+def check_needs(python: Path) -> None:
+    """Every package the study needs (requirements/gpu-kit.in) is in ``python``, the machine's or the kit's."""
+    text = (ROOT / "requirements" / "gpu-kit.in").read_text()
+    needs = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    done = subprocess.run([str(python), "-c", MISSING_CODE, *needs], capture_output=True, text=True, check=True)
+    if missing := done.stdout.split():
+        raise StudyError(
+            f"{python} lacks {', '.join(missing)}, which neither this machine nor the kit has: take "
+            "them out of requirements/gpu-present.txt, then run `make lock-gpu-kit gpu-kit` on a connected "
+            "machine and copy wheelhouse/gpu-kit/ here again"
+        )
 
 
 def gpu_name(python: Path) -> str | None:
@@ -236,6 +255,7 @@ def main() -> int:
     try:
         commit = check_checkout()
         python = args.python or prepare_environment(args.kit)
+        check_needs(python)
         gpu = gpu_name(python)
         if gpu is None and not args.allow_no_gpu:
             raise StudyError("torch sees no GPU here: this command measures a GPU machine (make run studies a CPU)")

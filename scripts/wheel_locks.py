@@ -19,7 +19,6 @@ archive's hash and built into a pure-Python wheel when the kit is fetched.
                                                      does not resolve to exactly that lock: a package
                                                      missing or extra, or a hash not PyPI's
   python scripts/wheel_locks.py fetch-kit            (make gpu-kit) the kit's files into wheelhouse/gpu-kit/
-                                                     and, numba and llvmlite, wheelhouse/gpu-kit-numba/
 """
 
 import argparse
@@ -28,6 +27,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,11 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "requirements"
 KIT_FOLDER = ROOT / "wheelhouse" / "gpu-kit"
-# The device tool that lends the project a GPU carries at most 64 MiB a call, and llvmlite alone
-# is 57 MiB: numba and llvmlite go into a folder of their own, carried in a call of their own.
+# The device tool that lends the project a GPU carries at most 64 MiB a call, the checkout included.
 KIT_BUDGET_BYTES = 64 * 2**20
-NUMBA_FOLDER = ROOT / "wheelhouse" / "gpu-kit-numba"
-NUMBA_PACKAGES = ("llvmlite", "numba")
 # Debian 12 (the images' base) has glibc 2.36, as do the GPU machines seen: every manylinux tag up
 # to it installs there. The legacy names too: some wheels carry only those (pip matches tags as written).
 PLATFORMS = [f"manylinux_2_{minor}_x86_64" for minor in range(5, 37)]
@@ -170,7 +167,8 @@ def pins(lock: Path) -> list[str]:
 def fetch_kit() -> None:
     """The GPU kit's wheels into wheelhouse/gpu-kit/, checked against the lock's hashes, with the lock."""
     lock = TARGETS["gpu-kit"].lock_path()
-    KIT_FOLDER.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(KIT_FOLDER, ignore_errors=True)  # no wheel of an older lock stays
+    KIT_FOLDER.mkdir(parents=True)
     source_only = {canonical(n) for n in SOURCE_ONLY}
     entries = [line for line in lock.read_text().splitlines() if line and not line.startswith("#")]
     source = [e for e in entries if canonical(e.split("==")[0]) in source_only]
@@ -184,22 +182,11 @@ def fetch_kit() -> None:
         pip("download", *common, *platform, "-d", str(KIT_FOLDER), "-r", str(binary_list))
         if source:
             pip("wheel", *common, "--no-binary=:all:", "-w", str(KIT_FOLDER), "-r", str(source_list))
-    NUMBA_FOLDER.mkdir(exist_ok=True)
-    for wheel in KIT_FOLDER.glob("*.whl"):
-        if canonical(wheel.name.split("-")[0]) in NUMBA_PACKAGES:
-            os.replace(wheel, NUMBA_FOLDER / wheel.name)
     (KIT_FOLDER / "gpu-kit.txt").write_text("\n".join(pins(lock)) + "\n")
-    for folder in (KIT_FOLDER, NUMBA_FOLDER):
-        size = sum(p.stat().st_size for p in folder.iterdir())
-        print(
-            f"{folder.relative_to(ROOT)}/: {len(list(folder.glob('*.whl')))} wheels, {size / 2**20:.1f} MiB",
-            file=sys.stderr,
-        )
-        if size > KIT_BUDGET_BYTES:
-            print(
-                f"warning: more than the {KIT_BUDGET_BYTES // 2**20} MiB the device tool carries a call",
-                file=sys.stderr,
-            )
+    size = sum(p.stat().st_size for p in KIT_FOLDER.iterdir())
+    print(f"wheelhouse/gpu-kit/: {len(entries)} packages, {size / 2**20:.1f} MiB", file=sys.stderr)
+    if size > KIT_BUDGET_BYTES:
+        print(f"warning: more than the {KIT_BUDGET_BYTES // 2**20} MiB the device tool carries a call", file=sys.stderr)
 
 
 def main() -> None:

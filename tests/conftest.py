@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
 TEST_DATA = ROOT / "tests" / "data"
 # What a user's clone needs to run the workflow.
-WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "tiny_mlp_bench", "config", "profiles"]
+WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "tiny_mlp_bench", "config", "profiles", "requirements"]
 
 
 def torch_has_cuda() -> bool:
