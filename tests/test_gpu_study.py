@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, copy_workflow
+from conftest import ROOT, copy_workflow, run_snakemake
 
 REQUIREMENTS = ROOT / "requirements"
 TIMED_RULES = ("train", "sweep_crossover", "probe_fixed_costs")
@@ -71,6 +71,16 @@ def test_the_gpu_config_runs_every_rung_but_tensorflows_on_both_devices():
     assert config["variants"] == expected and config["frameworks"] == list(expected)
     runs = [(fw, v, d) for fw in expected for v in catalogue.ladder(fw) for d in v.devices]
     assert len(runs) == 27  # as the README says
+
+
+def test_the_gpu_study_dry_runs_with_its_resources(tmp_path):
+    # The config passes the workflow's schema and checks; Snakemake plans every job of it.
+    directory = copy_workflow(tmp_path)
+    resources = ["--resources", "timed_slot=2", "cpu_timed_slot=1", "cuda_timed_slot=1"]
+    done = run_snakemake(directory, "-n", "--cores", 16, "--configfile", "config/gpu.yaml", *resources)
+    assert done.returncode == 0, done.stderr[-3000:]
+    planned = dict(re.findall(r"^(\w+)\s+(\d+)$", done.stdout + done.stderr, re.MULTILINE))
+    assert planned["train"] == "27" and planned["sweep_crossover"] == "2" and planned["probe_fixed_costs"] == "2"
 
 
 def most_timed_jobs_at_once(log_text: str) -> dict[str, int]:
