@@ -7,7 +7,8 @@ connected machine with `make gpu-kit`) into .venv-gpu/, a virtual environment th
 machine's own packages (its torch and JAX built for CUDA); runs the GPU study
 (config/gpu.yaml: every rung that machine can run, on cuda and on cpu, once each, 1000 epochs, both
 sweeps and the probes) with Snakemake; and packs the result into results/archive/<date>-<gpu model>/,
-with a README whose every number comes from the archived records and logs.
+with a README whose every number comes from the archived records and logs. A copy of the repository
+that came without its .git gets one from the kit's git bundle, so that the records name their commit.
 
 To fit the study in about 8 minutes, one cpu and one cuda run may overlap, each on its own
 cpu_threads cores (--serial runs one timed job at a time, as the default study does). With
@@ -36,6 +37,7 @@ from tiny_mlp_bench import archive  # noqa: E402  (standard library only, as is 
 from tiny_mlp_bench.atomic import write_text_atomic  # noqa: E402
 
 KIT = ROOT / "wheelhouse" / "gpu-kit"
+BUNDLE = "source.bundle"  # the checkout's history in the kit, for a copy that arrives without .git
 VENV = ROOT / ".venv-gpu"
 RESULTS = ROOT / "results"
 ARCHIVES = RESULTS / "archive"
@@ -53,15 +55,28 @@ def say(message: str) -> None:
     print(f"gpu_study: {message}", file=sys.stderr, flush=True)
 
 
-def check_checkout() -> str:
-    """The commit the records will name; the study needs a git checkout to trace them to."""
-    done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise StudyError(
-            f"{ROOT} is not a git checkout ({done.stderr.strip() or 'git is missing'}): copy the repository "
-            "with its .git folder (git clone, or rsync -a), so that every record names the code that made it"
-        )
-    return done.stdout.strip()
+def git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+
+
+def check_checkout(kit: Path) -> str:
+    """The commit the records will name: the study needs a git checkout to trace them to. A copy
+    that came without its .git gets one from the kit's bundle (make gpu-kit writes it)."""
+    top = git("rev-parse", "--show-toplevel")
+    if top.returncode != 0 or Path(top.stdout.strip()).resolve() != ROOT:
+        bundle = kit / BUNDLE
+        if not bundle.is_file():
+            raise StudyError(
+                f"{ROOT} is not a git checkout, and there is no {bundle} to make it one: copy the repository "
+                "with its .git folder (git clone, or rsync -a), or the kit with its bundle, so that every record "
+                "names the code that made it"
+            )
+        # The working tree stays as it is: a file that differs from the bundle's commit counts as modified.
+        say(f"no .git here: making one from {bundle}")
+        for args in (["init", "-q"], ["fetch", "-q", str(bundle), "HEAD"], ["reset", "-q", "FETCH_HEAD"]):
+            if (done := git(*args)).returncode != 0:
+                raise StudyError(f"git {' '.join(args)} failed: {done.stderr.strip()}")
+    return git("rev-parse", "HEAD").stdout.strip()
 
 
 def prepare_environment(kit: Path) -> Path:
@@ -253,7 +268,7 @@ def main() -> int:
     parser.add_argument("--allow-no-gpu", action="store_true", help="run even where torch sees no GPU (for tests)")
     args = parser.parse_args()
     try:
-        commit = check_checkout()
+        commit = check_checkout(args.kit)
         python = args.python or prepare_environment(args.kit)
         check_needs(python)
         gpu = gpu_name(python)

@@ -165,7 +165,8 @@ def pins(lock: Path) -> list[str]:
 
 
 def fetch_kit() -> None:
-    """The GPU kit's wheels into wheelhouse/gpu-kit/, checked against the lock's hashes, with the lock."""
+    """The GPU kit's wheels into wheelhouse/gpu-kit/, checked against the lock's hashes, with the lock
+    and a git bundle of HEAD."""
     lock = TARGETS["gpu-kit"].lock_path()
     shutil.rmtree(KIT_FOLDER, ignore_errors=True)  # no wheel of an older lock stays
     KIT_FOLDER.mkdir(parents=True)
@@ -183,6 +184,10 @@ def fetch_kit() -> None:
         if source:
             pip("wheel", *common, "--no-binary=:all:", "-w", str(KIT_FOLDER), "-r", str(source_list))
     (KIT_FOLDER / "gpu-kit.txt").write_text("\n".join(pins(lock)) + "\n")
+    # The checkout's history, for a GPU machine the repository reaches without its .git (gpu_study.py).
+    subprocess.run(
+        ["git", "-C", str(ROOT), "bundle", "create", "-q", str(KIT_FOLDER / "source.bundle"), "HEAD"], check=True
+    )
     size = sum(p.stat().st_size for p in KIT_FOLDER.iterdir())
     print(f"wheelhouse/gpu-kit/: {len(entries)} packages, {size / 2**20:.1f} MiB", file=sys.stderr)
     if size > KIT_BUDGET_BYTES:

@@ -141,12 +141,35 @@ def test_gpu_study_refuses_a_copy_without_git_and_a_missing_kit(tmp_path):
     directory = copy_workflow(tmp_path)
     done = run_gpu_study(directory)
     assert done.returncode == 1
-    assert "is not a git checkout" in done.stderr and "copy the repository with its .git folder" in done.stderr
+    assert "is not a git checkout, and there is no" in done.stderr and "with its .git folder" in done.stderr
     commit_all(directory)
     done = run_gpu_study(directory)
     assert done.returncode == 1
     assert "no kit at" in done.stderr and "run `make gpu-kit`" in done.stderr
     assert not (directory / ".venv-gpu").exists() and not (directory / "results").exists()
+
+
+def test_gpu_study_makes_a_copy_without_git_a_checkout_from_the_kits_bundle(tmp_path):
+    # The repository reaches the GPU machine without .git; the kit carries a bundle of HEAD.
+    made_here, there = tmp_path / "here", tmp_path / "there"
+    for directory in (made_here, there):
+        directory.mkdir()
+        copy_workflow(directory)
+    commit_all(made_here)
+    (there / "scripts" / "train.py").write_text((there / "scripts" / "train.py").read_text() + "\n# changed there\n")
+    kit = there / "wheelhouse" / "gpu-kit"
+    kit.mkdir(parents=True)
+    subprocess.run(
+        ["git", "-C", str(made_here), "bundle", "create", "-q", str(kit / "source.bundle"), "HEAD"], check=True
+    )
+    done = run_gpu_study(there)
+    assert done.returncode == 1 and "no .git here: making one from" in done.stderr
+    assert "no kit at" in done.stderr  # the next check: the bundle alone is no kit
+    head = subprocess.run(["git", "-C", str(made_here), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    status = ["git", "-C", str(there), "status", "--porcelain", "--untracked-files=no"]
+    assert subprocess.run(["git", "-C", str(there), "rev-parse", "HEAD"], capture_output=True, text=True).stdout == head
+    # The working tree is kept: what differs from the bundle's commit shows as modified, so records say -dirty.
+    assert subprocess.run(status, capture_output=True, text=True).stdout.split() == ["M", "scripts/train.py"]
 
 
 def test_gpu_study_installs_its_kit_over_the_machines_own_packages(tmp_path):
