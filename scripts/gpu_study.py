@@ -105,14 +105,36 @@ def prepare_environment(kit: Path) -> Path:
     if install.returncode != 0:
         raise StudyError(f"the kit did not install (is it for this Python?): {install.stderr.strip()[-800:]}")
     check = subprocess.run([*pip, "check"], capture_output=True, text=True)
-    if check.returncode != 0:
+    ours, theirs = study_problems(check.stdout, study_packages(lock))
+    if theirs:
+        say(f"pip check: {len(theirs)} problems among this machine's own packages, none the study's (left as they are)")
+    if ours:
         raise StudyError(
             "this machine's packages do not suit the kit (pip check): "
-            + "; ".join(check.stdout.strip().splitlines()[:8])
+            + "; ".join(ours[:8])
             + ". Add what is missing or too old to requirements/gpu-kit.in, or take it out of "
             "requirements/gpu-present.txt, then run `make lock-gpu-kit gpu-kit` on a connected machine"
         )
     return python
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def study_packages(lock: Path) -> set[str]:
+    """The kit's packages and the study's own needs (requirements/gpu-kit.in), by canonical name."""
+    needs = (ROOT / "requirements" / "gpu-kit.in").read_text().splitlines()
+    kit = [line.split("==")[0] for line in lock.read_text().splitlines()]
+    return {canonical(name.strip()) for name in needs + kit if name.strip() and not name.startswith("#")}
+
+
+def study_problems(pip_check: str, packages: set[str]) -> tuple[list[str], list[str]]:
+    """pip check's lines split in two: those of a package the study installs or needs, and the rest.
+    A GPU machine's own packages may not all suit each other; that is none of the study's business."""
+    lines = [line for line in pip_check.splitlines() if line.strip() and line != "No broken requirements found."]
+    ours = [line for line in lines if canonical(line.split()[0]) in packages]
+    return ours, [line for line in lines if line not in ours]
 
 
 # Which of the distributions named on the command line are not installed.

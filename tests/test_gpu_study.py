@@ -172,6 +172,19 @@ def test_gpu_study_makes_a_copy_without_git_a_checkout_from_the_kits_bundle(tmp_
     assert subprocess.run(status, capture_output=True, text=True).stdout.split() == ["M", "scripts/train.py"]
 
 
+def test_only_pip_check_problems_of_the_studys_packages_stop_it():
+    import gpu_study
+
+    report = (
+        "snakemake 9.27.1 requires pulp, which is not installed.\n"
+        "keras 3.15.1 has requirement optree>=0.21, but you have optree 0.20.0.\n"
+        "transformers 5.0.0 has requirement tokenizers<0.30, but you have tokenizers 0.31.0.\n"
+    )
+    ours, theirs = gpu_study.study_problems(report, {"snakemake", "keras", "optree"})
+    assert ours == report.splitlines()[:2] and theirs == report.splitlines()[2:]
+    assert gpu_study.study_problems("No broken requirements found.\n", {"keras"}) == ([], [])
+
+
 def test_gpu_study_installs_its_kit_over_the_machines_own_packages(tmp_path):
     # A one-package kit, on a bare Python that has no torch: the kit goes into .venv-gpu, which
     # sees the machine's packages, and the command stops, naming what neither has.
