@@ -56,7 +56,10 @@ def say(message: str) -> None:
 
 
 def git(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+    try:
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+    except FileNotFoundError as err:
+        raise StudyError("git is not installed here: the records name the commit of the code that made them") from err
 
 
 def check_checkout(kit: Path) -> str:
@@ -91,7 +94,13 @@ def prepare_environment(kit: Path) -> Path:
     if not python.exists():
         say(f"creating {VENV.name}/ over this machine's packages ({sys.executable}, Python {sys.version.split()[0]})")
         # Without a pip of its own: a Python without ensurepip (Debian's, without python3-venv) can make it.
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(VENV)], check=True)
+        made = subprocess.run(
+            [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(VENV)],
+            capture_output=True,
+            text=True,
+        )
+        if made.returncode != 0:
+            raise StudyError(f"{sys.executable} cannot make {VENV.name}/: {made.stderr.strip()[-500:]}")
     say(f"installing the kit: {len(lock.read_text().split())} packages from {kit}")
     # The machine's own pip (22.3 or newer) installs into the environment.
     pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check", "--no-input"]
