@@ -7,7 +7,6 @@ commits, modified trees and later code changes are real.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 
@@ -47,8 +46,7 @@ def write_records(folder, commit: str) -> None:
 def study(tmp_path):
     """A git repository with the workflow committed and a finished synthetic study in results/ and logs/."""
     (tmp_path / "repo").mkdir()
-    repo = copy_workflow(tmp_path / "repo")
-    shutil.copytree(ROOT / "requirements", repo / "requirements")  # the lock files
+    repo = copy_workflow(tmp_path / "repo")  # the lock files in requirements/ too
     (repo / ".gitignore").write_text("results/*\n!results/archive/\nlogs/\n__pycache__/\n")
     git(repo, "init", "-q")
     git(repo, "add", ".")
