@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,11 +132,16 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def study_needs() -> list[str]:
+    """The packages the study needs: the names in requirements/gpu-kit.in."""
+    text = (ROOT / "requirements" / "gpu-kit.in").read_text()
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
 def study_packages(lock: Path) -> set[str]:
-    """The kit's packages and the study's own needs (requirements/gpu-kit.in), by canonical name."""
-    needs = (ROOT / "requirements" / "gpu-kit.in").read_text().splitlines()
-    kit = [line.split("==")[0] for line in lock.read_text().splitlines()]
-    return {canonical(name.strip()) for name in needs + kit if name.strip() and not name.startswith("#")}
+    """The kit's packages and the study's own needs, by canonical name."""
+    kit = [line.split("==")[0] for line in lock.read_text().splitlines() if line.strip()]
+    return {canonical(name) for name in study_needs() + kit}
 
 
 def study_problems(pip_check: str, packages: set[str]) -> tuple[list[str], list[str]]:
@@ -159,9 +165,7 @@ print(" ".join(missing))"""
 
 def check_needs(python: Path) -> None:
     """Every package the study needs (requirements/gpu-kit.in) is in ``python``, the machine's or the kit's."""
-    text = (ROOT / "requirements" / "gpu-kit.in").read_text()
-    needs = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
-    done = subprocess.run([str(python), "-c", MISSING_CODE, *needs], capture_output=True, text=True, check=True)
+    done = subprocess.run([str(python), "-c", MISSING_CODE, *study_needs()], capture_output=True, text=True, check=True)
     if missing := done.stdout.split():
         raise StudyError(
             f"{python} lacks {', '.join(missing)}, which neither this machine nor the kit has: take "
@@ -248,9 +252,7 @@ def write_readme(folder: Path, timing: dict) -> None:
     """The archive's README: what ran where and how long, from its provenance, records and logs."""
     provenance = json.loads((folder / archive.PROVENANCE).read_text())
     records = [json.loads(p.read_text()) for p in sorted((folder / "runs").glob("*.json"))]
-    statuses = {}
-    for record in records:
-        statuses[record["status"]] = statuses.get(record["status"], 0) + 1
+    statuses = Counter(record["status"] for record in records)
     counts = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
     # The machine as a torch record sees it (its GPU and torch build); a cuda one names the driver.
     torch_records = sorted(
