@@ -81,10 +81,17 @@ lock-cuda: | $(BIN)/python
 lock-gpu-kit: | $(BIN)/python
 	$(BIN)/python scripts/wheel_locks.py lock gpu-kit
 
-# The GPU kit: the wheels a GPU machine without a registry lacks, for its Python 3.12, into
-# wheelhouse/gpu-kit/. Copy it there with the repository, then run: python3 scripts/gpu_study.py
+# The GPU kit: the wheels a GPU machine without a registry lacks, into wheelhouse/gpu-kit/. Copy it
+# there with the repository, then run: python3 scripts/gpu_study.py. Set the machine's Python
+# (KIT_PYTHON=3.11) or what it already has (KIT_PRESENT=my-node.txt, as requirements/gpu-present.txt
+# is written) and the kit is resolved on PyPI for them; the defaults use the committed gpu-kit.txt.
+# A kit past KIT_MAX_MIB MiB is an error (it is left in place): it likely carries a large package
+# the machine has, which the present file should list; else raise the cap.
+KIT_PYTHON ?= 3.12
+KIT_PRESENT ?= requirements/gpu-present.txt
+KIT_MAX_MIB ?= 64
 gpu-kit: | $(BIN)/python
-	$(BIN)/python scripts/wheel_locks.py fetch-kit
+	$(BIN)/python scripts/wheel_locks.py fetch-kit --python $(KIT_PYTHON) --present $(KIT_PRESENT) --max-mib $(KIT_MAX_MIB)
 
 # Container images: FLAVOR=cuda (default) takes PyPI's CUDA builds of torch and TensorFlow;
 # FLAVOR=cpu takes CPU builds and tags them <version>-cpu (what CI builds and tests). Podman is

@@ -1,7 +1,7 @@
 """Exact locks, a hash for every file, of the environments that are not this machine's.
 
 The local environment and the CPU images install from requirements/runtime.txt, which holds
-torch's CPU build where the project is developed. Three environments need other sets:
+torch's CPU build, for machines without a GPU. Three environments need other sets:
 
 - torch-cuda, keras-cuda: the CUDA images (`make images`). On top of their requirement lists,
   torch's nvidia-* wheels and JAX's CUDA plugin, or TensorFlow's CUDA libraries, for CPython 3.11.
@@ -18,10 +18,14 @@ archive's hash and built into a pure-Python wheel when the kit is fetched.
   python scripts/wheel_locks.py check [TARGET ...]   exit 1 when pip, held to a committed lock's versions,
                                                      does not resolve to exactly that lock: a package
                                                      missing or extra, or a hash not PyPI's
-  python scripts/wheel_locks.py fetch-kit            (make gpu-kit) the kit's files into wheelhouse/gpu-kit/
+  python scripts/wheel_locks.py fetch-kit [--python X.Y] [--into DIR] [--present FILE] [--max-mib N]
+                                                     (make gpu-kit) the kit's files into wheelhouse/gpu-kit/:
+                                                     from the committed lock for CPython 3.12 and gpu-present.txt,
+                                                     else resolved on PyPI for that Python and present file
 """
 
 import argparse
+import dataclasses
 import difflib
 import hashlib
 import json
@@ -37,10 +41,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "requirements"
 KIT_FOLDER = ROOT / "wheelhouse" / "gpu-kit"
-# The device tool that lends the project a GPU carries at most 64 MiB a call, the checkout included.
-KIT_BUDGET_BYTES = 64 * 2**20
-# Debian 12 (the images' base) has glibc 2.36, as do the GPU machines seen: every manylinux tag up
-# to it installs there. The legacy names too: some wheels carry only those (pip matches tags as written).
+# The kit's size cap (fetch-kit --max-mib): a GPU node without a registry is often reached by one
+# copy over a narrow path (scp through a login node, a transfer quota, a removable disk), so the kit
+# should stay one small transfer. A kit past it almost always carries a large package the machine
+# already has (torch, jax, their CUDA libraries) that the present file does not list.
+KIT_MAX_MIB = 64
+# The files a kit folder holds: fetch-kit empties a folder of these alone, never one holding others.
+KIT_FILES = ("gpu-kit.txt", "source.bundle", "kit.json")
+# Debian 12 (the images' base) has glibc 2.36: every manylinux tag up to it installs there (a GPU
+# node with an older glibc needs a lower bound here). The legacy names too: some wheels carry only
+# those (pip matches tags as written).
 PLATFORMS = [f"manylinux_2_{minor}_x86_64" for minor in range(5, 37)]
 PLATFORMS += ["manylinux1_x86_64", "manylinux2010_x86_64", "manylinux2014_x86_64"]
 # On PyPI only as source archives (no wheel for any Python): built here into wheels.
@@ -140,7 +150,7 @@ def lock_text(name: str, target: Target, held: Path | None = None) -> str:
         constraints = []
         if held:  # its versions alone: pip refuses hashes in a constraints file
             constraints.append(scratch / "held.txt")
-            constraints[0].write_text("\n".join(pins(held)) + "\n")
+            constraints[0].write_text("\n".join(pins(held.read_text())) + "\n")
         installs = resolve(target.requirements, target.python, scratch, "all", constraints)
         present = set()
         if target.present:
@@ -159,19 +169,44 @@ def lock_text(name: str, target: Target, held: Path | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def pins(lock: Path) -> list[str]:
-    """name==version of every package in a lock."""
-    return re.findall(r"^(\S+==\S+)", lock.read_text(), re.MULTILINE)
+def pins(lock: str) -> list[str]:
+    """name==version of every package in a lock's text."""
+    return re.findall(r"^(\S+==\S+)", lock, re.MULTILINE)
 
 
-def fetch_kit() -> None:
-    """The GPU kit's wheels into wheelhouse/gpu-kit/, checked against the lock's hashes, with the lock
-    and a git bundle of HEAD."""
-    lock = TARGETS["gpu-kit"].lock_path()
-    shutil.rmtree(KIT_FOLDER, ignore_errors=True)  # no wheel of an older lock stays
-    KIT_FOLDER.mkdir(parents=True)
+def kit_lock(python: str, present: Path) -> tuple[str, str]:
+    """The kit's lock text for CPython ``python`` less ``present``, and where it comes from: the
+    committed lock when both are gpu-kit's own, else resolved on PyPI now, PyPI's hashes with it."""
+    target = TARGETS["gpu-kit"]
+    if python == target.python and present == (ROOT / target.present).resolve():
+        return target.lock_path().read_text(), str(target.lock_path().relative_to(ROOT))
+    print(f"resolving the kit on PyPI for CPython {python}, less {shown(present)}", file=sys.stderr)
+    # An absolute path: requirement_args reads an entry with a "/" as a file.
+    target = dataclasses.replace(target, python=python, present=str(present))
+    try:
+        return lock_text("gpu-kit", target), "resolved at fetch time"
+    except subprocess.CalledProcessError:
+        sys.exit(f"error: pip resolves no kit for CPython {python} at runtime.txt's versions (its message above)")
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the repository where it lies inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def fetch_kit(python: str, into: Path, present: Path, max_mib: int) -> None:
+    """The GPU kit's wheels for CPython ``python`` into ``into``, checked against the lock's hashes,
+    with the lock's pins (gpu-kit.txt), a git bundle of HEAD and kit.json; an error past ``max_mib``."""
+    into, present = into.resolve(), present.resolve()
+    if not present.is_file():
+        sys.exit(f"error: no present file {present}")
+    if into.exists() and any(p.name not in KIT_FILES and p.suffix != ".whl" for p in into.iterdir()):
+        sys.exit(f"error: {into} holds files that are not a kit's: name a new or empty folder with --into")
+    lock, source_of_lock = kit_lock(python, present)
+    shutil.rmtree(into, ignore_errors=True)  # no wheel of an older lock stays
+    into.mkdir(parents=True)
     source_only = {canonical(n) for n in SOURCE_ONLY}
-    entries = [line for line in lock.read_text().splitlines() if line and not line.startswith("#")]
+    entries = [line for line in lock.splitlines() if line and not line.startswith("#")]
     source = [e for e in entries if canonical(e.split("==")[0]) in source_only]
     with tempfile.TemporaryDirectory() as scratch_dir:
         # pip checks every file against its hash, as a fully hashed requirements file makes it.
@@ -179,30 +214,69 @@ def fetch_kit() -> None:
         binary_list.write_text("".join(f"{e}\n" for e in entries if e not in source))
         source_list.write_text("".join(f"{e}\n" for e in source))
         common = ["--quiet", "--no-deps", "--require-hashes", "--index-url", "https://pypi.org/simple"]
-        platform = platform_args(TARGETS["gpu-kit"].python)
-        pip("download", *common, *platform, "-d", str(KIT_FOLDER), "-r", str(binary_list))
+        pip("download", *common, *platform_args(python), "-d", str(into), "-r", str(binary_list))
         if source:
-            pip("wheel", *common, "--no-binary=:all:", "-w", str(KIT_FOLDER), "-r", str(source_list))
-    (KIT_FOLDER / "gpu-kit.txt").write_text("\n".join(pins(lock)) + "\n")
+            pip("wheel", *common, "--no-binary=:all:", "-w", str(into), "-r", str(source_list))
+    (into / "gpu-kit.txt").write_text("\n".join(pins(lock)) + "\n")
     # The checkout's history, for a GPU machine the repository reaches without its .git (gpu_study.py).
-    subprocess.run(
-        ["git", "-C", str(ROOT), "bundle", "create", "-q", str(KIT_FOLDER / "source.bundle"), "HEAD"], check=True
-    )
-    size = sum(p.stat().st_size for p in KIT_FOLDER.iterdir())
-    print(f"wheelhouse/gpu-kit/: {len(entries)} packages, {size / 2**20:.1f} MiB", file=sys.stderr)
-    if size > KIT_BUDGET_BYTES:
-        print(f"warning: more than the {KIT_BUDGET_BYTES // 2**20} MiB the device tool carries a call", file=sys.stderr)
+    git = ["git", "-C", str(ROOT)]
+    subprocess.run([*git, "bundle", "create", "-q", str(into / "source.bundle"), "HEAD"], check=True)
+    size = sum(p.stat().st_size for p in into.iterdir())
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    # What the kit is for: gpu_study.py refuses a kit whose "python" is not the machine's.
+    kit = {
+        "python": python,
+        "lock": source_of_lock,
+        "present": shown(present),
+        "packages": len(entries),
+        "bytes": size,
+        "commit": commit,
+    }
+    (into / "kit.json").write_text(json.dumps(kit, indent=2) + "\n")
+    print(f"{shown(into)}/: {len(entries)} packages for CPython {python}, {size / 2**20:.1f} MiB", file=sys.stderr)
+    if size > max_mib * 2**20:  # the kit stays: the user may copy it anyway, or look at what is large in it
+        sys.exit(
+            f"error: the kit is {size / 2**20:.1f} MiB, more than the {max_mib} MiB cap (--max-mib). List in "
+            f"{shown(present)} the large packages the GPU machine already has (`python3 -m pip list` there), "
+            f"or raise the cap with --max-mib (make gpu-kit KIT_MAX_MIB=...). The kit is left in {into}"
+        )
+
+
+def python_version(text: str) -> str:
+    if not re.fullmatch(r"3\.\d+", text):
+        raise argparse.ArgumentTypeError(f"a CPython version as X.Y, such as 3.12, not '{text}'")
+    return text
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("action", choices=["lock", "check", "fetch-kit"])
     parser.add_argument("targets", nargs="*", help=f"of {', '.join(TARGETS)} (default: all)")
+    # fetch-kit's options; None where not given, so that lock and check can refuse them.
+    kit = parser.add_argument_group("fetch-kit")
+    kit.add_argument(
+        "--python",
+        type=python_version,
+        metavar="X.Y",
+        help=f"the GPU machine's CPython (default: {TARGETS['gpu-kit'].python})",
+    )
+    kit.add_argument("--into", type=Path, metavar="DIR", help=f"the kit folder (default: {shown(KIT_FOLDER)})")
+    kit.add_argument(
+        "--present", type=Path, metavar="FILE", help=f"what the GPU machine has (default: {TARGETS['gpu-kit'].present})"
+    )
+    kit.add_argument("--max-mib", type=int, metavar="N", help=f"the kit's size cap in MiB (default: {KIT_MAX_MIB})")
     args = parser.parse_args()
     if unknown := [t for t in args.targets if t not in TARGETS]:
         parser.error(f"no lock target {', '.join(unknown)}: the targets are {', '.join(TARGETS)}")
     if args.action == "fetch-kit":
-        return fetch_kit()
+        return fetch_kit(
+            args.python or TARGETS["gpu-kit"].python,
+            args.into or KIT_FOLDER,
+            args.present or ROOT / TARGETS["gpu-kit"].present,
+            KIT_MAX_MIB if args.max_mib is None else args.max_mib,
+        )
+    if any(option is not None for option in (args.python, args.into, args.present, args.max_mib)):
+        parser.error("--python, --into, --present and --max-mib are fetch-kit's options")
     stale = []
     for name in args.targets or TARGETS:
         target = TARGETS[name]

@@ -46,6 +46,18 @@ def small_dataset(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def kit_for_this_python(tmp_path_factory) -> Path:
+    """The GPU kit for the Python that runs the tests (make gpu-kit KIT_PYTHON=<it>), resolved and
+    fetched from PyPI once a session, as CI can."""
+    kit = tmp_path_factory.mktemp("kit") / "gpu-kit"
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    command = [sys.executable, "scripts/wheel_locks.py", "fetch-kit", "--python", version, "--into", str(kit)]
+    done = subprocess.run([*command, "--max-mib", "200"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return kit
+
+
 def run_script(name: str, *args, check: bool = False) -> subprocess.CompletedProcess:
     """Run one of the command-line programs the way a rule does."""
     return subprocess.run(
