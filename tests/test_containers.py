@@ -332,7 +332,7 @@ def test_tiny_study_runs_every_job_in_its_image(engine, workflow_dir):
 
 
 def test_version_1_records_read_in_todays_shape():
-    # Written on the H200 machine before the container block had its fields (its image has /.dockerenv).
+    # Written on an NVIDIA H200 node before the container block had its fields (its image has /.dockerenv).
     record = read_record(ROOT / "results" / "archive" / "2026-11-29-h200" / "runs" / "torch-cuda-graphed-2.json")
     assert record["schema_version"] == 5 and record["load"] is None  # not measured then
     assert record["parameters"]["init"] is None  # nor how the weights were drawn

@@ -17,7 +17,7 @@ def cold_compiler_cache() -> tempfile.TemporaryDirectory:
     """An empty Inductor (and Triton) cache of this run's own, so every repeat pays the whole compilation.
 
     With the shared default cache a later repeat reuses what an earlier one compiled, and its
-    first epoch measures a cache hit instead (seen on the H200 machine: 20.9, 8.0, 5.3 s).
+    first epoch measures a cache hit instead (seen on an NVIDIA H200: 20.9, 8.0, 5.3 s).
     The directory is removed with the object that holds it (the run).
     """
     cache = tempfile.TemporaryDirectory(prefix="tiny-mlp-bench-compile-")
