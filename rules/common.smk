@@ -22,7 +22,7 @@ CONFIG_SCHEMA = Path(workflow.basedir) / "config" / "config.schema.yaml"
 
 # The library the programs share: the catalogue of variants, the config check, the engines.
 sys.path.insert(0, workflow.basedir)
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import catalogue, jobs
 from tiny_mlp_bench.config_check import config_errors
 from tiny_mlp_bench.containers import ContainerError, find_engine, image_id
 
@@ -45,32 +45,16 @@ wildcard_constraints:
 
 
 def get_run_records():
-    """Every run record the config asks for: framework x device x its variants x repeat, where the
-    catalogue says the variant runs on the device."""
-    return [
-        rules.train.output.record.format(
-            framework=framework, device=device, variant=variant, repeat=repeat
-        )
-        for framework in config["frameworks"]
-        for device in config["devices"]
-        for variant in config["variants"][framework]
-        if catalogue.variant(framework, variant).runs_on(device)
-        for repeat in range(1, config["repeats"] + 1)
-    ]
+    """Every run record the config asks for (tiny_mlp_bench/jobs.py expands them)."""
+    return [job.output for job in jobs.training_runs(config)]
 
 
 def get_sweeps():
-    return expand(rules.sweep_crossover.output.sweep, device=config["devices"])
+    return [job.output for job in jobs.sweeps(config)]
 
 
 def get_probes():
-    """A fixed-cost probe per probed framework of the study (the catalogue says which) and device."""
-    return [
-        rules.probe_fixed_costs.output.probe.format(framework=framework, device=device)
-        for framework in config["frameworks"]
-        if catalogue.framework(framework).probed
-        for device in config["devices"]
-    ]
+    return [job.output for job in jobs.probes(config)]
 
 
 def get_final_output():
@@ -86,11 +70,6 @@ def write_config_as_run(path, config, log):
 def get_cpu_threads():
     """Threads for a training job: cpu_threads, or with 0 every core Snakemake was given."""
     return config["cpu_threads"] or workflow.cores
-
-
-def on_device(device):
-    """A resource a job holds one of when it runs on ``device``."""
-    return lambda wildcards: int(wildcards.device == device)
 
 
 def get_gpus(wildcards):

@@ -1,8 +1,7 @@
 # One timed training run per job, any framework. Timed jobs each hold the single timed_slot
 # (capped at 1 in profiles/default), so no two of them ever share the machine; other rules run
-# freely. cuda jobs ask a cluster for one GPU in the style config["gpu_request"] names. Each timed
-# job also holds its device's slot (cpu_timed_slot, cuda_timed_slot), unlimited unless capped:
-# the GPU study (scripts/gpu_study.py) allows two timed jobs, one per device, to fit its 8 minutes.
+# freely. cuda jobs ask a cluster for one GPU in the style config["gpu_request"] names. (The GPU
+# study, scripts/gpu_study.py, runs a cpu and a cuda job side by side as two Snakemake processes.)
 
 
 rule train:
@@ -10,21 +9,19 @@ rule train:
         dataset=rules.make_dataset.output.dataset,
     output:
         record=report(
-            "results/runs/{framework}-{device}-{variant}-{repeat}.json",
+            jobs.OUTPUTS["train"],
             caption="captions/run_record.rst",
             category="3. Run records",
             subcategory="{framework}-{device}",
             labels={"variant": "{variant}", "repeat": "{repeat}"},
         ),
     log:
-        "logs/train/{framework}-{device}-{variant}-{repeat}.log",
+        jobs.log_pattern("train"),
     container:
         get_image
     threads: get_cpu_threads()
     resources:
         timed_slot=1,
-        cpu_timed_slot=on_device("cpu"),
-        cuda_timed_slot=on_device("cuda"),
         gpu=get_gpus,
         gres=get_gres,
     params:
@@ -40,19 +37,17 @@ rule train:
 rule sweep_crossover:
     output:
         sweep=report(
-            "results/sweep/{device}.json",
+            jobs.OUTPUTS["sweep_crossover"],
             caption="captions/sweep.rst",
             category="4. Sweeps and probes",
         ),
     log:
-        "logs/sweep_crossover/{device}.log",
+        jobs.log_pattern("sweep_crossover"),
     container:
         get_image
     threads: get_cpu_threads()
     resources:
         timed_slot=1,
-        cpu_timed_slot=on_device("cpu"),
-        cuda_timed_slot=on_device("cuda"),
         gpu=get_gpus,
         gres=get_gres,
     params:
@@ -75,19 +70,17 @@ rule probe_fixed_costs:
         dataset=rules.make_dataset.output.dataset,
     output:
         probe=report(
-            "results/probes/{framework}-{device}.json",
+            jobs.OUTPUTS["probe_fixed_costs"],
             caption="captions/probe.rst",
             category="4. Sweeps and probes",
         ),
     log:
-        "logs/probe_fixed_costs/{framework}-{device}.log",
+        jobs.log_pattern("probe_fixed_costs"),
     container:
         get_image
     threads: get_cpu_threads()
     resources:
         timed_slot=1,
-        cpu_timed_slot=on_device("cpu"),
-        cuda_timed_slot=on_device("cuda"),
         gpu=get_gpus,
         gres=get_gres,
     params:

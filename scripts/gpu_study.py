@@ -1,40 +1,44 @@
 """One command for a GPU machine with Python and torch but no package registry and no container engine.
 
-    python3 scripts/gpu_study.py [--time-limit SECONDS]
+    python3 scripts/gpu_study.py [--time-limit SECONDS] [--serial] [--allow-modified]
 
 It installs what the machine lacks from the carried kit (wheelhouse/gpu-kit/, made beforehand on a
 connected machine with `make gpu-kit`) into .venv-gpu/, a virtual environment that sees the
-machine's own packages (its torch and JAX built for CUDA); runs the GPU study
-(config/gpu.yaml: every rung that machine can run, on cuda and on cpu, once each, 1000 epochs, both
-sweeps and the probes) with Snakemake; and packs the result into results/archive/<date>-<gpu model>/,
-with a README whose every number comes from the archived records and logs. A copy of the repository
-that came without its .git gets one from the kit's git bundle, so that the records name their commit.
+machine's own packages (its torch and JAX built for CUDA); runs the GPU study (config/gpu.yaml:
+every rung that machine can run, on cuda and on cpu, once each, both sweeps and the probes) with
+Snakemake, one job at a time per device; and packs the result into
+results/archive/<date>-<gpu model>/, with a README whose every number comes from the archived
+records and logs. A copy of the repository that came without its .git gets one from the kit's git
+bundle, so that the records name their commit; a copy whose tracked files differ from that commit
+stops before anything runs, unless --allow-modified (the archive then says so).
 
-To fit the study in about 8 minutes, one cpu and one cuda run may overlap, each on its own
-cpu_threads cores (--serial runs one timed job at a time, as the default study does). With
---time-limit, Snakemake is stopped when the time is up and what finished is archived, the README
-saying the study is partial. The archive's README says both.
+The jobs run in the order that matters most (tiny_mlp_bench/plan.py): the question's pair first,
+then what no GPU has measured, then the rest. Two lanes, a cpu one and a cuda one, each run their
+jobs one after another as Snakemake calls of their own (--serial: one lane for all). With
+--time-limit, the whole command, set-up to sealed archive, ends within that many seconds: a job is
+not started when its expected time no longer fits, a running one is stopped when the time for jobs
+is up (it leaves no record), and the report and the archive are made of what finished. A failed job
+does not stop the study: the archive's README names it and quotes its log.
 
 This program itself runs on the machine's bare Python: it imports nothing beyond the standard
 library and tiny_mlp_bench's standard-library modules; what needs the study's packages (Snakemake,
-the report, the archive) runs in the study's Python.
+the plan, the report, the archive) runs in the study's Python.
 """
 
 import argparse
 import datetime
 import json
 import re
-import signal
 import subprocess
 import sys
+import threading
 import time
-from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tiny_mlp_bench import archive  # noqa: E402  (standard library only, as is atomic)
+from tiny_mlp_bench import archive, gpu_study_readme, lanes  # noqa: E402  (standard library only, as is atomic)
 from tiny_mlp_bench.atomic import write_text_atomic  # noqa: E402
 
 KIT = ROOT / "wheelhouse" / "gpu-kit"
@@ -42,10 +46,13 @@ BUNDLE = "source.bundle"  # the checkout's history in the kit, for a copy that a
 VENV = ROOT / ".venv-gpu"
 RESULTS = ROOT / "results"
 ARCHIVES = RESULTS / "archive"
-WALL_TIME_LOG = Path("logs") / "gpu_study.json"
-# Two timed jobs at once, never two on one device (the rules' cpu_timed_slot and cuda_timed_slot).
-OVERLAP = ["--resources", "timed_slot=2", "cpu_timed_slot=1", "cuda_timed_slot=1"]
-STOP_GRACE_S = 60  # how long Snakemake may take to stop its jobs at the time limit before it is killed
+STUDY_LOG = Path(gpu_study_readme.STUDY_LOG)  # the plan, each job's outcome and the times
+LANE_LOGS = Path("logs") / "gpu_study"  # each lane's Snakemake output
+# What the end of the command needs after the last job: the stop grace, the report rendered from
+# the records, and the archive, which renders it again to seal it. On the 2-core development machine
+# a render of the default study's 63 records took 3.6 s (make verify), and render and pack of a small
+# study 2.4 s and 2.3 s: 45 s is about twice what the grace and both renders of the GPU study need.
+ARCHIVE_RESERVE_S = 45
 
 
 class StudyError(Exception):
@@ -83,6 +90,30 @@ def check_checkout(kit: Path) -> str:
     return git("rev-parse", "HEAD").stdout.strip()
 
 
+def check_tree(commit: str, allow_modified: bool) -> list[str]:
+    """The tracked files (results/ aside) that differ from the commit, found before anything runs:
+    records made from them say -dirty, and an archive of them needs --allow-modified."""
+    changed = archive.modified_files(ROOT)
+    if not changed or allow_modified:
+        if changed:
+            say(f"running from a modified tree ({len(changed)} files differ from {commit[:12]}): --allow-modified")
+        return changed
+    status = ["status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"]
+    content = {line[3:] for line in git("-c", "core.fileMode=false", *status).stdout.splitlines()}
+    mode_only = [name for name in changed if name not in content]
+    why = (
+        f"; {len(mode_only)} of them differ only in their mode ({', '.join(mode_only[:3])}): the copy changed the run "
+        "bit, so copy with `rsync -a` or tar, or restore the modes (git diff --summary lists them)"
+        if mode_only
+        else ""
+    )
+    raise StudyError(
+        f"{len(changed)} tracked files differ from commit {commit[:12]} ({', '.join(changed[:5])}){why}. Every record "
+        "would say -dirty and the archive would refuse them: commit the change and make the kit again "
+        "(`make gpu-kit` bundles HEAD), or run with --allow-modified to archive the study as it is, saying so"
+    )
+
+
 def prepare_environment(kit: Path) -> Path:
     """.venv-gpu/ with the kit installed over the machine's own packages; its python."""
     lock = kit / "gpu-kit.txt"
@@ -90,6 +121,13 @@ def prepare_environment(kit: Path) -> Path:
         raise StudyError(
             f"no kit at {kit} ({lock.name} missing): on a machine with PyPI run `make gpu-kit`, then copy "
             "wheelhouse/gpu-kit/ here with the repository"
+        )
+    made_for = json.loads((kit / "kit.json").read_text()).get("python") if (kit / "kit.json").is_file() else None
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if made_for and made_for != here:
+        raise StudyError(
+            f"the kit in {kit} is for CPython {made_for}, and this machine's Python is {here}: on a connected "
+            f"machine run `make gpu-kit KIT_PYTHON={here}`, then copy wheelhouse/gpu-kit/ here again"
         )
     python = VENV / "bin" / "python"
     if not python.exists():
@@ -102,13 +140,17 @@ def prepare_environment(kit: Path) -> Path:
         )
         if made.returncode != 0:
             raise StudyError(f"{sys.executable} cannot make {VENV.name}/: {made.stderr.strip()[-500:]}")
+    see_machine_packages(python)
     say(f"installing the kit: {len(lock.read_text().split())} packages from {kit}")
     # The machine's own pip (22.3 or newer) installs into the environment.
     pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check", "--no-input"]
     if subprocess.run([*pip, "--version"], capture_output=True).returncode != 0:
         raise StudyError(f"{sys.executable} has no pip that installs into another environment (pip 22.3 or newer)")
+    # The kit whole into the environment, even where the machine has a package at the same version:
+    # the study then runs the kit's, and pip never touches the machine's own.
+    offline = ["--no-index", "--no-deps", "--ignore-installed", "--find-links", str(kit)]
     install = subprocess.run(
-        [*pip, "install", "--quiet", "--no-index", "--no-deps", "--find-links", str(kit), "-r", str(lock)],
+        [*pip, "install", "--quiet", *offline, "-r", str(lock)],
         capture_output=True,
         text=True,
     )
@@ -126,6 +168,22 @@ def prepare_environment(kit: Path) -> Path:
             "requirements/gpu-present.txt, then run `make lock-gpu-kit gpu-kit` on a connected machine"
         )
     return python
+
+
+def see_machine_packages(python: Path) -> None:
+    """Make the new environment see every package this Python sees. --system-site-packages links the
+    base interpreter's site-packages only: where this Python is itself a virtual environment (a GPU
+    machine's torch often lives in one), its packages would be invisible without this .pth file,
+    which site.py reads at start-up and whose lines it appends to sys.path, after the kit's own."""
+    import site
+
+    done = subprocess.run(
+        [str(python), "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise StudyError(f"{python} does not start: {done.stderr.strip()[-500:]}")
+    own = Path(done.stdout.strip())
+    (own / "machine-packages.pth").write_text("".join(f"{path}\n" for path in site.getsitepackages()))
 
 
 def canonical(name: str) -> str:
@@ -182,44 +240,47 @@ def gpu_name(python: Path) -> str | None:
     return done.stdout.strip() or None
 
 
-def run_study(python: Path, config: Path, serial: bool, time_limit: float | None) -> dict:
-    """Snakemake on the config, stopped at the time limit; how long it took, in logs/gpu_study.json."""
-    command = [str(python), "-m", "snakemake", "--cores", "all", "--configfile", str(config)]
-    command += [] if serial else OVERLAP
-    say("running: " + " ".join(command))
+def prepare_study(python: Path, config: Path, until: float | None) -> None:
+    """The dataset and the config as run, before the lanes start: both lanes read them."""
+    log = ROOT / LANE_LOGS / "prepare.log"
+    command = lanes.snakemake_command(python, config, "make_dataset", "config_as_run")
+    if lanes.run_snakemake(command, ROOT, log, until, threading.Event()) != "done":
+        raise StudyError(f"making the dataset and the config as run failed or ran out of time: {lanes.tail(log)}")
+
+
+def make_plan(python: Path, gpu: str | None) -> list[dict]:
+    """The jobs in the order to run them, each with its expected time (tiny_mlp_bench/plan.py)."""
+    command = [str(python), "-m", "tiny_mlp_bench.plan", "--config", str(RESULTS / "config.yaml")]
+    command += ["--archives", str(ARCHIVES), *(["--gpu", gpu] if gpu else [])]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise StudyError(f"no plan: {done.stderr.strip()[-800:]}")
+    return json.loads(done.stdout)
+
+
+def run_study(python: Path, config: Path, serial: bool, until: float | None, t0: float, gpu: str | None) -> dict:
+    """The study, lane by lane, each job its own Snakemake call; what happened, in logs/gpu_study.json."""
     started = datetime.datetime.now(datetime.UTC)
-    clock = time.perf_counter()
-    snakemake = subprocess.Popen(command, cwd=ROOT)
-    stopped = False
+    prepare_study(python, config, until)
+    planned = make_plan(python, gpu)
+    by_lane = {"serial": planned} if serial else {d: [j for j in planned if j["device"] == d] for d in ("cpu", "cuda")}
+    say(f"{len(planned)} jobs in {len(by_lane)} lanes" + ("" if until is None else f", {until - t0:.0f} s for jobs"))
+    jobs_began = time.monotonic()
     try:
-        snakemake.wait(timeout=time_limit)
-    except subprocess.TimeoutExpired:
-        # Snakemake stops its running jobs on SIGTERM; a killed job leaves no record (records are
-        # written whole or not at all), so what is in results/ finished.
-        say(f"the time limit of {time_limit:g} s is up: stopping Snakemake, then archiving what finished")
-        stopped = True
-        snakemake.send_signal(signal.SIGTERM)
-        try:
-            snakemake.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            snakemake.kill()
-            snakemake.wait()
+        outcomes = lanes.Lanes(python, config, ROOT, LANE_LOGS, say).run(by_lane, until, t0)
+    except lanes.Interrupted:
+        raise StudyError("interrupted: the running jobs were stopped and nothing was archived") from None
+    order = [job["name"] for job in planned]
     timing = {
-        "command": command,
+        "command": sys.argv,
         "started": started.isoformat(timespec="seconds"),
-        "wall_s": round(time.perf_counter() - clock, 1),
-        "overlap": "one timed job at a time" if serial else "one cpu and one cuda timed job at a time",
-        "time_limit_s": time_limit,
-        "stopped_at_time_limit": stopped,
-        "snakemake_exit": snakemake.returncode,
+        "setup_s": round(jobs_began - t0, 1),
+        "jobs_wall_s": round(time.monotonic() - jobs_began, 1),
+        "lanes": "one timed job at a time" if serial else "a cpu lane and a cuda lane, one timed job at a time in each",
+        "time_for_jobs_s": None if until is None else round(until - t0, 1),
+        "jobs": sorted(outcomes, key=lambda outcome: order.index(outcome["name"])),
     }
-    (ROOT / WALL_TIME_LOG).parent.mkdir(exist_ok=True)
-    write_text_atomic(ROOT / WALL_TIME_LOG, json.dumps(timing, indent=1) + "\n")
-    if snakemake.returncode != 0 and not stopped:
-        raise StudyError(
-            f"Snakemake failed after {timing['wall_s']} s (its output is above; logs/ holds each job's log). "
-            "Run the command again to redo only what is missing"
-        )
+    write_text_atomic(ROOT / STUDY_LOG, json.dumps(timing, indent=1) + "\n")
     return timing
 
 
@@ -231,10 +292,11 @@ def render_what_finished(python: Path) -> None:
         raise StudyError(f"nothing to archive: {err}") from err
 
 
-def pack(python: Path, name: str | None) -> Path:
+def pack(python: Path, name: str | None, allow_modified: bool) -> Path:
     """archive_study.py pack in the study's Python (the render and the RO-Crate need its packages)."""
     before = set(ARCHIVES.iterdir()) if ARCHIVES.is_dir() else set()
-    command = [str(python), str(ROOT / "scripts" / "archive_study.py"), "pack", *(["--name", name] if name else [])]
+    command = [str(python), str(ROOT / "scripts" / "archive_study.py"), "pack"]
+    command += [*(["--name", name] if name else []), *(["--allow-modified"] if allow_modified else [])]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         raise StudyError(f"archiving failed: {done.stderr.strip()[-1500:]}")
@@ -242,82 +304,53 @@ def pack(python: Path, name: str | None) -> Path:
     return folder
 
 
-def answer_section(report: str) -> str:
-    """The report's answer, whose numbers all come from the records."""
-    found = re.search(r"^## The answer\n(.*?)(?=^## )", report, re.MULTILINE | re.DOTALL)
-    return found.group(1).strip() if found else "(the report has no answer section)"
-
-
-def write_readme(folder: Path, timing: dict) -> None:
-    """The archive's README: what ran where and how long, from its provenance, records and logs."""
-    provenance = json.loads((folder / archive.PROVENANCE).read_text())
-    records = [json.loads(p.read_text()) for p in sorted((folder / "runs").glob("*.json"))]
-    statuses = Counter(record["status"] for record in records)
-    counts = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
-    # The machine as a torch record sees it (its GPU and torch build); a cuda one names the driver.
-    torch_records = sorted(
-        (r for r in records if r["identity"]["framework"] == "torch"), key=lambda r: r["identity"]["device"]
-    )
-    env = (torch_records[-1] if torch_records else records[0])["environment"]
-    cuda = env.get("cuda") or {}
-    if timing["stopped_at_time_limit"]:
-        extent = (
-            f"**A partial study**: stopped at the time limit of {timing['time_limit_s']:g} s; the runs that had "
-            "not finished are not here, and the report is of those that had."
-        )
-    else:
-        extent = "The whole study of the config."
-    lines = [
-        f"# GPU study: {env.get('gpu_name') or 'no GPU'}, {timing['started'][:10]}",
-        "",
-        f"Made by `python3 scripts/gpu_study.py` at commit {provenance['study']['commit']} on {env.get('host')}:",
-        f"{env.get('gpu_name') or 'no GPU'} (driver {cuda.get('driver') or 'none'}), {env.get('logical_cpus')} logical "
-        f"CPUs ({env.get('cpu_model')}), Python {env.get('python')}, torch {env.get('versions', {}).get('torch')}.",
-        "",
-        f"- {extent}",
-        f"- {len(records)} run records ({counts}); config as run: `config.yaml`; every number in `report.md`",
-        "  comes from the records in `runs/`, `sweep/` and `probes/`.",
-        f"- Wall time of the study: {timing['wall_s']} s, from Snakemake's start to its end",
-        f"  (`{WALL_TIME_LOG}`); {timing['overlap']}.",
-        "",
-        "## The answer (from report.md)",
-        "",
-        answer_section((folder / "report.md").read_text()),
-        "",
-    ]
-    (folder / "README.md").write_text("\n".join(lines))
-
-
 def main() -> int:
+    t0 = time.monotonic()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=ROOT / "config" / "gpu.yaml", help="default: config/gpu.yaml")
     parser.add_argument("--kit", type=Path, default=KIT, help="the carried wheels (default: wheelhouse/gpu-kit)")
-    parser.add_argument("--serial", action="store_true", help="one timed job at a time (slower)")
-    parser.add_argument("--time-limit", type=float, help="seconds: then stop the study and archive what finished")
+    parser.add_argument("--serial", action="store_true", help="one timed job at a time, not one per device")
+    parser.add_argument("--time-limit", type=float, help="seconds the whole command may take, set-up to archive")
+    parser.add_argument(
+        "--archive-reserve",
+        type=float,
+        default=ARCHIVE_RESERVE_S,
+        help=f"seconds of the time limit kept for the report and the archive (default {ARCHIVE_RESERVE_S})",
+    )
     parser.add_argument("--name", help="the archive's folder name (default: <date>-<gpu model>)")
+    parser.add_argument("--allow-modified", action="store_true", help="run from a modified tree; the archive says so")
     parser.add_argument(
         "--python", type=Path, help="an interpreter that has everything the study needs: no .venv-gpu, no kit"
     )
     parser.add_argument("--allow-no-gpu", action="store_true", help="run even where torch sees no GPU (for tests)")
     args = parser.parse_args()
+    if args.time_limit is not None and args.time_limit <= args.archive_reserve:
+        parser.error(f"--time-limit must be more than --archive-reserve ({args.archive_reserve:g} s)")
+    until = None if args.time_limit is None else t0 + args.time_limit - args.archive_reserve
     try:
         commit = check_checkout(args.kit)
+        modified = check_tree(commit, args.allow_modified)
         python = args.python or prepare_environment(args.kit)
         check_needs(python)
         gpu = gpu_name(python)
         if gpu is None and not args.allow_no_gpu:
             raise StudyError("torch sees no GPU here: this command measures a GPU machine (make run studies a CPU)")
         say(f"commit {commit[:12]}, {gpu or 'no GPU'}, config {args.config}")
-        timing = run_study(python, args.config, args.serial, args.time_limit)
-        if timing["stopped_at_time_limit"]:
-            render_what_finished(python)
-        folder = pack(python, args.name)
-        write_readme(folder, timing)
+        timing = run_study(python, args.config, args.serial, until, t0, gpu)
+        render_what_finished(python)
+        folder = pack(python, args.name, bool(modified))
+        gpu_study_readme.write(folder, timing, modified)
     except StudyError as err:
         say(f"error: {err}")
         return 1
-    say(f"done in {timing['wall_s']} s: {folder.relative_to(ROOT)}")
-    return 0
+    except KeyboardInterrupt:
+        say("interrupted: nothing was archived; running the command again redoes only what is missing")
+        return 130
+    failed = [job["name"] for job in timing["jobs"] if job["outcome"] == "failed"]
+    say(f"done in {time.monotonic() - t0:.1f} s: {folder.relative_to(ROOT)}")
+    if failed:
+        say(f"{len(failed)} jobs failed ({', '.join(failed)}): their logs are quoted in {folder.name}/README.md")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

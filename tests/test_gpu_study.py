@@ -5,8 +5,11 @@ on a small config with this environment's Python."""
 
 import json
 import re
+import shutil
 import subprocess
 import sys
+import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,6 @@ import yaml
 from conftest import ROOT, copy_workflow, run_snakemake
 
 REQUIREMENTS = ROOT / "requirements"
-TIMED_RULES = ("train", "sweep_crossover", "probe_fixed_costs")
 
 
 def pins(path: Path) -> dict[str, str]:
@@ -73,38 +75,33 @@ def test_the_gpu_config_runs_every_rung_but_tensorflows_on_both_devices():
     assert len(runs) == 27  # as the README says
 
 
-def test_the_gpu_study_dry_runs_with_its_resources(tmp_path):
+def test_the_gpu_study_dry_runs(tmp_path):
     # The config passes the workflow's schema and checks; Snakemake plans every job of it.
     directory = copy_workflow(tmp_path)
-    resources = ["--resources", "timed_slot=2", "cpu_timed_slot=1", "cuda_timed_slot=1"]
-    done = run_snakemake(directory, "-n", "--cores", 16, "--configfile", "config/gpu.yaml", *resources)
+    done = run_snakemake(directory, "-n", "--cores", 16, "--configfile", "config/gpu.yaml")
     assert done.returncode == 0, done.stderr[-3000:]
     planned = dict(re.findall(r"^(\w+)\s+(\d+)$", done.stdout + done.stderr, re.MULTILINE))
     assert planned["train"] == "27" and planned["sweep_crossover"] == "2" and planned["probe_fixed_costs"] == "2"
 
 
-def most_timed_jobs_at_once(log_text: str) -> dict[str, int]:
-    """Replay Snakemake's log: per device, the most timed jobs running at the same moment."""
-    running, most, rule, jobid = {}, {"cpu": 0, "cuda": 0}, None, None
-    for line in log_text.splitlines():
-        if m := re.match(r"(?:local)?rule (\w+):", line):
-            rule, jobid = m.group(1), None
-        elif m := re.match(r"\s*jobid: (\d+)", line):
-            jobid = m.group(1)
-        elif (m := re.match(r"\s*wildcards: .*device=(\w+)", line)) and jobid and rule in TIMED_RULES:
-            running[jobid] = m.group(1)
-            for device in most:
-                most[device] = max(most[device], list(running.values()).count(device))
-        elif m := re.match(r"Finished jobid: (\d+)", line):
-            running.pop(m.group(1), None)
-    return most
+def most_jobs_at_once(jobs: list[dict], by_device: bool = True):
+    """From the study's log: per device (or in all), the most jobs that ran at the same moment."""
+    ran = [job for job in jobs if "started_s" in job]
+    most = {}
+    for job in ran:
+        # Two jobs overlap when one runs at the other's start (0.15 s in: the log rounds to 0.1 s).
+        at = job["started_s"] + 0.15
+        running = [j for j in ran if j["started_s"] <= at < j["started_s"] + j["took_s"]]
+        key = job["device"] if by_device else "all"
+        most[key] = max(most.get(key, 0), sum(j["device"] == job["device"] or not by_device for j in running))
+    return most if by_device else most.get("all", 0)
 
 
-def run_gpu_study(directory: Path, *args: str) -> subprocess.CompletedProcess:
-    """The command as a GPU machine runs it: on a bare Python (this environment's base interpreter,
-    without the study's packages), the study itself in ``--python``, this environment's."""
+def run_gpu_study(directory: Path, *args: str, python: str = sys._base_executable) -> subprocess.CompletedProcess:
+    """The command as a GPU machine runs it: by default on a bare Python (this environment's base
+    interpreter, without the study's packages)."""
     return subprocess.run(
-        [sys._base_executable, "scripts/gpu_study.py", *args],
+        [python, "scripts/gpu_study.py", *args],
         cwd=directory,
         capture_output=True,
         text=True,
@@ -120,11 +117,18 @@ def small_study(tmp_path: Path, **changes) -> Path:
         "repeats": 1,
         "frameworks": ["torch", "numpy"],
         "variants": {"torch": ["seed"], "numpy": ["reference", "fused"]},
+        # Its jobs took 2-9 s each here, the torch-cpu probe 30 s.
+        "plan_estimates_s": {"probe-torch-cpu": 30, "*": 8},
     }
     small["sweep"] |= {"batch_sizes": [8], "hidden_units": [4]}
-    (directory / "small.yaml").write_text(yaml.safe_dump(small | changes))
+    (directory / "small.yaml").write_text(yaml.safe_dump(small | changes, sort_keys=False))
     commit_all(directory)
     return directory
+
+
+def study_args(name: str) -> list[str]:
+    """The small study with this environment's Python instead of the kit, without a GPU."""
+    return ["--python", sys.executable, "--allow-no-gpu", "--config", "small.yaml", "--name", name]
 
 
 def verify(directory: Path, folder: Path) -> subprocess.CompletedProcess:
@@ -164,7 +168,8 @@ def test_gpu_study_makes_a_copy_without_git_a_checkout_from_the_kits_bundle(tmp_
     )
     done = run_gpu_study(there)
     assert done.returncode == 1 and "no .git here: making one from" in done.stderr
-    assert "no kit at" in done.stderr  # the next check: the bundle alone is no kit
+    # The next check: the changed file differs from the bundle's commit, so nothing runs.
+    assert "1 tracked files differ from commit" in done.stderr and "(scripts/train.py)" in done.stderr
     head = subprocess.run(["git", "-C", str(made_here), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
     status = ["git", "-C", str(there), "status", "--porcelain", "--untracked-files=no"]
     assert subprocess.run(["git", "-C", str(there), "rev-parse", "HEAD"], capture_output=True, text=True).stdout == head
@@ -185,17 +190,22 @@ def test_only_pip_check_problems_of_the_studys_packages_stop_it():
     assert gpu_study.study_problems("No broken requirements found.\n", {"keras"}) == ([], [])
 
 
-def test_gpu_study_installs_its_kit_over_the_machines_own_packages(tmp_path):
-    # A one-package kit, on a bare Python that has no torch: the kit goes into .venv-gpu, which
-    # sees the machine's packages, and the command stops, naming what neither has.
-    directory = copy_workflow(tmp_path)
-    commit_all(directory)
+def one_package_kit(directory: Path) -> Path:
     kit = directory / "wheelhouse" / "gpu-kit"
     subprocess.run(
         [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d", str(kit), "tabulate==0.10.0"],
         check=True,
     )
     (kit / "gpu-kit.txt").write_text("tabulate==0.10.0\n")
+    return kit
+
+
+def test_gpu_study_installs_its_kit_over_the_machines_own_packages(tmp_path):
+    # A one-package kit, on a bare Python that has no torch: the kit goes into .venv-gpu, which
+    # sees the machine's packages, and the command stops, naming what neither has.
+    directory = copy_workflow(tmp_path)
+    commit_all(directory)
+    one_package_kit(directory)
     done = run_gpu_study(directory)
     assert done.returncode == 1 and "installing the kit: 1 packages" in done.stderr
     # The bare Python lacks the rest of what the study needs: named, before anything runs.
@@ -210,51 +220,144 @@ def test_gpu_study_installs_its_kit_over_the_machines_own_packages(tmp_path):
     assert out == ["0.10.0", "True", "True"]
 
 
-def test_gpu_study_runs_a_small_config_and_archives_it(tmp_path):
-    directory = small_study(tmp_path)
-    study = ["--python", sys.executable, "--allow-no-gpu", "--config", "small.yaml", "--name", "small"]
-    done = run_gpu_study(directory, *study)
-    assert done.returncode == 0, done.stderr[-4000:]
-    folder = directory / "results" / "archive" / "small"
-    timing = json.loads((folder / "logs" / "gpu_study.json").read_text())
-    # One cpu and one cuda timed job may overlap: the command asks Snakemake for that, and no two
-    # timed jobs on one device ever ran together.
-    assert "cpu_timed_slot=1" in timing["command"] and "cuda_timed_slot=1" in timing["command"]
-    assert timing["snakemake_exit"] == 0 and timing["overlap"] == "one cpu and one cuda timed job at a time"
-    assert most_timed_jobs_at_once(done.stderr) == {"cpu": 1, "cuda": 1}
-    records = [json.loads(p.read_text()) for p in sorted((folder / "runs").glob("*.json"))]
-    assert len(records) == 4  # torch seed on both devices, numpy's two rungs on cpu
+def test_a_venv_made_from_a_venv_sees_the_parents_packages(tmp_path):
+    # A GPU machine's python3 may itself be a virtual environment holding torch: here, this one.
+    # --system-site-packages alone would link only the base interpreter's packages, without torch.
+    directory = copy_workflow(tmp_path)
+    commit_all(directory)
+    kit = one_package_kit(directory)
+    (kit / "kit.json").write_text(json.dumps({"python": f"{sys.version_info.major}.{sys.version_info.minor}"}))
+    done = run_gpu_study(directory, python=sys.executable)
+    # Past pip check and the study's needs, to the first check that needs a GPU.
+    assert done.returncode == 1 and "torch sees no GPU here" in done.stderr, done.stderr[-2000:]
+    python = directory / ".venv-gpu" / "bin" / "python"
+    code = (
+        "import sys, tabulate, torch; print(tabulate.__file__.startswith(sys.prefix),"
+        f" torch.__file__.startswith({str(Path(sys.prefix))!r}))"
+    )
+    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
+    # The kit's tabulate in the environment (this one has the same), torch from the parent.
+    assert out.stdout.split() == ["True", "True"], out.stderr
+
+
+def test_a_kit_for_another_python_is_refused_naming_the_one_to_make(tmp_path):
+    directory = copy_workflow(tmp_path)
+    commit_all(directory)
+    kit = one_package_kit(directory)
+    (kit / "kit.json").write_text(json.dumps({"python": "3.99"}))
+    done = run_gpu_study(directory)
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert done.returncode == 1 and f"is for CPython 3.99, and this machine's Python is {here}" in done.stderr
+    assert f"make gpu-kit KIT_PYTHON={here}" in done.stderr and not (directory / ".venv-gpu").exists()
+
+
+def test_a_modified_or_mode_changed_checkout_stops_before_anything_runs(tmp_path):
+    directory = copy_workflow(tmp_path)
+    commit_all(directory)
+    (directory / "scripts" / "train.py").chmod(0o755)  # as a copy that changed the modes would have it
+    done = run_gpu_study(directory)
+    assert done.returncode == 1 and "1 tracked files differ from commit" in done.stderr
+    assert "differ only in their mode (scripts/train.py)" in done.stderr
+    with open(directory / "scripts" / "make_dataset.py", "a") as script:
+        script.write("# changed here\n")
+    done = run_gpu_study(directory)
+    assert done.returncode == 1 and "2 tracked files differ" in done.stderr and "make_dataset.py" in done.stderr
+    assert "--allow-modified" in done.stderr
+    assert not any((directory / name).exists() for name in (".venv-gpu", "results", "logs"))
+    # With --allow-modified it goes on, saying so, to the next check.
+    done = run_gpu_study(directory, "--allow-modified")
+    assert "running from a modified tree (2 files differ" in done.stderr and "no kit at" in done.stderr
+
+
+def test_a_failed_job_still_leaves_a_report_and_an_archive_that_name_it(tmp_path):
+    directory = small_study(tmp_path, devices=["cpu"], variants={"torch": ["seed"], "numpy": ["reference"]})
+    probe = directory / "scripts" / "probe_fixed_costs.py"
+    future = "from __future__ import annotations\n"
+    probe.write_text(probe.read_text().replace(future, future + 'raise SystemExit("this probe fails on purpose")\n'))
+    done = run_gpu_study(directory, *study_args("failed"), "--allow-modified")
+    assert done.returncode == 1 and "1 jobs failed (probe-torch-cpu)" in done.stderr, done.stderr[-3000:]
+    folder = directory / "results" / "archive" / "failed"
+    runs = sorted(p.name for p in (folder / "runs").glob("*.json"))
+    assert runs == ["numpy-cpu-reference-1.json", "torch-cpu-seed-1.json"]
+    assert (folder / "sweep" / "cpu.json").is_file() and not list(folder.glob("probes/*.json"))
+    assert "torch-cpu `seed`" in (folder / "report.md").read_text()
     readme = (folder / "README.md").read_text()
-    assert "The whole study of the config." in readme
-    assert f"Wall time of the study: {timing['wall_s']} s" in readme
-    torch_version = records[-1]["environment"]["versions"]["torch"]  # torch-cuda-seed-1, sorted last
-    assert f"torch {torch_version}." in readme
-    assert "4 run records (3 ok, 1 skipped)" in readme
-    report = (folder / "report.md").read_text()
-    answer = report.split("## The answer\n", 1)[1].split("\n## ", 1)[0].strip()
-    assert answer and answer in readme
-    # The archive is sealed like any other: its manifest and its re-rendered report check out.
-    checked = verify(directory, folder)
-    assert checked.returncode == 0, checked.stderr[-3000:]
+    assert "**A partial study**: 3 of its 4 jobs finished" in readme
+    failed = readme.split("Failed: `probe-torch-cpu`", 1)[1]
+    assert "`logs/probe_fixed_costs/torch-cpu.log` ends:" in failed and "this probe fails on purpose" in failed
+    assert "**Made from a modified tree** (`--allow-modified`): `scripts/probe_fixed_costs.py`" in readme
+    assert json.loads((folder / "provenance.json").read_text())["modified_tree_allowed"] is True
 
 
-def test_gpu_study_stops_at_its_time_limit_and_archives_what_finished(tmp_path):
-    # More repeats than fit in the limit: Snakemake is stopped with some runs done and others not.
-    directory = small_study(tmp_path, repeats=4)
-    study = ["--python", sys.executable, "--allow-no-gpu", "--config", "small.yaml", "--name", "partial"]
-    done = run_gpu_study(directory, *study, "--serial", "--time-limit", "45")
+def test_the_time_limit_bounds_the_whole_command_and_the_question_comes_first(tmp_path):
+    # More repeats than fit: some jobs finish, the rest are not started, and the torch-cpu probe, its
+    # estimate far below its 30 s, is started late and is still running when the time for jobs is up.
+    estimates = {"probe-torch-cpu": 0.01, "*": 8}
+    directory = small_study(tmp_path, repeats=4, plan_estimates_s=estimates)
+    began = time.monotonic()
+    done = run_gpu_study(directory, *study_args("partial"), "--serial", "--time-limit", "40", "--archive-reserve", "16")
+    took = time.monotonic() - began
     assert done.returncode == 0, done.stderr[-4000:]
-    assert "the time limit of 45 s is up" in done.stderr
+    # The whole command, from the bare Python's start to the sealed archive and its README.
+    assert took <= 40 + 2, f"{took:.1f} s"
     folder = directory / "results" / "archive" / "partial"
-    timing = json.loads((folder / "logs" / "gpu_study.json").read_text())
-    assert timing["stopped_at_time_limit"] is True and timing["overlap"] == "one timed job at a time"
-    records = sorted((folder / "runs").glob("*.json"))
-    assert 0 < len(records) < 4 * 4
+    jobs = {job["name"]: job for job in json.loads((folder / "logs" / "gpu_study.json").read_text())["jobs"]}
+    outcomes = Counter(job["outcome"] for job in jobs.values())
+    assert (
+        outcomes["done"] and outcomes["skipped for time"] and set(outcomes) <= {"done", "skipped for time", "stopped"}
+    )
+    assert jobs["probe-torch-cpu"]["outcome"] == "stopped" and not list(folder.glob("probes/*.json"))
+    # The question's pair first, on each device.
+    assert [name for name, job in jobs.items() if job["outcome"] == "done"][:2] == [
+        "torch-cpu-seed-1",
+        "torch-cuda-seed-1",
+    ]
     readme = (folder / "README.md").read_text()
-    assert "**A partial study**: stopped at the time limit of 45 s" in readme
+    assert f"**A partial study**: {outcomes['done']} of its {len(jobs)} jobs finished" in readme
+    assert "Skipped for time (not started: its expected time no longer fit):" in readme
+    assert "Stopped at the time limit, leaving no record: `probe-torch-cpu`." in readme
+    records = sorted((folder / "runs").glob("*.json"))
     assert f"{len(records)} run records (" in readme
     # The report is of the records that finished, and the archive verifies as any other.
     checked = verify(directory, folder)
     assert checked.returncode == 0, checked.stderr[-3000:]
     # Nothing of a stopped job is left: every record in results/ is a whole one, and it is archived.
     assert sorted(p.name for p in (directory / "results" / "runs").iterdir()) == [p.name for p in records]
+    assert not list((directory / "results").glob("probes/*"))
+
+
+def test_the_whole_command_rehearsed_where_python3_is_a_venv_holding_torch(tmp_path, kit_for_this_python):
+    # This environment stands in for the GPU machine's python3 (a virtual environment with torch),
+    # with a kit made for its Python: the kit installed over it, the study, the archive; no GPU.
+    directory = small_study(tmp_path)
+    shutil.copytree(kit_for_this_python, directory / "wheelhouse" / "gpu-kit")
+    study = ["--allow-no-gpu", "--config", "small.yaml", "--name", "small", "--time-limit", "300"]
+    done = run_gpu_study(directory, *study, python=sys.executable)
+    assert done.returncode == 0, done.stderr[-4000:]
+    packages = len((kit_for_this_python / "gpu-kit.txt").read_text().split())
+    assert f"installing the kit: {packages} packages" in done.stderr
+    # Snakemake came from the kit, torch from the machine's own environment.
+    code = "import sys, snakemake, torch; print(snakemake.__file__.startswith(sys.prefix), torch.__version__)"
+    out = subprocess.run([str(directory / ".venv-gpu" / "bin" / "python"), "-c", code], capture_output=True, text=True)
+    import torch
+
+    assert out.stdout.split() == ["True", torch.__version__], out.stderr
+    folder = directory / "results" / "archive" / "small"
+    timing = json.loads((folder / "logs" / "gpu_study.json").read_text())
+    assert {job["outcome"] for job in timing["jobs"]} == {"done"}
+    # A cpu and a cuda job ran side by side, never two on one device.
+    assert most_jobs_at_once(timing["jobs"]) == {"cpu": 1, "cuda": 1}
+    assert most_jobs_at_once(timing["jobs"], by_device=False) == 2
+    records = [json.loads(p.read_text()) for p in sorted((folder / "runs").glob("*.json"))]
+    assert len(records) == 4  # torch seed on both devices, numpy's two rungs on cpu
+    readme = (folder / "README.md").read_text()
+    assert "The whole study of the config: every job finished." in readme
+    assert f"then the jobs {timing['jobs_wall_s']} s" in readme
+    torch_version = records[-1]["environment"]["versions"]["torch"]  # torch-cuda-seed-1, sorted last
+    assert f"torch {torch_version}." in readme and "4 run records (3 ok, 1 skipped)" in readme
+    report = (folder / "report.md").read_text()
+    answer = report.split("## The answer\n", 1)[1].split("\n## ", 1)[0].strip()
+    assert answer and answer in readme
+    # The archive is sealed like any other: its manifest and its re-rendered report check out.
+    checked = verify(directory, folder)
+    assert checked.returncode == 0, checked.stderr[-3000:]

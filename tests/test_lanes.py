@@ -1,0 +1,79 @@
+"""The GPU study's lanes (tiny_mlp_bench/lanes.py) with stand-in commands for Snakemake: a job that
+no longer fits is not started, one running at the time limit is stopped (killed if it ignores
+Ctrl-C), and a failed one keeps the end of its log."""
+
+import sys
+import threading
+import time
+
+import pytest
+
+from tiny_mlp_bench import lanes
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+def test_a_call_is_done_failed_or_stopped_at_its_time(tmp_path):
+    log, never = tmp_path / "lane.log", threading.Event()
+    assert lanes.run_snakemake(python("print('hello')"), tmp_path, log, None, never) == "done"
+    assert lanes.run_snakemake(python("raise SystemExit(3)"), tmp_path, log, None, never) == "failed"
+    began = time.monotonic()
+    assert lanes.run_snakemake(python("import time; time.sleep(60)"), tmp_path, log, began + 1, never) == "stopped"
+    assert time.monotonic() - began < 1 + 2  # stopped by Ctrl-C's signal, at once
+    assert "hello" in log.read_text() and log.read_text().count("$ ") == 3
+
+
+def test_a_call_that_ignores_ctrl_c_is_killed_after_the_grace(tmp_path, monkeypatch):
+    monkeypatch.setattr(lanes, "STOP_GRACE_S", 1)
+    stubborn = (
+        "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
+    )
+    began = time.monotonic()
+    assert lanes.run_snakemake(python(stubborn), tmp_path, tmp_path / "log", began + 1, threading.Event()) == "stopped"
+    assert 1 + 1 <= time.monotonic() - began < 1 + 1 + 2
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    """Each job's 'Snakemake call' sleeps the seconds its output names, and fails where it says fail."""
+
+    def command(python_path, config, output):
+        seconds, _, fail = output.partition(":")
+        return python(
+            f"import time; time.sleep({seconds}); print('the job says why'); raise SystemExit({int(bool(fail))})"
+        )
+
+    monkeypatch.setattr(lanes, "snakemake_command", command)
+
+
+def job(name, seconds, expected, device="cpu", fail=False) -> dict:
+    """A planned job as plan.py writes it, whose stand-in call sleeps ``seconds``."""
+    output = f"{seconds}:fail" if fail else str(seconds)
+    fields = {"name": name, "output": output, "log": f"logs/{name}.log", "device": device, "tier": 1}
+    return fields | {"expected_s": expected, "expected_from": "estimate *"}
+
+
+def test_lanes_run_side_by_side_and_start_nothing_that_no_longer_fits(tmp_path, stand_in):
+    said = []
+    running = lanes.Lanes(sys.executable, tmp_path / "config.yaml", tmp_path, "logs", said.append)
+    t0 = time.monotonic()
+    planned = {
+        "cpu": [job("a", 0.5, 1), job("b", 0.1, 1, fail=True), job("too-long", 0.1, 30), job("c", 0.1, 1)],
+        "cuda": [job("d", 0.5, 1, "cuda"), job("late", 30, 1, "cuda")],
+    }
+    outcomes = {o["name"]: o for o in running.run(planned, until=t0 + 4, t0=t0)}
+    assert {name: o["outcome"] for name, o in outcomes.items()} == {
+        "a": "done",
+        "b": "failed",
+        "too-long": "skipped for time",
+        "c": "done",
+        "d": "done",
+        "late": "stopped",
+    }
+    # The lanes overlapped: d started before a ended.
+    assert outcomes["d"]["started_s"] < outcomes["a"]["started_s"] + outcomes["a"]["took_s"]
+    assert "the job says why" in outcomes["b"]["log_tail"]  # its own log is missing: the lane's
+    assert outcomes["late"]["started_s"] + outcomes["late"]["took_s"] < 4 + 1
+    assert any("too-long: skipped, expected 30 s" in line for line in said)

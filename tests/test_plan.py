@@ -1,0 +1,102 @@
+"""The GPU study's plan (tiny_mlp_bench/plan.py): which jobs come first, and how long each is expected
+to take, from archives made here of synthetic records."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import synthetic_record
+from tiny_mlp_bench import plan
+
+CONFIG = {
+    "frameworks": ["torch", "keras_jax", "numpy"],
+    "devices": ["cpu", "cuda"],
+    "variants": {"torch": ["seed", "graphed", "fused_epoch"], "keras_jax": ["seed"], "numpy": ["fused"]},
+    "repeats": 2,
+    "epochs": 8,
+    # In sorted order, as a config as run has them: the most specific pattern wins, not the first.
+    "plan_estimates_s": {"*": 10, "probe-*": 90, "torch-cuda-*": 30},
+}
+GPU_MACHINE = {"cpu_model": "Test CPU", "logical_cpus": 2, "gpu_name": "Test GPU"}
+
+
+def write_archive(archives: Path, name: str, started: str, records: list[dict]) -> None:
+    folder = archives / name
+    (folder / "runs").mkdir(parents=True)
+    (folder / "provenance.json").write_text(json.dumps({"study": {"first_run_started": started}}))
+    for record in records:
+        (folder / "runs" / f"{record['identity']['run_id']}.json").write_text(json.dumps(record))
+
+
+def on_gpu(record: dict, gpu: str = "Test GPU") -> dict:
+    record["environment"]["gpu_name"] = gpu
+    return record
+
+
+@pytest.fixture
+def archives(tmp_path, monkeypatch) -> Path:
+    # This machine is the synthetic records' kind: their CPU model and count.
+    monkeypatch.setattr(plan, "this_machine", lambda gpu: dict(GPU_MACHINE, gpu_name=gpu))
+    return tmp_path / "archive"
+
+
+def by_name(planned) -> dict[str, plan.Planned]:
+    return {p.job.name: p for p in planned}
+
+
+def test_the_question_comes_first_then_what_no_gpu_measured_then_the_rest(archives):
+    # graphed was measured on a GPU before; fused_epoch never was.
+    write_archive(archives, "old-gpu", "2026-01-01", [on_gpu(synthetic_record("torch", "cuda", 1, variant="graphed"))])
+    planned = plan.plan(CONFIG, archives, "Test GPU")
+    tiers = {p.job.name: p.tier for p in planned}
+    # torch seed and, as the study has no Keras on TensorFlow, Keras seed through JAX, on each device.
+    assert [name for name, tier in tiers.items() if tier == 1] == [
+        "torch-cpu-seed-1",
+        "torch-cuda-seed-1",
+        "keras_jax-cpu-seed-1",
+        "keras_jax-cuda-seed-1",
+    ]
+    # fused_epoch, the sweeps and the probes: no GPU measured them; the cpu twin comes with each.
+    assert {tiers["torch-cuda-fused_epoch-1"], tiers["torch-cpu-fused_epoch-1"]} == {2}
+    assert {tiers["sweep-cuda"], tiers["probe-torch-cpu"], tiers["probe-torch-cuda"]} == {2}
+    # measured before, a cpu-only rung, or a repeat after the first (the question's too): the rest.
+    assert tiers["torch-cuda-graphed-1"] == tiers["numpy-cpu-fused-1"] == 3
+    assert tiers["torch-cuda-fused_epoch-2"] == tiers["torch-cuda-seed-2"] == 3
+    assert [p.tier for p in planned] == sorted(p.tier for p in planned)
+    # Per repeat torch 5 runs (graphed on cuda only), Keras 2, numpy 1; then 2 sweeps and 2 probes.
+    assert len(planned) == 2 * (5 + 2 + 1) + 2 + 2
+
+
+def test_with_keras_on_tensorflow_in_the_study_the_question_is_the_askers_keras():
+    config = CONFIG | {
+        "frameworks": ["torch", "keras", "keras_jax"],
+        "variants": {**CONFIG["variants"], "keras": ["seed"]},
+    }
+    tiers = {p.job.name: p.tier for p in plan.plan(config, Path("/nonexistent"), None)}
+    assert tiers["keras-cuda-seed-1"] == 1 and tiers["keras_jax-cuda-seed-1"] == 2
+
+
+def test_expected_times_come_from_the_newest_archive_of_this_machine_kind(archives):
+    old = synthetic_record("torch", "cuda", 1, variant="graphed")
+    new = synthetic_record("torch", "cuda", 1, variant="graphed", step_ms=2.0)
+    other_gpu = synthetic_record("torch", "cuda", 1, variant="fused_epoch")
+    write_archive(archives, "old", "2026-01-01", [on_gpu(old)])
+    write_archive(archives, "new", "2026-02-01", [on_gpu(new), on_gpu(other_gpu, "Other GPU")])
+    planned = by_name(plan.plan(CONFIG, archives, "Test GPU"))
+    graphed = planned["torch-cuda-graphed-1"]
+    phases = new["timings"]["phases_s"]
+    # Its phases, the fit scaled from the record's 4 epochs to the config's 8, and the start-up.
+    expected = plan.JOB_OVERHEAD_S + sum(phases.values()) + phases["fit"] * (8 / 4 - 1)
+    assert graphed.expected_s == pytest.approx(expected) and graphed.expected_from == "new"
+    # Another GPU's record is not this machine's: the config's estimate, the most specific pattern.
+    fused = planned["torch-cuda-fused_epoch-1"]
+    assert (fused.expected_s, fused.expected_from) == (30, "estimate torch-cuda-*")
+    assert planned["probe-torch-cpu"].expected_from == "estimate probe-*"
+    assert planned["numpy-cpu-fused-1"].expected_s == 10
+
+
+def test_a_job_no_estimate_matches_is_named():
+    config = CONFIG | {"plan_estimates_s": {"torch-*": 5}}
+    with pytest.raises(ValueError, match="no estimate in plan_estimates_s matches keras_jax-cpu-seed-1"):
+        plan.plan(config, Path("/nonexistent"), None)

@@ -1,0 +1,87 @@
+"""The README of a GPU study's archive (scripts/gpu_study.py), written after it is sealed: what ran
+where and how long, from its provenance, records and the study's log (logs/gpu_study.json), and the
+report's answer. Standard library only, as the command that writes it."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+from tiny_mlp_bench import archive
+
+STUDY_LOG = "logs/gpu_study.json"
+
+
+def answer_section(report: str) -> str:
+    """The report's answer, whose numbers all come from the records."""
+    found = re.search(r"^## The answer\n(.*?)(?=^## )", report, re.MULTILINE | re.DOTALL)
+    return found.group(1).strip() if found else "(the report has no answer section)"
+
+
+def outcome_lines(timing: dict) -> list[str]:
+    """What became of each job: per tier, then every job that did not finish, with why."""
+    jobs = timing["jobs"]
+    lines = []
+    for tier in sorted({(job["tier"], job["tier_name"]) for job in jobs}):
+        counts = Counter(job["outcome"] for job in jobs if job["tier"] == tier[0])
+        said = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items()))
+        lines.append(f"- Tier {tier[0]}, {tier[1]}: {said}.")
+    for job in jobs:
+        if job["outcome"] == "failed":
+            lines += ["", f"Failed: `{job['name']}` after {job['took_s']} s; `{job['log']}` ends:", "", "```"]
+            lines += [job["log_tail"], "```"]
+    skipped = [job for job in jobs if job["outcome"] == "skipped for time"]
+    if skipped:
+        lines += ["", "Skipped for time (not started: its expected time no longer fit):", ""]
+        lines += [f"- `{j['name']}`, expected {j['expected_s']:g} s ({j['expected_from']})" for j in skipped]
+    stopped = [job["name"] for job in jobs if job["outcome"] == "stopped"]
+    if stopped:
+        lines += ["", f"Stopped at the time limit, leaving no record: {', '.join(f'`{n}`' for n in stopped)}."]
+    return lines
+
+
+def write(folder: Path, timing: dict, modified: list[str]) -> None:
+    """The archive's README: what ran where and how long, from its provenance, records and logs."""
+    provenance = json.loads((folder / archive.PROVENANCE).read_text())
+    records = [json.loads(p.read_text()) for p in sorted((folder / "runs").glob("*.json"))]
+    statuses = Counter(record["status"] for record in records)
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
+    # The machine as a torch record sees it (its GPU and torch build); a cuda one names the driver.
+    torch_records = sorted(
+        (r for r in records if r["identity"]["framework"] == "torch"), key=lambda r: r["identity"]["device"]
+    )
+    env = (torch_records[-1] if torch_records else records[0])["environment"]
+    cuda = env.get("cuda") or {}
+    done = sum(job["outcome"] == "done" for job in timing["jobs"])
+    if done == len(timing["jobs"]):
+        extent = "The whole study of the config: every job finished."
+    else:
+        extent = (
+            f"**A partial study**: {done} of its {len(timing['jobs'])} jobs finished (below); the report is of "
+            "the records that were made."
+        )
+    limit = timing["time_for_jobs_s"]
+    lines = [
+        f"# GPU study: {env.get('gpu_name') or 'no GPU'}, {timing['started'][:10]}",
+        "",
+        f"Made by `python3 scripts/gpu_study.py` at commit {provenance['study']['commit']} on {env.get('host')}:",
+        f"{env.get('gpu_name') or 'no GPU'} (driver {cuda.get('driver') or 'none'}), {env.get('logical_cpus')} logical "
+        f"CPUs ({env.get('cpu_model')}), Python {env.get('python')}, torch {env.get('versions', {}).get('torch')}.",
+        "",
+        f"- {extent}",
+        f"- {len(records)} run records ({counts}); config as run: `config.yaml`; every number in `report.md`",
+        "  comes from the records in `runs/`, `sweep/` and `probes/`.",
+        f"- Set-up {timing['setup_s']} s, then the jobs {timing['jobs_wall_s']} s ({timing['lanes']}"
+        + (f"; {limit:g} s from the command's start for jobs" if limit is not None else "")
+        + f"): `{STUDY_LOG}`, which also holds each job's plan and outcome.",
+    ]
+    if modified:
+        lines.append(
+            f"- **Made from a modified tree** (`--allow-modified`): {', '.join(f'`{m}`' for m in modified)} "
+            "differed from the commit, and the records say `-dirty`."
+        )
+    lines += ["", "## What ran", "", *outcome_lines(timing), "", "## The answer (from report.md)", ""]
+    lines += [answer_section((folder / "report.md").read_text()), ""]
+    (folder / "README.md").write_text("\n".join(lines))

@@ -1,0 +1,124 @@
+"""Lanes of timed jobs for the GPU study (scripts/gpu_study.py): each lane runs its jobs one after
+another, each as a Snakemake call of its own, and starts none that no longer fits the time left.
+
+A cpu lane and a cuda lane run side by side, as two Snakemake processes (``--nolock``: their
+outputs are disjoint, and the dataset both read is made before they start). Standard library only:
+the GPU study's command runs on a machine's bare Python.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+# How long Snakemake may take to stop its job at the time limit before its process group is killed.
+STOP_GRACE_S = 10
+TAIL_LINES = 8  # of a failed job's log, kept for the archive's README
+POLL_S = 0.2  # how often a lane looks at its job, the clock and Ctrl-C
+
+
+class Interrupted(Exception):
+    """Ctrl-C: the lanes stopped their jobs and started no more."""
+
+
+def snakemake_command(python: Path, config: Path, *targets: str) -> list[str]:
+    # The targets come first: --configfile takes every word after it.
+    return [str(python), "-m", "snakemake", *targets, "--cores", "all", "--configfile", str(config), "--nolock"]
+
+
+def run_snakemake(command: list[str], cwd: Path, log: Path, until: float | None, stop: threading.Event) -> str:
+    """Run one Snakemake call, its output appended to ``log``, stopping it at ``until`` (monotonic
+    time), when ``stop`` is set, or on Ctrl-C (raised again). What came of it: done, failed or stopped."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a") as out:
+        out.write(f"$ {' '.join(command)}\n")
+        out.flush()
+        # In a process group of its own with its job, so that the two can be stopped together.
+        process = subprocess.Popen(
+            command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, process_group=0
+        )
+        try:
+            while process.poll() is None:
+                if stop.is_set() or (until is not None and time.monotonic() >= until):
+                    break
+                time.sleep(POLL_S)
+            else:
+                return "done" if process.returncode == 0 else "failed"
+        except KeyboardInterrupt:
+            halt(process)
+            raise
+        halt(process)
+        return "stopped"
+
+
+def halt(process: subprocess.Popen) -> None:
+    """SIGINT to Snakemake's group, as Ctrl-C in a terminal: the job stops, and Snakemake removes what it
+    left (SIGTERM would make Snakemake wait for the job to finish); killed if it has not within the grace.
+    Records are written whole or not at all, so a stopped job leaves none."""
+    os.killpg(process.pid, signal.SIGINT)
+    try:
+        process.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def tail(path: Path, lines: int = TAIL_LINES) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.is_file() else f"(no {path})"
+
+
+class Lanes:
+    """The study's jobs (plan.py's, as dicts), lane by lane, in ``cwd`` with ``python``'s Snakemake."""
+
+    def __init__(self, python: Path, config: Path, cwd: Path, logs: Path, say) -> None:
+        self.python, self.config, self.cwd, self.logs, self.say = python, config, cwd, logs, say
+        self.stop = threading.Event()  # set on Ctrl-C: the lanes stop their jobs and start no more
+
+    def run(self, lanes: dict[str, list[dict]], until: float | None, t0: float) -> list[dict]:
+        """Every lane at once; each job's plan with its lane and outcome, and the times of those that ran
+        (``started_s`` from ``t0``, ``took_s``), in no particular order."""
+        outcomes = []
+        threads = [
+            threading.Thread(target=self.run_lane, args=(lane, jobs, until, t0, outcomes))
+            for lane, jobs in lanes.items()
+            if jobs
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(POLL_S)
+        except KeyboardInterrupt:
+            self.stop.set()
+            for thread in threads:
+                thread.join()
+            raise Interrupted from None
+        return outcomes
+
+    def run_lane(self, lane: str, planned: list[dict], until: float | None, t0: float, outcomes: list) -> None:
+        log = self.cwd / self.logs / f"{lane}.log"
+        for number, job in enumerate(planned, 1):
+            left = None if until is None else until - time.monotonic()
+            outcome = dict(job, lane=lane)
+            where = f"[{lane} {number}/{len(planned)}] {job['name']}"
+            if self.stop.is_set():
+                outcome["outcome"] = "not started (interrupted)"
+            elif left is not None and job["expected_s"] > left:
+                outcome["outcome"] = "skipped for time"
+                self.say(f"{where}: skipped, expected {job['expected_s']:g} s with {max(left, 0):.0f} s left")
+            else:
+                self.say(f"{where}: tier {job['tier']}, expected {job['expected_s']:g} s ({job['expected_from']})")
+                begun = time.monotonic()
+                command = snakemake_command(self.python, self.config, job["output"])
+                outcome["outcome"] = run_snakemake(command, self.cwd, log, until, self.stop)
+                outcome |= {"started_s": round(begun - t0, 1), "took_s": round(time.monotonic() - begun, 1)}
+                if outcome["outcome"] == "failed":
+                    job_log = self.cwd / job["log"]
+                    outcome["log_tail"] = tail(job_log if job_log.is_file() else log)
+                self.say(f"{where}: {outcome['outcome']} in {outcome['took_s']} s")
+            outcomes.append(outcome)
