@@ -101,19 +101,19 @@ def record_key(kind: str, record: dict) -> tuple:
     return ("probe_fixed_costs", record["device"], record["framework"], None)
 
 
-def measured_on_gpus(archives: Path) -> set[tuple]:
+def measured_on_gpus(ok_records: list[tuple]) -> set[tuple]:
     """What some archived record from a GPU measured on cuda, by measure_key."""
     return {
         record_key(kind, record)
-        for _, kind, record in archived(archives)
+        for _, kind, record in ok_records
         if record.get("environment", {}).get("gpu_name") and record_key(kind, record)[1] == "cuda"
     }
 
 
-def archived_seconds(archives: Path, machine: dict, epochs: int) -> dict[tuple, tuple[float, str]]:
+def archived_seconds(ok_records: list[tuple], machine: dict, epochs: int) -> dict[tuple, tuple[float, str]]:
     """Per measure_key, the seconds the newest training record of this machine kind took, and its archive."""
     found = {}
-    for name, kind, record in archived(archives):
+    for name, kind, record in ok_records:
         key = record_key(kind, record)
         if kind != "runs" or key in found or not same_machine(record["environment"], machine, key[1]):
             continue
@@ -151,8 +151,9 @@ def plan(config: dict, archives: Path, gpu: str | None) -> list[Planned]:
     """The config's timed jobs in the order to run them, each with its expected time."""
     timed = jobs.timed_jobs(config)
     question = QUESTION if "keras" in config["frameworks"] else {*QUESTION, KERAS_ELSEWHERE}
-    measured = measured_on_gpus(archives)
-    seconds = archived_seconds(archives, this_machine(gpu), config["epochs"])
+    ok_records = list(archived(archives))  # read once: both questions are asked of every record
+    measured = measured_on_gpus(ok_records)
+    seconds = archived_seconds(ok_records, this_machine(gpu), config["epochs"])
     planned = []
     for job in timed:
         expected = seconds.get(measure_key(job)) or estimate(job, config["plan_estimates_s"])
