@@ -31,7 +31,6 @@ import json
 import re
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -98,8 +97,7 @@ def check_tree(commit: str, allow_modified: bool) -> list[str]:
         if changed:
             say(f"running from a modified tree ({len(changed)} files differ from {commit[:12]}): --allow-modified")
         return changed
-    status = ["status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"]
-    content = {line[3:] for line in git("-c", "core.fileMode=false", *status).stdout.splitlines()}
+    content = set(archive.modified_files(ROOT, modes=False))
     mode_only = [name for name in changed if name not in content]
     why = (
         f"; {len(mode_only)} of them differ only in their mode ({', '.join(mode_only[:3])}): the copy changed the run "
@@ -244,7 +242,7 @@ def prepare_study(python: Path, config: Path, until: float | None) -> None:
     """The dataset and the config as run, before the lanes start: both lanes read them."""
     log = ROOT / LANE_LOGS / "prepare.log"
     command = lanes.snakemake_command(python, config, "make_dataset", "config_as_run")
-    if lanes.run_snakemake(command, ROOT, log, until, threading.Event()) != "done":
+    if lanes.run_snakemake(command, ROOT, log, until) != "done":
         raise StudyError(f"making the dataset and the config as run failed or ran out of time: {lanes.tail(log)}")
 
 

@@ -53,9 +53,11 @@ def git(repo: Path, *args: str, binary: bool = False):
     return done.stdout
 
 
-def modified_files(repo: Path) -> list[str]:
-    """Tracked files outside results/ that differ from HEAD: changed code (archives are not code)."""
-    status = git(repo, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")
+def modified_files(repo: Path, modes: bool = True) -> list[str]:
+    """Tracked files outside results/ that differ from HEAD: changed code (archives are not code).
+    With ``modes`` false, a file whose mode alone changed does not count."""
+    file_mode = [] if modes else ["-c", "core.fileMode=false"]
+    status = git(repo, *file_mode, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")
     return [line[3:] for line in status.splitlines()]
 
 

@@ -30,7 +30,9 @@ def snakemake_command(python: Path, config: Path, *targets: str) -> list[str]:
     return [str(python), "-m", "snakemake", *targets, "--cores", "all", "--configfile", str(config), "--nolock"]
 
 
-def run_snakemake(command: list[str], cwd: Path, log: Path, until: float | None, stop: threading.Event) -> str:
+def run_snakemake(
+    command: list[str], cwd: Path, log: Path, until: float | None, stop: threading.Event | None = None
+) -> str:
     """Run one Snakemake call, its output appended to ``log``, stopping it at ``until`` (monotonic
     time), when ``stop`` is set, or on Ctrl-C (raised again). What came of it: done, failed or stopped."""
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -43,7 +45,7 @@ def run_snakemake(command: list[str], cwd: Path, log: Path, until: float | None,
         )
         try:
             while process.poll() is None:
-                if stop.is_set() or (until is not None and time.monotonic() >= until):
+                if (stop and stop.is_set()) or (until is not None and time.monotonic() >= until):
                     break
                 time.sleep(POLL_S)
             else:
