@@ -13,8 +13,9 @@ bundle, so that the records name their commit; a copy whose tracked files differ
 stops before anything runs, unless --allow-modified (the archive then says so).
 
 The jobs run in the order that matters most (tiny_mlp_bench/plan.py): the question's pair first,
-then what no GPU has measured, then the rest. Two lanes, a cpu one and a cuda one, each run their
-jobs one after another as Snakemake calls of their own (--serial: one lane for all). With
+then what no GPU has measured, then the rest. Two lanes, a cpu one and a cuda one, each on its own
+half of the cores, run their jobs one after another as Snakemake calls of their own, whose jobs take
+every core of their lane (--serial: one lane for all, on every core). With
 --time-limit, the whole command, set-up to sealed archive, ends within that many seconds: a job is
 not started when its expected time no longer fits, a running one is stopped when the time for jobs
 is up (it leaves no record), and the report and the archive are made of what finished. A failed job
@@ -28,6 +29,7 @@ the plan, the report, the archive) runs in the study's Python.
 import argparse
 import datetime
 import json
+import os
 import re
 import subprocess
 import sys
@@ -262,10 +264,16 @@ def run_study(python: Path, config: Path, serial: bool, until: float | None, t0:
     prepare_study(python, config, until)
     planned = make_plan(python, gpu)
     by_lane = {"serial": planned} if serial else {d: [j for j in planned if j["device"] == d] for d in ("cpu", "cuda")}
-    say(f"{len(planned)} jobs in {len(by_lane)} lanes" + ("" if until is None else f", {until - t0:.0f} s for jobs"))
+    # Two lanes share the machine half and half; one lane has it all.
+    cores = {} if serial else lanes.split_cores(os.sched_getaffinity(0), list(by_lane))
+    on = {lane: f"cores {lanes.core_list(cores[lane])}" if lane in cores else "every core" for lane in by_lane}
+    say(
+        f"{len(planned)} jobs in {len(by_lane)} lanes ({', '.join(f'{lane} on {where}' for lane, where in on.items())})"
+        + ("" if until is None else f", {until - t0:.0f} s for jobs")
+    )
     jobs_began = time.monotonic()
     try:
-        outcomes = lanes.Lanes(python, config, ROOT, LANE_LOGS, say).run(by_lane, until, t0)
+        outcomes = lanes.Lanes(python, config, ROOT, LANE_LOGS, say).run(by_lane, until, t0, cores)
     except lanes.Interrupted:
         raise StudyError("interrupted: the running jobs were stopped and nothing was archived") from None
     order = [job["name"] for job in planned]
@@ -274,7 +282,10 @@ def run_study(python: Path, config: Path, serial: bool, until: float | None, t0:
         "started": started.isoformat(timespec="seconds"),
         "setup_s": round(jobs_began - t0, 1),
         "jobs_wall_s": round(time.monotonic() - jobs_began, 1),
-        "lanes": "one timed job at a time" if serial else "a cpu lane and a cuda lane, one timed job at a time in each",
+        "lanes": "one timed job at a time, on every core"
+        if serial
+        else f"a cpu lane ({on['cpu']}) and a cuda lane ({on['cuda']}), one timed job at a time in each",
+        "lane_cores": {lane: sorted(found) for lane, found in cores.items()},
         "time_for_jobs_s": None if until is None else round(until - t0, 1),
         "jobs": sorted(outcomes, key=lambda outcome: order.index(outcome["name"])),
     }

@@ -43,7 +43,7 @@ def open_torch(args):
     """torch with its threads set; returns (torch, why the device cannot be used or None, the backend module)."""
     from tiny_mlp_bench.backends import torch_common
 
-    torch = torch_common.load()
+    torch = torch_common.load(args.device)
     torch_common.set_threads(torch, args.threads)
     missing = torch_common.gpu_missing(torch) if args.device == "cuda" else None
     return torch, missing, torch_common

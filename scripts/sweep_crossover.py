@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     load_before = snapshot()
     label = f"sweep-{args.device}"
-    torch = torch_common.load()
+    torch = torch_common.load(args.device)
     torch_common.set_threads(torch, args.threads)
     record = {
         "record_type": SWEEP_RECORD_TYPE,

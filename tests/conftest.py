@@ -33,6 +33,18 @@ def skip_unless_ready(problem: str | None, require_variable: str) -> None:
         pytest.skip(problem)
 
 
+@pytest.fixture(autouse=True)
+def gpus_stay_visible():
+    """A test that loads torch for a cpu run in this process hides the GPUs from it and its children
+    (torch_common.hide_gpus); the next test's programs must see them again."""
+    before = os.environ.get("CUDA_VISIBLE_DEVICES")
+    yield
+    if before is None:
+        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+    else:
+        os.environ["CUDA_VISIBLE_DEVICES"] = before
+
+
 @pytest.fixture(scope="session")
 def has_cuda() -> bool:
     return torch_has_cuda()

@@ -72,13 +72,21 @@ class DeviceMissing(Exception):
     """The run's device cannot be used here; the message says why."""
 
 
+# Epochs per block of every loop on a GPU. The clock waits for the device at each block's end, so the
+# host cannot queue the next block's work while the device finishes the last; a rung whose host work
+# hides behind the device's (a graph replayed per epoch) would have that hiding undone at every epoch.
+GPU_EPOCHS_PER_BLOCK = 50
+
+
 class EpochLoop:
     """Base of the loops that run a number of epochs per call; the clock times each call as a block."""
 
-    epochs_per_block = 1
+    epochs_per_block = 1  # on a CPU, where reading the clock waits for nothing
+    on_gpu = False  # a loop that runs on a GPU sets it
 
     def fit(self, clock: Clock, epochs: int) -> None:
-        clock.run_blocks(self.run_epochs, epochs, self.epochs_per_block)
+        per_block = max(self.epochs_per_block, GPU_EPOCHS_PER_BLOCK) if self.on_gpu else self.epochs_per_block
+        clock.run_blocks(self.run_epochs, epochs, per_block)
 
     def run_epochs(self, epochs: int) -> None:
         raise NotImplementedError

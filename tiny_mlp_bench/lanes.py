@@ -2,8 +2,10 @@
 another, each as a Snakemake call of its own, and starts none that no longer fits the time left.
 
 A cpu lane and a cuda lane run side by side, as two Snakemake processes (``--nolock``: their
-outputs are disjoint, and the dataset both read is made before they start). Standard library only:
-the GPU study's command runs on a machine's bare Python.
+outputs are disjoint, and the dataset both read is made before they start), each pinned to its own
+share of the cores: a cuda job is bound by its host thread, and a cpu job's threads or a cold
+compilation's workers on the same cores would slow it. Standard library only: the GPU study's
+command runs on a machine's bare Python.
 """
 
 from __future__ import annotations
@@ -23,6 +25,28 @@ POLL_S = 0.2  # how often a lane looks at its job, the clock and Ctrl-C
 
 class Interrupted(Exception):
     """Ctrl-C: the lanes stopped their jobs and started no more."""
+
+
+def split_cores(cores: set[int], lanes: list[str]) -> dict[str, set[int]]:
+    """The cores in order, cut into one run of equal share per lane (the last lane takes what is left
+    over); none where there are fewer cores than lanes."""
+    ordered, share = sorted(cores), len(cores) // len(lanes)
+    if share == 0:
+        return {}
+    starts = [i * share for i in range(len(lanes))]
+    ends = [*starts[1:], len(ordered)]
+    return {lane: set(ordered[a:b]) for lane, a, b in zip(lanes, starts, ends, strict=True)}
+
+
+def core_list(cores: set[int]) -> str:
+    """Cores as ranges, as taskset and /proc/self/status write them: 0-7,12."""
+    runs, ordered = [], sorted(cores)
+    for core in ordered:
+        if runs and core == runs[-1][1] + 1:
+            runs[-1][1] = core
+        else:
+            runs.append([core, core])
+    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def snakemake_command(python: Path, config: Path, *targets: str) -> list[str]:
@@ -80,12 +104,14 @@ class Lanes:
         self.python, self.config, self.cwd, self.logs, self.say = python, config, cwd, logs, say
         self.stop = threading.Event()  # set on Ctrl-C: the lanes stop their jobs and start no more
 
-    def run(self, lanes: dict[str, list[dict]], until: float | None, t0: float) -> list[dict]:
-        """Every lane at once; each job's plan with its lane and outcome, and the times of those that ran
-        (``started_s`` from ``t0``, ``took_s``), in no particular order."""
-        outcomes = []
+    def run(
+        self, lanes: dict[str, list[dict]], until: float | None, t0: float, cores: dict[str, set[int]] | None = None
+    ) -> list[dict]:
+        """Every lane at once, each on its ``cores`` where given; each job's plan with its lane and outcome,
+        and the times of those that ran (``started_s`` from ``t0``, ``took_s``), in no particular order."""
+        outcomes, cores = [], cores or {}
         threads = [
-            threading.Thread(target=self.run_lane, args=(lane, jobs, until, t0, outcomes))
+            threading.Thread(target=self.run_lane, args=(lane, jobs, until, t0, outcomes, cores.get(lane)))
             for lane, jobs in lanes.items()
             if jobs
         ]
@@ -102,7 +128,13 @@ class Lanes:
             raise Interrupted from None
         return outcomes
 
-    def run_lane(self, lane: str, planned: list[dict], until: float | None, t0: float, outcomes: list) -> None:
+    def run_lane(
+        self, lane: str, planned: list[dict], until: float | None, t0: float, outcomes: list, cores: set[int] | None
+    ) -> None:
+        if cores:
+            # Linux keeps an affinity per thread, and a process inherits the one of the thread that
+            # started it: pinning this lane's thread pins its Snakemake calls and their jobs, no other lane.
+            os.sched_setaffinity(0, cores)
         log = self.cwd / self.logs / f"{lane}.log"
         for number, job in enumerate(planned, 1):
             left = None if until is None else until - time.monotonic()

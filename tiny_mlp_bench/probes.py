@@ -136,7 +136,8 @@ def count_step_ops(torch, step: Callable[[], object], on_cuda: bool, steps: int 
     - leaf_aten_ops_per_step: the ``aten::`` events with no ``aten::`` event anywhere below them,
       i.e. the operators that do their work themselves rather than through other operators.
     - cuda only, kernels_per_step: device events of the profiler's "kernel" activity, i.e. the
-      CUDA kernels that ran (memcpy and memset activities are not kernels and are not counted).
+      CUDA kernels that ran (memcpys, memsets and the device spans of annotated ranges are not
+      kernels and are not counted: count_kernels).
     - cuda only, kernel_launch_calls_per_step: host calls into the CUDA runtime or driver named in
       LAUNCH_CALLS (cudaLaunchKernel and its kin), one per kernel launched outside a graph; a
       library that launches through the driver API (cuBLAS: cuLaunchKernel) is counted only where
@@ -167,7 +168,7 @@ def count_step_ops(torch, step: Callable[[], object], on_cuda: bool, steps: int 
         "leaf_aten_ops_per_step": sum(not has_aten_below(e) for e in aten),
     }
     if on_cuda:
-        counts["kernels_per_step"] = sum(is_kernel(e, DeviceType) for e in events)
+        counts["kernels_per_step"] = count_kernels(events)
         counts["kernel_launch_calls_per_step"] = sum(e.name in LAUNCH_CALLS for e in events)
     for key in counts:
         if key != "profiled_steps":
@@ -175,9 +176,19 @@ def count_step_ops(torch, step: Callable[[], object], on_cuda: bool, steps: int 
     return counts
 
 
+def count_kernels(events) -> int:
+    """The CUDA kernels that ran among a profiler's events (torch.profiler's FunctionEvent list)."""
+    from torch.autograd import DeviceType
+
+    return sum(is_kernel(event, DeviceType) for event in events)
+
+
 def is_kernel(event, device_type) -> bool:
-    """A device event of the kernel activity (older profilers leave activity_type unset: not a memcpy or memset)."""
-    if event.device_type != device_type.CUDA:
+    """A device event of the kernel activity. Not a memcpy or memset, and not an annotation: the profiler
+    also puts each annotated range (``record_function``, the optimizer's ``Optimizer.step#Adam.step``)
+    on the device, as a span over the kernels inside it. Where a profiler leaves activity_type unset,
+    its user-annotation flag and the name decide."""
+    if event.device_type != device_type.CUDA or getattr(event, "is_user_annotation", False):
         return False
     activity = getattr(event, "activity_type", None)
     if activity:

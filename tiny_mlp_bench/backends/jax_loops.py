@@ -95,15 +95,19 @@ class JaxRun(EpochLoop):
         self.jax, self.spec, self.data = jax, spec, data
         self.device = device(jax, spec.device)
         jnp = jax.numpy
+        self.on_gpu = spec.device == "cuda"
+        # device_put and optax's init return before the device is done: each part waits for what it put,
+        # so that its phase holds the work and the first block does not.
         with clock.phase("data"):
-            self.rows = jax.device_put(data.train.astype(np.float32), self.device)
+            self.rows = jax.block_until_ready(jax.device_put(data.train.astype(np.float32), self.device))
         with clock.phase("model"):
             w1, b1, w2, b2 = spec.weights.as_list()
-            self.params = jax.device_put({"w1": w1, "b1": b1, "w2": w2, "b2": b2}, self.device)
+            params = jax.device_put({"w1": w1, "b1": b1, "w2": w2, "b2": b2}, self.device)
+            self.params = jax.block_until_ready(params)
         with clock.phase("optimizer"):
             self.optimizer = optax.adam(spec.learning_rate, b1=0.9, b2=0.999, eps=1e-8)
-            self.opt_state = jax.device_put(self.optimizer.init(self.params), self.device)
-        self.key = jax.random.key(spec.init_seed)
+            self.opt_state = jax.block_until_ready(jax.device_put(self.optimizer.init(self.params), self.device))
+        self.key = jax.block_until_ready(jax.random.key(spec.init_seed))
         self.permutations = jax.jit(jax.vmap(lambda key: jax.random.permutation(key, len(data.train))))
         self.loss = float("nan")
 

@@ -41,7 +41,7 @@ class KerasRuntime:
 def loader(backend: str):
     def load(device: str) -> KerasRuntime:
         """Import the backend, then Keras on it. A cpu run hides the GPUs here where the backend wants
-        that before Keras imports it (JAX, torch); TensorFlow allows it later, in prepare()."""
+        that before it starts (JAX, torch); TensorFlow allows it later, in prepare()."""
         os.environ["KERAS_BACKEND"] = backend
         if backend == "tensorflow":
             os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's start-up chatter out of the logs
@@ -52,9 +52,11 @@ def loader(backend: str):
             if device == "cpu":
                 lib.config.update("jax_platforms", "cpu")
         else:
+            from tiny_mlp_bench.backends import torch_common
+
             # Keras on torch picks its device when imported: cuda wherever torch sees a GPU.
             os.environ["KERAS_TORCH_DEVICE"] = "cuda" if device == "cuda" else "cpu"
-            import torch as lib
+            lib = torch_common.load(device)  # a cpu run's torch sees no GPU
         import keras
 
         return KerasRuntime(keras, backend, lib)
@@ -82,6 +84,19 @@ def start_device(fw: KerasRuntime, spec: RunSpec) -> str | None:
     if missing is None and spec.device == "cuda":
         fw.lib.cuda.synchronize()
     return missing
+
+
+def wait_for_device(fw: KerasRuntime, device: str) -> None:
+    """Return when the device has done what the set-up part queued, so that the part's phase holds it
+    and the first block does not: every backend queues GPU work, and JAX CPU work too, asynchronously."""
+    if fw.backend == "jax":
+        fw.lib.block_until_ready(fw.lib.live_arrays())
+    elif device != "cuda":
+        return  # TensorFlow's and torch's CPU ops are done when they return
+    elif fw.backend == "torch":
+        fw.lib.cuda.synchronize()
+    else:
+        fw.lib.test.experimental.sync_devices()
 
 
 def prepare(fw: KerasRuntime, spec: RunSpec):
@@ -123,7 +138,7 @@ class FitRun:
         keras = fw.keras
         self.fw, self.keras, self.spec, self.data = fw, keras, spec, data
         with clock.phase("data"):
-            self.x_train, self.y_train = data.train[:, :2], data.train[:, 2]
+            self.x_train, self.y_train = data.train[:, :2], data.train[:, 2]  # host arrays: nothing to wait for
         with clock.phase("model"):
             # keras.Input builds the weights here rather than inside fit, so set-up is timed on its own.
             self.model = keras.Sequential(
@@ -134,11 +149,13 @@ class FitRun:
                 ]
             )
             self.model.set_weights(spec.weights.as_list())  # the run's shared live draw, not Glorot's
+            wait_for_device(fw, spec.device)
         self.steps_per_epoch = math.ceil(len(self.x_train) / spec.batch_size)
         with clock.phase("optimizer"):
             options = COMPILE_OPTIONS[spec.variant](self.steps_per_epoch)
             optimizer = keras.optimizers.Adam(learning_rate=spec.learning_rate)
             self.model.compile(loss="mse", optimizer=optimizer, **options)
+            wait_for_device(fw, spec.device)
         self.history = None
 
     def fit(self, clock, epochs: int) -> None:

@@ -1,12 +1,13 @@
 """PyTorch: what every torch rung and the crossover sweep share.
 
-Importing torch, threads and seeds, device start-up and the sync the clock calls, the question's
-model, and :class:`TorchLoop`, the base of every torch rung (its constructor is the rest of the
-set-up, each part in its own phase).
+Importing torch (a cpu job hides the GPUs first), threads and seeds, device start-up and the sync
+the clock calls, the question's model, and :class:`TorchLoop`, the base of every torch rung (its
+constructor is the rest of the set-up, each part in its own phase).
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 
 from tiny_mlp_bench.driver import EpochLoop, RunSpec
@@ -14,10 +15,20 @@ from tiny_mlp_bench.environment import nvidia_driver
 from tiny_mlp_bench.timing import Clock
 
 
-def load(device: str | None = None):  # the same import for every device
+def load(device: str):
+    """torch, imported for a job on ``device``. A cpu job hides the GPUs before torch starts: wherever torch
+    sees a GPU, Inductor's set-up makes tensors on it, and a CUDA context made inside a cpu job's timing
+    would be timed there, on a GPU that a cuda job beside it may be timing."""
+    if device == "cpu":
+        hide_gpus()
     import torch
 
     return torch
+
+
+def hide_gpus() -> None:
+    """No CUDA device for this process and its children; read by the CUDA driver when it starts."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
 
 def gpu_missing(torch) -> str | None:
@@ -28,9 +39,13 @@ def gpu_missing(torch) -> str | None:
 
 
 def set_threads(torch, threads: int) -> None:
-    """Both of torch's CPU pools: intra-op (inside one op) and inter-op (between ops)."""
+    """Both of torch's CPU pools, intra-op (inside one op) and inter-op (between ops), and Inductor's
+    compile workers, which would otherwise be one per core of the machine, however few the job has."""
+    import torch._inductor.config as inductor_config
+
     torch.set_num_threads(threads)
     torch.set_num_interop_threads(threads)
+    inductor_config.compile_threads = threads
 
 
 def device_sync(torch, device: str):
@@ -106,6 +121,7 @@ class TorchLoop(EpochLoop):
     def __init__(self, torch, spec: RunSpec, data, clock: Clock):
         self.torch, self.spec, self.data = torch, spec, data
         self.device = torch.device("cuda:0" if spec.device == "cuda" else "cpu")
+        self.on_gpu = spec.device == "cuda"
         self.loss_fn = torch.nn.MSELoss()
         with clock.phase("model"):
             self.model = build_model(torch, spec.hidden_units, spec.weights).to(self.device)
@@ -154,19 +170,26 @@ class TorchLoop(EpochLoop):
         """On CUDA, the host synchronisations of one more epoch, run after the timed ones and the scoring.
 
         torch warns at each synchronisation in sync debug mode "warn"; counting them in the timed
-        epochs would add a Python warning to every one, so they are counted in an extra epoch.
+        epochs would add a Python warning to every one, so they are counted in an extra epoch. It is
+        a training epoch, as the timed ones were: the closing prediction left the model in eval mode,
+        in which a compiled rung may compile anew, inside the counted epoch.
         """
-        if self.device.type != "cuda":
+        if not self.on_gpu:
             return None
-        cuda = self.torch.cuda
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            cuda.set_sync_debug_mode("warn")
-            try:
-                self.run_epochs(1)
-            finally:
-                cuda.set_sync_debug_mode("default")
-        return sum("synchroniz" in str(w.message).lower() for w in caught)
+        self.model.train()
+        return count_host_syncs(self.torch, lambda: self.run_epochs(1))
+
+
+def count_host_syncs(torch, run) -> int:
+    """The synchronisations of the host with the GPU while ``run()`` runs, as torch's sync debug mode warns of them."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            run()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    return sum("synchroniz" in str(w.message).lower() for w in caught)
 
 
 def describe(torch, device: str) -> dict:

@@ -64,6 +64,7 @@ class Rung:
     runs: int
     converged: int
     above_floor: float | None  # step time over the device's floor
+    host_syncs_per_epoch: float | None  # torch on cuda: the median over repeats of the count in an extra epoch
 
     @property
     def noisy(self) -> bool:
@@ -85,6 +86,11 @@ class Ladder:
     def fastest(self, exclude: tuple[str, ...] = ()) -> Rung | None:
         timed = [r for r in self.rungs if r.variant not in exclude and pd.notna(r.step_s)]
         return min(timed, key=lambda r: r.step_s) if timed else None
+
+    @property
+    def counts_host_syncs(self) -> bool:
+        """Whether any rung counted its host synchronisations (torch on cuda does)."""
+        return any(r.host_syncs_per_epoch is not None for r in self.rungs)
 
     @property
     def from_seed(self) -> bool:
@@ -176,6 +182,7 @@ def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ..
                     runs=int(row.runs),
                     converged=int(row.converged),
                     above_floor=row.step_s / floor.step_s if floor and pd.notna(row.step_s) else None,
+                    host_syncs_per_epoch=None if pd.isna(row.host_syncs_per_epoch) else row.host_syncs_per_epoch,
                 )
             )
             previous = row.step_s

@@ -69,6 +69,8 @@ def ratio_table(m: Machine) -> str:
 
 
 def ladder_table(ladder: Ladder) -> str:
+    """The ladder's rungs, with the host synchronisations of each rung's epoch where they were counted."""
+    syncs = ladder.counts_host_syncs
     rows = [
         [
             f"`{r.variant}`",
@@ -82,14 +84,15 @@ def ladder_table(ladder: Ladder) -> str:
             beats_seed(r),
             f"{r.converged}/{r.runs}",
             f"{r.above_floor:,.0f}" if r.above_floor else "–",
+            *([num(r.host_syncs_per_epoch, 6, "g")] if syncs else []),
             removes(r),
         ]
         for r in ladder.rungs
     ]
     header = ["variant", "µs / step", "min–max", "CV", "× vs seed", "× vs rung before", "first-block excess (s)"]
     header += ["one-time cost (s)", "beats seed to a result from (epochs)", "converged", "× above floor"]
-    header.append("what this rung removes")
-    return table(header, rows, "lrrrrrrrrrrl")
+    header += [*(["host syncs / epoch"] if syncs else []), "what this rung removes"]
+    return table(header, rows, "lrrrrrrrrrr" + ("r" if syncs else "") + "l")
 
 
 def beats_seed(rung: Rung) -> str:

@@ -11,6 +11,7 @@ A *pair* is a framework and a device, such as torch-cpu; a *step* is always one 
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -168,6 +169,12 @@ def load_columns(load: dict | None) -> dict:
     }
 
 
+def host_syncs(details: dict) -> float:
+    """The host synchronisations a torch cuda run counted in its extra epoch; NaN where not counted."""
+    found = details.get("host_syncs_per_epoch")
+    return math.nan if found is None else float(found)
+
+
 def run_row(record: dict, machine: str) -> dict:
     """One run's row: identity, phases, steady-state step time, first-block excess, quality, machine."""
     ident, timings, quality, env = record["identity"], record["timings"], record["quality"] or {}, record["environment"]
@@ -191,6 +198,7 @@ def run_row(record: dict, machine: str) -> dict:
         "steps_per_epoch": steps,
         **{key: params[key] for key in ("epochs", "batch_size", "hidden_units", "threads")},
         "dead_draws_skipped": (params.get("init") or {}).get("dead_draws_skipped"),  # None before version 5
+        "host_syncs_per_epoch": host_syncs(params["variant_details"]),
         **load_columns(record["load"]),
         "machine": machine,
         **{key: env[key] for key in ("host", "cpu_model", "logical_cpus", "gpu_name")},
@@ -222,6 +230,7 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
             step_max_s=("step_s", "max"),
             step_cv=("step_s", coefficient_of_variation),
             first_block_excess_s=("first_block_excess_s", "median"),
+            host_syncs_per_epoch=("host_syncs_per_epoch", "median"),
             test_mse=("test_mse", "median"),
             train_r2=("train_r2", "median"),
             batch_size=("batch_size", "first"),

@@ -1,0 +1,286 @@
+"""The cuda paths measure what they claim, checked without a GPU: the environment a job starts with,
+the call order around the clock, recorded event lists, and the report's reading of the records."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, SCRIPTS, synthetic_probes, synthetic_record, synthetic_study
+from tiny_mlp_bench import lanes, probes
+from tiny_mlp_bench.driver import GPU_EPOCHS_PER_BLOCK, EpochLoop, RunSpec
+from tiny_mlp_bench.initial_weights import live_initial_weights
+from tiny_mlp_bench.report.markdown import render_markdown
+from tiny_mlp_bench.report.model import build_report
+from tiny_mlp_bench.timing import Clock
+
+# A stand-in torch that writes down the CUDA_VISIBLE_DEVICES it was imported under, then refuses.
+STAND_IN_TORCH = """import json, os
+with open(os.environ["SEEN_BY_TORCH"], "w") as seen:
+    json.dump(os.environ.get("CUDA_VISIBLE_DEVICES"), seen)
+raise ImportError("the stand-in torch stops here")
+"""
+
+
+def jobs_of(device: str, dataset) -> dict[str, list[str]]:
+    """Every kind of job that imports torch, for ``device``, as the rules start them."""
+    out = ["--output", "/nonexistent/never-written.json"]
+    train = [str(SCRIPTS / "train.py"), "--dataset", str(dataset), "--device", device, *out]
+    return {
+        "train torch": [*train, "--framework", "torch"],
+        "train keras_torch": [*train, "--framework", "keras_torch"],
+        "probe torch": [
+            str(SCRIPTS / "probe_fixed_costs.py"),
+            "--framework",
+            "torch",
+            "--device",
+            device,
+            "--dataset",
+            str(dataset),
+            *out,
+        ],
+        "sweep": [
+            str(SCRIPTS / "sweep_crossover.py"),
+            "--device",
+            device,
+            "--batch-sizes",
+            "64",
+            "--hidden-units",
+            "20",
+            *out,
+        ],
+    }
+
+
+def torch_saw(command: list[str], tmp_path) -> str | None:
+    """What CUDA_VISIBLE_DEVICES the job's torch was imported under (the job itself stops there)."""
+    (tmp_path / "torch").mkdir(exist_ok=True)
+    (tmp_path / "torch" / "__init__.py").write_text(STAND_IN_TORCH)
+    seen = tmp_path / "seen.json"
+    seen.unlink(missing_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    env |= {"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "SEEN_BY_TORCH": str(seen)}
+    done = subprocess.run([sys.executable, *command], env=env, capture_output=True, text=True)
+    assert "the stand-in torch stops here" in done.stderr, done.stderr[-2000:]
+    return json.loads(seen.read_text())
+
+
+@pytest.mark.parametrize("job", ["train torch", "train keras_torch", "probe torch", "sweep"])
+def test_a_cpu_job_hides_the_gpu_before_torch_starts_and_a_cuda_job_does_not(job, small_dataset, tmp_path):
+    assert torch_saw(jobs_of("cpu", small_dataset)[job], tmp_path) == ""
+    assert torch_saw(jobs_of("cuda", small_dataset)[job], tmp_path) is None
+
+
+def test_a_torch_jobs_threads_set_its_compilers_workers():
+    code = (
+        "from tiny_mlp_bench.backends import torch_common as t; torch = t.load('cpu'); t.set_threads(torch, 3); "
+        "import torch._inductor.config as c; print(torch.get_num_threads(), c.compile_threads)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["3", "3"]
+
+
+class CountingLoop(EpochLoop):
+    """Epochs that only count how they were asked for."""
+
+    def __init__(self, on_gpu: bool, epochs_per_block: int = 1):
+        self.on_gpu, self.epochs_per_block, self.calls = on_gpu, epochs_per_block, []
+
+    def run_epochs(self, epochs: int) -> None:
+        self.calls.append(epochs)
+
+
+def test_on_a_gpu_every_loop_is_timed_in_blocks_of_many_epochs_so_the_clock_waits_once_a_block():
+    waits = []
+    clock = Clock(sync=lambda: waits.append(1))
+    on_gpu = CountingLoop(on_gpu=True)
+    on_gpu.fit(clock, 120)
+    assert on_gpu.calls == [GPU_EPOCHS_PER_BLOCK, GPU_EPOCHS_PER_BLOCK, 120 - 2 * GPU_EPOCHS_PER_BLOCK]
+    assert clock.block_epochs == on_gpu.calls and len(waits) == 1 + 3  # the start, then each block's end
+    on_cpu = CountingLoop(on_gpu=False)
+    on_cpu.fit(Clock(), 3)
+    assert on_cpu.calls == [1, 1, 1]
+    bigger = CountingLoop(on_gpu=True, epochs_per_block=2 * GPU_EPOCHS_PER_BLOCK)  # never fewer than its own
+    bigger.fit(Clock(), 2 * GPU_EPOCHS_PER_BLOCK)
+    assert bigger.calls == [2 * GPU_EPOCHS_PER_BLOCK]
+
+
+def question_sized_data(rows: int = 200):
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (rows, 2))
+    table = np.column_stack([x, np.abs(x[:, 0]) + 0.1 * x[:, 1]]).astype(np.float32)
+    return types.SimpleNamespace(train=table[:150], test=table[150:])
+
+
+def spec_for(variant: str, device: str = "cpu", epochs: int = 2) -> RunSpec:
+    data = question_sized_data()
+    weights = live_initial_weights(0, 20, data.train[:, :2])
+    return RunSpec(device, variant, 1, 0, weights, epochs, 64, 1e-3, 20, 1)
+
+
+def test_the_compiled_rungs_counted_epoch_trains_and_compiles_nothing_new(monkeypatch):
+    from torch._dynamo.utils import counters
+
+    from tiny_mlp_bench.backends import torch_common, torch_loops
+
+    torch = torch_common.load("cpu")
+    loop = torch_loops.build(torch, spec_for("compiled"), question_sized_data(), Clock())
+    loop.fit(Clock(), 2)
+    loop.predict_test_batch()  # as the driver does before counting: the model is left in eval mode
+    assert not loop.model.training
+    graphs = counters["stats"]["unique_graphs"]
+    seen = {}
+
+    def count(torch, run):  # stands in for the sync debug mode, which needs CUDA
+        seen["training"] = loop.model.training
+        run()
+        return 0
+
+    monkeypatch.setattr(torch_common, "count_host_syncs", count)
+    loop.on_gpu = True  # the count runs only on a GPU; the epoch itself runs where the loop is
+    assert loop.host_syncs_per_epoch() == 0
+    assert seen == {"training": True}
+    assert counters["stats"]["unique_graphs"] == graphs
+
+
+def test_only_the_kernels_among_profiler_events_count():
+    from torch.autograd import DeviceType
+
+    def event(name, device=DeviceType.CUDA, activity="kernel", annotation=False):
+        fields = {"device_type": device, "activity_type": activity, "is_user_annotation": annotation}
+        return types.SimpleNamespace(name=name, **fields)
+
+    events = [
+        event("aten::addmm", DeviceType.CPU, "cpu_op"),
+        event("cudaLaunchKernel", DeviceType.CPU, "cuda_runtime"),
+        event("Optimizer.step#Adam.step", DeviceType.CPU, "user_annotation", annotation=True),
+        event("Optimizer.step#Adam.step", activity="gpu_user_annotation", annotation=True),  # its span on the GPU
+        event("my_range", activity=None, annotation=True),  # a profiler that names no activity
+        event("Memcpy HtoD (Pageable -> Device)", activity="gpu_memcpy"),
+        event("Memset (Device)", activity=None),
+        event("void gemv2T_kernel<float>"),
+        event("void multi_tensor_apply_kernel<float>"),
+        event("void elementwise_kernel<128, 4>", activity=None),
+    ]
+    assert probes.count_kernels(events) == 3
+
+
+class PhaseLog(Clock):
+    """A clock that also writes down where each phase starts and ends."""
+
+    def __init__(self, events: list):
+        super().__init__()
+        self.events = events
+
+    @contextlib.contextmanager
+    def phase(self, name):
+        self.events.append(("start", name))
+        with super().phase(name):
+            yield
+        self.events.append(("end", name))
+
+
+def waited_inside(events: list, phase: str) -> bool:
+    """Whether a wait for the device came between the phase's start and its end."""
+    inside = events[events.index(("start", phase)) + 1 : events.index(("end", phase))]
+    return ("wait",) in inside
+
+
+def test_each_jax_set_up_part_ends_when_the_device_is_done(monkeypatch):
+    from tiny_mlp_bench.backends import jax_loops
+
+    fw = jax_loops.load("cpu")
+    jax, events = fw[0], []
+    wait = jax.block_until_ready
+
+    def recorded_wait(tree):
+        events.append(("wait",))
+        return wait(tree)
+
+    monkeypatch.setattr(jax, "block_until_ready", recorded_wait)
+    spec = spec_for("seed")
+    jax_loops.prepare(fw, spec)
+    jax_loops.build(fw, spec, question_sized_data(), PhaseLog(events))
+    assert [waited_inside(events, part) for part in ("data", "model", "optimizer")] == [True, True, True]
+
+
+def test_each_keras_set_up_part_that_puts_work_on_the_device_waits_for_it(monkeypatch):
+    from tiny_mlp_bench.backends import keras_fit
+
+    events = []
+    monkeypatch.setattr(keras_fit, "wait_for_device", lambda fw, device: events.append(("wait",)))
+    backend, spec = keras_fit.BACKENDS["keras_torch"], spec_for("seed")
+    fw = backend.load("cpu")
+    backend.prepare(fw, spec)
+    backend.build(fw, spec, question_sized_data(), PhaseLog(events))
+    assert [waited_inside(events, part) for part in ("model", "optimizer")] == [True, True]
+
+
+def test_keras_waits_for_the_device_its_backend_runs_on():
+    from tiny_mlp_bench.backends.keras_fit import KerasRuntime, wait_for_device
+
+    calls, space = [], types.SimpleNamespace
+    torch = space(cuda=space(synchronize=lambda: calls.append("torch")))
+    tf = space(test=space(experimental=space(sync_devices=lambda: calls.append("tf"))))
+    jax = space(live_arrays=lambda: ["array"], block_until_ready=lambda arrays: calls.append(("jax", arrays)))
+
+    for backend, lib in (("torch", torch), ("tensorflow", tf), ("jax", jax)):
+        for device in ("cpu", "cuda"):
+            wait_for_device(KerasRuntime(None, backend, lib), device)
+    # torch and TensorFlow run CPU ops to the end before they return; JAX dispatches them too.
+    assert calls == ["torch", "tf", ("jax", ["array"]), ("jax", ["array"])]
+
+
+def test_the_cuda_ladder_shows_each_rungs_host_syncs_per_epoch():
+    cuda = []
+    for variant, syncs in (("seed", [36, 36, 36]), ("sync_free", [1, 1, 2])):
+        for repeat, count in enumerate(syncs, 1):
+            record = synthetic_record("torch", "cuda", repeat, 17.0, variant=variant, step_ms=1.4)
+            record["parameters"]["variant_details"]["host_syncs_per_epoch"] = str(count)
+            cuda.append(record)
+    study = [r for r in synthetic_study() if r["identity"]["run_id"] != "torch-cuda-seed-1"] + cuda
+    report = build_report(study, probes=synthetic_probes(cuda=True))
+    (ladder,) = [ladder for ladder in report.machines[0].ladders if ladder.pair == "torch-cuda"]
+    assert [r.host_syncs_per_epoch for r in ladder.rungs] == [36, 1]  # the median over repeats
+    text = render_markdown(report)
+    cuda_table = text[text.index("### torch-cuda") :].split("\n\n")[3]
+    header, _, *rows = cuda_table.splitlines()
+    column = [cell.strip() for cell in header.split("|")].index("host syncs / epoch")
+    assert [[cell.strip() for cell in row.split("|")][column] for row in rows] == ["36", "1"]
+    cpu_table = text[text.index("### torch-cpu") :]
+    assert "host syncs / epoch" not in cpu_table[: cpu_table.index("###", 4)]
+    assert "each wait costs at least an empty synchronize, " in text
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning two lanes apart needs two cores")
+def test_each_lane_runs_its_jobs_on_its_own_cores(tmp_path, monkeypatch):
+    cores = lanes.split_cores(os.sched_getaffinity(0), ["cpu", "cuda"])
+    assert cores["cpu"] and cores["cuda"] and not cores["cpu"] & cores["cuda"]
+    says_where = "import os, sys; print(sys.argv[1], sorted(os.sched_getaffinity(0)))"
+    monkeypatch.setattr(
+        lanes, "snakemake_command", lambda python, config, output: [sys.executable, "-c", says_where, output]
+    )
+    job = {"log": "none", "tier": 1, "expected_s": 1, "expected_from": "an estimate"}
+    planned = {lane: [job | {"name": lane, "output": lane, "device": lane}] for lane in cores}
+    before = os.sched_getaffinity(0)
+    outcomes = lanes.Lanes(sys.executable, tmp_path / "c.yaml", tmp_path, "logs", lambda line: None).run(
+        planned, None, 0.0, cores
+    )
+    assert {o["outcome"] for o in outcomes} == {"done"}
+    for lane, found in cores.items():
+        assert f"{lane} {sorted(found)}" in (tmp_path / "logs" / f"{lane}.log").read_text()
+    assert os.sched_getaffinity(0) == before  # the study's own thread keeps every core
+
+
+def test_cores_are_split_into_a_run_per_lane():
+    assert lanes.split_cores(set(range(16)), ["cpu", "cuda"]) == {"cpu": set(range(8)), "cuda": set(range(8, 16))}
+    assert lanes.split_cores({0, 1, 2}, ["cpu", "cuda"]) == {"cpu": {0}, "cuda": {1, 2}}
+    assert lanes.split_cores({5}, ["cpu", "cuda"]) == {}  # too few to share: no lane is pinned
+    assert lanes.core_list({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11"
