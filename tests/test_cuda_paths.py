@@ -31,31 +31,15 @@ raise ImportError("the stand-in torch stops here")
 
 def jobs_of(device: str, dataset) -> dict[str, list[str]]:
     """Every kind of job that imports torch, for ``device``, as the rules start them."""
+    train = f"{SCRIPTS / 'train.py'} --dataset {dataset} --device {device} --framework".split()
+    probe = f"{SCRIPTS / 'probe_fixed_costs.py'} --framework torch --dataset {dataset} --device {device}".split()
+    sweep = f"{SCRIPTS / 'sweep_crossover.py'} --batch-sizes 64 --hidden-units 20 --device {device}".split()
     out = ["--output", "/nonexistent/never-written.json"]
-    train = [str(SCRIPTS / "train.py"), "--dataset", str(dataset), "--device", device, *out]
     return {
-        "train torch": [*train, "--framework", "torch"],
-        "train keras_torch": [*train, "--framework", "keras_torch"],
-        "probe torch": [
-            str(SCRIPTS / "probe_fixed_costs.py"),
-            "--framework",
-            "torch",
-            "--device",
-            device,
-            "--dataset",
-            str(dataset),
-            *out,
-        ],
-        "sweep": [
-            str(SCRIPTS / "sweep_crossover.py"),
-            "--device",
-            device,
-            "--batch-sizes",
-            "64",
-            "--hidden-units",
-            "20",
-            *out,
-        ],
+        "train torch": [*train, "torch", *out],
+        "train keras_torch": [*train, "keras_torch", *out],
+        "probe torch": [*probe, *out],
+        "sweep": [*sweep, *out],
     }
 
 
