@@ -63,12 +63,16 @@ def test_a_cpu_job_hides_the_gpu_before_torch_starts_and_a_cuda_job_does_not(job
 
 
 def test_a_torch_jobs_threads_set_its_compilers_workers():
-    code = (
-        "from tiny_mlp_bench.backends import torch_common as t; torch = t.load('cpu'); t.set_threads(torch, 3); "
-        "import torch._inductor.config as c; print(torch.get_num_threads(), c.compile_threads)"
-    )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["3", "3"]
+    load = "import sys; from tiny_mlp_bench.backends import torch_common as t; torch = t.load('cpu')"
+    show = "import torch._inductor.config as c; print(torch.get_num_threads(), c.compile_threads)"
+    cases = {
+        # As a job: set before anything compiles, and without importing Inductor (a second of start-up).
+        f"{load}; t.set_threads(torch, 3); print('torch._inductor.config' in sys.modules); {show}": "False 3 3",
+        f"{load}; import torch._inductor.config; t.set_threads(torch, 3); {show}": "3 3",  # Inductor imported first
+    }
+    for code, expected in cases.items():
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+        assert done.stdout.split() == expected.split()
 
 
 class CountingLoop(EpochLoop):

@@ -8,6 +8,7 @@ constructor is the rest of the set-up, each part in its own phase).
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 
 from tiny_mlp_bench.driver import EpochLoop, RunSpec
@@ -41,11 +42,13 @@ def gpu_missing(torch) -> str | None:
 def set_threads(torch, threads: int) -> None:
     """Both of torch's CPU pools, intra-op (inside one op) and inter-op (between ops), and Inductor's
     compile workers, which would otherwise be one per core of the machine, however few the job has."""
-    import torch._inductor.config as inductor_config
-
     torch.set_num_threads(threads)
     torch.set_num_interop_threads(threads)
-    inductor_config.compile_threads = threads
+    # Read when Inductor's config is imported, at the first compilation: importing it here would add
+    # over a second to every torch job, compiled or not.
+    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = str(threads)
+    if (inductor_config := sys.modules.get("torch._inductor.config")) is not None:
+        inductor_config.compile_threads = threads
 
 
 def device_sync(torch, device: str):
