@@ -136,5 +136,7 @@ torch-cpu-wheel: | $(BIN)/python
 			--platform manylinux_2_28_x86_64 --index-url https://download.pytorch.org/whl/cpu \
 			-d wheelhouse/cpu torch==$(TORCH_VERSION)+cpu
 
+# The study's outputs, not the archived studies in results/archive/.
 clean:
-	rm -rf results logs .snakemake
+	find results -mindepth 1 -maxdepth 1 ! -name archive -exec rm -rf {} + 2>/dev/null || true
+	rm -rf logs .snakemake

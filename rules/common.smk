@@ -1,5 +1,6 @@
 # Validation, wildcard constraints and input functions shared by every stage.
 
+import functools
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ PYTHON = (
     else sys.executable
 )
 CONFIG_SCHEMA = Path(workflow.basedir) / "config" / "config.schema.yaml"
+ARCHIVES = Path("results/archive")  # archived studies (scripts/archive_study.py)
 
 # The library the programs share: the catalogue of variants, the config check, the engines.
 sys.path.insert(0, workflow.basedir)
@@ -29,6 +31,11 @@ from tiny_mlp_bench.containers import ContainerError, find_engine, image_id
 # Every config error, one line per key, before any job can run; then Snakemake's own
 # validate fills in the schema's defaults.
 _config_problems = config_errors(config, yaml.safe_load(CONFIG_SCHEMA.read_text()))
+_quoted = config.get("gpu_answer_archive", "auto")
+if _quoted not in ("auto", "none") and not (ARCHIVES / str(_quoted)).is_dir():
+    _config_problems.append(
+        f"config key 'gpu_answer_archive': no archive {ARCHIVES / str(_quoted)} (auto picks one, none quotes none)"
+    )
 if _config_problems:
     _sources = ", ".join(str(f) for f in workflow.configfiles) or "--config"
     raise WorkflowError(
@@ -55,6 +62,31 @@ def get_sweeps():
 
 def get_probes():
     return [job.output for job in jobs.probes(config)]
+
+
+@functools.cache
+def gpu_archive():
+    """The archived study whose GPU answer the report quotes (gpu_answer_archive), or None."""
+    from tiny_mlp_bench.report.gpu_archive import GpuArchiveError, choose
+
+    try:
+        return choose(config["gpu_answer_archive"], ARCHIVES)
+    except GpuArchiveError as err:
+        raise WorkflowError(str(err)) from err
+
+
+def get_gpu_archive_records(wildcards):
+    """The quoted archive's records the report reads: a new or changed one renders it again."""
+    from tiny_mlp_bench.report.gpu_archive import SEED_RECORDS
+
+    folder = gpu_archive()
+    return sorted(str(path) for path in folder.glob(SEED_RECORDS)) if folder else []
+
+
+def get_gpu_archive_option(wildcards):
+    if folder := gpu_archive():
+        return f"--gpu-archive {folder}"
+    return "--no-archive-qualifies" if config["gpu_answer_archive"] == "auto" else ""
 
 
 def get_final_output():

@@ -1,4 +1,5 @@
-# The tidy timings table and the Markdown report: a pure function of the run records. The report,
+# The tidy timings table, the Markdown report and its numbers (model.json): a pure function of the
+# run records and of the archived study whose GPU answer it quotes (gpu_answer_archive). The report,
 # the charts and every record are also items of `snakemake --report report.html`, each with the
 # caption in captions/.
 rule render_report:
@@ -6,6 +7,7 @@ rule render_report:
         records=get_run_records(),
         sweeps=get_sweeps(),
         probes=get_probes(),
+        gpu_archive=get_gpu_archive_records,
     output:
         report=report(
             "results/report.md", caption="captions/report_md.rst", category="1. Report"
@@ -26,6 +28,7 @@ rule render_report:
             caption="captions/crossover_png.rst",
             category="2. Charts",
         ),
+        model="results/report/model.json",
     log:
         "logs/render_report/render_report.log",
     container:
@@ -33,9 +36,11 @@ rule render_report:
     params:
         run=get_launcher,
         script=SCRIPTS / "render_report.py",
+        gpu_archive=get_gpu_archive_option,
     shell:
         "exec {params.run} {params.script} --report {output.report} --timings {output.timings}"
         " --plot {output.plot} --ladder-plot {output.ladder_plot} --crossover-plot {output.crossover_plot}"
+        " --model {output.model} {params.gpu_archive}"
         " --sweeps {input.sweeps} --probes {input.probes} -- {input.records} > {log} 2>&1"
 
 

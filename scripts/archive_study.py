@@ -2,13 +2,15 @@
 """Archive a finished study, re-seal an older archive, or verify archives.
 
   pack     results/ and logs/ into results/archive/<date>-<gpu model or host>/: records, sweeps,
-           probes, logs, dataset, config as run, lock files, the workflow's code at the study's
-           commit, the report rendered from the records, provenance.json, RO-Crate metadata and a
-           SHA-256 manifest. Refuses a modified tree unless --allow-modified (then the archive says so).
-  reseal   an archive made before archives were sealed: render its report again with this commit's
-           code and write its provenance, RO-Crate metadata and manifest, in place.
-  verify   each archive's manifest, then its report re-rendered with the code at its render commit,
-           compared byte for byte (Parquet by content); names the first file that differs.
+           probes, logs, dataset, config as run, lock files, the report rendered from the records
+           with its numbers (report/model.json), the code that rendered it (workflow.tar.gz),
+           provenance.json, RO-Crate metadata and a SHA-256 manifest. Refuses a modified tree
+           unless --allow-modified (then the archive says so).
+  reseal   an archive sealed by older code: render its report again with this commit's code and
+           write its code tarball, provenance, RO-Crate metadata and manifest, in place.
+  verify   each archive's manifest, then its report rendered again with the code in its tarball
+           (no git needed): its numbers compared with model.json's, and where the versions that
+           rendered it are the ones here, its files byte for byte; names the first difference.
 
 Usage: python scripts/archive_study.py pack [--name NAME] [--allow-modified]
        python scripts/archive_study.py reseal results/archive/<name> [--allow-modified] [--note TEXT ...]
@@ -58,8 +60,8 @@ def main(argv=None) -> int:
             failed = 0
             for folder in archives:
                 try:
-                    verify(folder.resolve(), ROOT)
-                    print(f"ok      {folder}")
+                    compared = verify(folder.resolve())
+                    print(f"ok      {folder}: {compared}")
                 except ArchiveError as err:
                     failed += 1
                     print(f"FAILED  {folder}\n        {err}")

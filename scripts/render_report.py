@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Turn run, sweep and probe records into a tidy timings table, three charts and a Markdown report.
+"""Turn run, sweep and probe records into a tidy timings table, three charts, a Markdown report
+and the report's numbers as JSON.
 
 The report is a pure function of the records: the same records, in any order, give the same bytes.
 The numbers are computed once (tiny_mlp_bench/report/model.py, with ladder.py and crossover_map.py);
@@ -8,7 +9,8 @@ the table, the charts and the Markdown only render them.
 Usage: python scripts/render_report.py --report results/report.md --timings results/timings.parquet \
            --plot results/report/timings.png --ladder-plot results/report/ladder.png \
            --crossover-plot results/report/crossover.png --sweeps results/sweep/*.json \
-           --probes results/probes/*.json -- results/runs/*.json
+           --probes results/probes/*.json --model results/report/model.json \
+           [--gpu-archive results/archive/<name> | --no-archive-qualifies] -- results/runs/*.json
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_ben
 from tiny_mlp_bench.atomic import atomic_path, write_text_atomic
 from tiny_mlp_bench.probes import read_probe
 from tiny_mlp_bench.records import RecordError, read_record, read_sweep
+from tiny_mlp_bench.report.gpu_archive import QUALIFIES, quote
 from tiny_mlp_bench.report.markdown import render_markdown
 from tiny_mlp_bench.report.model import build_report
+from tiny_mlp_bench.report.model_file import model_json
 from tiny_mlp_bench.report.plots import plot_crossover, plot_ladders, plot_seed_times
 
 
@@ -53,6 +57,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--sweeps", type=Path, nargs="*", default=[], help="sweep record files (.json)")
     parser.add_argument("--probes", type=Path, nargs="*", default=[], help="fixed-cost probe records (.json)")
     parser.add_argument("--crossover-plot", type=Path, help="PNG crossover chart to write (with --sweeps)")
+    parser.add_argument("--model", type=Path, help="JSON file to write: the report's numbers and the versions here")
+    quoted = parser.add_mutually_exclusive_group()
+    quoted.add_argument(
+        "--gpu-archive",
+        type=Path,
+        help="an archived study's folder whose GPU answer to quote where no run here used cuda",
+    )
+    quoted.add_argument(
+        "--no-archive-qualifies", action="store_true", help="say that no archived study had a GPU answer to quote"
+    )
     args = parser.parse_args(argv)
     if args.sweeps and not args.crossover_plot:
         parser.error("--sweeps needs --crossover-plot")
@@ -68,10 +82,15 @@ def main(argv=None) -> int:
         records = load_records(args.records)
         sweeps = [read_sweep(path) for path in args.sweeps]
         probes = [read_probe(path) for path in args.probes]
+        archived = quote(args.gpu_archive) if args.gpu_archive else None
+        if args.gpu_archive and archived is None:
+            raise RecordError(f"{args.gpu_archive}: --gpu-archive names an archive that does not hold {QUALIFIES}")
     except RecordError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    report = build_report(records, sweeps, probes)
+    report = build_report(
+        records, sweeps, probes, archived_gpu=archived, no_archive_qualifies=args.no_archive_qualifies
+    )
 
     def link(path: Path) -> str:
         return Path(os.path.relpath(path, args.report.parent)).as_posix()
@@ -86,6 +105,8 @@ def main(argv=None) -> int:
         crossover_link = link(args.crossover_plot)
     text = render_markdown(report, link(args.plot), crossover_link, ladder_link=link(args.ladder_plot))
     write_text_atomic(args.report, text)
+    if args.model:
+        write_text_atomic(args.model, model_json(report))
     charts = f"{args.plot}, {args.ladder_plot}" + (f", {args.crossover_plot}" if sweeps else "")
     print(f"wrote {args.report}, {args.timings} and {charts} from {len(records)} records", file=sys.stderr)
     return 0

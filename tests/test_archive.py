@@ -1,4 +1,5 @@
-"""Archives: packing a finished study, refusing what cannot be traced, and verifying against a commit.
+"""Archives: packing a finished study, refusing what cannot be traced, verifying anywhere, and the
+archived GPU answer a report quotes.
 
 Each test packs a synthetic study in a throwaway git repository holding a copy of the workflow, so
 commits, modified trees and later code changes are real.
@@ -7,14 +8,15 @@ commits, modified trees and later code changes are real.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import tarfile
 
-import pandas as pd
 import pytest
 from rocrate.rocrate import ROCrate
 
-from conftest import ROOT, copy_workflow, synthetic_probes, synthetic_study, synthetic_sweeps
+from conftest import ROOT, copy_workflow, synthetic_probes, synthetic_record, synthetic_study, synthetic_sweeps
 from tiny_mlp_bench.archive import (
     PROFILES,
     ArchiveError,
@@ -25,6 +27,7 @@ from tiny_mlp_bench.archive import (
     verify,
     write_manifest,
 )
+from tiny_mlp_bench.report.gpu_archive import GpuArchiveError, choose
 
 
 def git(repo, *args) -> str:
@@ -77,7 +80,9 @@ def test_pack_writes_records_code_provenance_crate_and_manifest(study):
     ).is_file()
     assert (folder / "config.yaml").read_text() == "epochs: 4\n"
     assert (folder / "report.md").read_bytes() == (study / "results" / "report.md").read_bytes()
-    assert (folder / "workflow" / "Snakefile").read_bytes() == (study / "Snakefile").read_bytes()
+    with tarfile.open(folder / "workflow.tar.gz") as code:  # the code that rendered it, results/ left out
+        assert code.extractfile("Snakefile").read() == (study / "Snakefile").read_bytes()
+        assert "rules/report.smk" in code.getnames() and not any(n.startswith("results") for n in code.getnames())
     provenance = json.loads((folder / "provenance.json").read_text())
     made = len(synthetic_study()) + len(synthetic_sweeps()) + len(synthetic_probes())
     assert provenance["study"]["commit"] == head and provenance["study"]["commits"] == {head: made}
@@ -87,10 +92,12 @@ def test_pack_writes_records_code_provenance_crate_and_manifest(study):
     assert subprocess.run(["sha256sum", "--check", "--quiet", "MANIFEST.sha256"], cwd=folder).returncode == 0
     listed = {line.split("  ", 1)[1] for line in (folder / "MANIFEST.sha256").read_text().splitlines()}
     assert {"provenance.json", "ro-crate-metadata.json", "report/ladder.png", "timings.parquet"} <= listed
+    assert {"report/model.json", "workflow.tar.gz"} <= listed
     # The rocrate library reads the crate back: the Workflow Run Crate profiles, the workflow, the run.
     crate = ROCrate(folder)
     assert set(PROFILES) <= {profile.id for profile in crate.root_dataset["conformsTo"]}
-    assert crate.mainEntity.id == "workflow/Snakefile" and "ComputationalWorkflow" in crate.mainEntity.type
+    assert crate.mainEntity.id == "workflow.tar.gz" and "ComputationalWorkflow" in crate.mainEntity.type
+    assert crate.mainEntity["version"] == head
     (run,) = crate.get_by_type("CreateAction")
     assert run["instrument"] is crate.mainEntity
     assert "runs/torch-cpu-seed-1.json" in {entity.id for entity in run["result"]}
@@ -107,7 +114,7 @@ def test_pack_refuses_a_modified_tree_unless_told_and_then_says_so(study):
     rendered = json.loads((folder / "provenance.json").read_text())["render"]
     assert rendered["tree_modified"] is True and rendered["modified_files"] == ["rules/report.smk"]
     with pytest.raises(ArchiveError, match="rendered from a modified tree"):
-        verify(folder, study)
+        verify(folder)
 
 
 def test_pack_flags_records_made_in_a_modified_tree(study):
@@ -136,13 +143,13 @@ def test_pack_refuses_records_the_report_was_not_made_from(study):
 def test_verify_re_renders_at_the_archive_commit_not_at_head(study):
     folder = archive(study)
     commit_change(study, "tiny_mlp_bench/report/report.md.j2", "\nA line that later code adds.\n")
-    verify(folder, study)  # the archive's commit renders what it holds, whatever HEAD renders now
+    verify(folder)  # the archive's commit renders what it holds, whatever HEAD renders now
     git(study, "add", "-f", "results/archive")
     git(study, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "archive")
     done = subprocess.run(
         [sys.executable, str(study / "scripts" / "archive_study.py"), "verify"], capture_output=True, text=True
     )
-    assert done.returncode == 0 and f"ok      {folder}" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 0 and f"ok      {folder}: numbers recomputed" in done.stdout, done.stdout + done.stderr
 
 
 def test_verify_names_the_first_file_that_differs(study):
@@ -153,19 +160,123 @@ def test_verify_names_the_first_file_that_differs(study):
         check_manifest(folder)
     record.unlink()
     with pytest.raises(ArchiveError, match=r"runs/torch-cpu-seed-2.json: listed in MANIFEST.sha256 but missing"):
-        verify(folder, study)
+        verify(folder)
 
 
-def test_verify_compares_charts_by_bytes_and_parquet_by_content(study):
+def test_verify_compares_bytes_only_where_the_versions_match(study):
     folder = archive(study)
-    # The same table written with another compression: other bytes, same content.
-    pd.read_parquet(folder / "timings.parquet").to_parquet(folder / "timings.parquet", compression="gzip", index=False)
-    write_manifest(folder)
-    verify(folder, study)
+    files = "report.md, timings.parquet, report/timings.png, report/ladder.png, report/crossover.png"
+    assert verify(folder) == f"numbers recomputed and equal; {files} byte for byte"
+    chart = (folder / "report" / "ladder.png").read_bytes()
     (folder / "report" / "ladder.png").write_bytes((folder / "report" / "timings.png").read_bytes())
     write_manifest(folder)
     with pytest.raises(ArchiveError, match=r"report/ladder.png: differs from its re-rendering"):
-        verify(folder, study)
+        verify(folder)
+    # Rendered elsewhere, with another matplotlib: the chart's bytes are its own, but the numbers must agree.
+    (folder / "report" / "ladder.png").write_bytes(chart[:-1])
+    set_version(folder, "matplotlib", "0.1")
+    assert verify(folder).startswith("numbers recomputed and equal; bytes not compared (matplotlib 0.1 there, ")
+
+
+def set_version(folder, package: str, version: str) -> None:
+    """The archive's report as if rendered with another version of ``package``, manifest made again."""
+    model = json.loads((folder / "report" / "model.json").read_text())
+    model["versions"][package] = version
+    (folder / "report" / "model.json").write_text(json.dumps(model))
+    write_manifest(folder)
+
+
+def test_a_changed_record_fails_even_where_the_manifest_was_made_again(study):
+    folder = archive(study)
+    record = folder / "runs" / "torch-cpu-seed-2.json"
+    changed = json.loads(record.read_text())
+    changed["timings"]["phases_s"]["predict"] = 0.005
+    record.write_text(json.dumps(changed))
+    set_version(folder, "pandas", "0.1")  # rendered elsewhere: only the numbers are compared
+    with pytest.raises(
+        ArchiveError, match=r"model.json: model\.runs\[\d+\]\.predict_s is 0\.004 in the archive, 0\.005"
+    ):
+        verify(folder)
+
+
+def test_an_archive_copied_out_of_the_repository_verifies_without_git(study, tmp_path):
+    elsewhere = tmp_path / "elsewhere" / "study"
+    shutil.copytree(archive(study), elsewhere)
+    no_git = tmp_path / "bin"  # a PATH on which no git is found
+    no_git.mkdir()
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "archive_study.py"), "verify", str(elsewhere)],
+        capture_output=True,
+        text=True,
+        env={"PATH": str(no_git)},
+    )
+    assert done.returncode == 0 and f"ok      {elsewhere}: numbers recomputed" in done.stdout, done.stdout + done.stderr
+
+
+def gpu_host_records(started: str, cpu: bool = True) -> list[dict]:
+    """torch seed on cuda (17 s) and, with ``cpu``, on cpu (7 s) of one GPU host, as its archive holds them."""
+    records = [synthetic_record("torch", "cuda", r, 17.0, host="gpu-host", step_ms=1.4) for r in (1, 2)]
+    records += [synthetic_record("torch", "cpu", r, 7.0, host="gpu-host") for r in (1, 2)] if cpu else []
+    for record in records:
+        record["identity"]["started_at"] = f"{started}T00:00:00+00:00"
+        if record["identity"]["device"] == "cuda":
+            record["environment"]["gpu_name"] = "Test GPU"  # a cpu run names no GPU: it used none
+    return records
+
+
+def write_gpu_archive(archives, name: str, records: list[dict]) -> None:
+    (archives / name / "runs").mkdir(parents=True)
+    for record in records:
+        (archives / name / "runs" / f"{record['identity']['run_id']}.json").write_text(json.dumps(record))
+
+
+def test_the_newest_archive_with_torch_seed_on_cuda_and_cpu_of_one_host_is_chosen(tmp_path):
+    archives = tmp_path / "archive"
+    assert choose("auto", archives) is None  # no archives: none qualifies
+    write_gpu_archive(archives, "older-gpu", gpu_host_records("2026-01-01"))
+    write_gpu_archive(archives, "newer-gpu", gpu_host_records("2026-02-01"))
+    write_gpu_archive(archives, "newest-cuda-only", gpu_host_records("2026-03-01", cpu=False))
+    assert choose("auto", archives) == archives / "newer-gpu"
+    assert choose("older-gpu", archives) == archives / "older-gpu" and choose("none", archives) is None
+    with pytest.raises(GpuArchiveError, match=r"newest-cuda-only does not hold completed torch `seed` runs on both"):
+        choose("newest-cuda-only", archives)
+    with pytest.raises(GpuArchiveError, match=r"'gpu_answer_archive': no archive .*/nope"):
+        choose("nope", archives)
+
+
+def render_without_cuda(study, *options: str) -> str:
+    """results/report.md rendered as if this run's cuda side had not completed, with ``options``."""
+    results = study / "results"
+    for record in (results / "runs").glob("*-cuda-*.json"):
+        record.unlink()
+    command = render_command(results)
+    cut = command.index("--")
+    render(study, results, [*command[:cut], *options, *command[cut:]])
+    return (results / "report.md").read_text()
+
+
+def test_a_report_without_cuda_quotes_the_archived_gpu_answer_and_packs_what_it_quotes(study):
+    results = study / "results"
+    write_gpu_archive(results / "archive", "gpu-study", gpu_host_records("2026-02-01"))
+    quoted = (
+        "On another machine, the archived study `gpu-study` (Test GPU, host `gpu-host`, 2026-02-01, 4 runs) "
+        "measured it: the asker's loop took 17.00 s on cuda and 7.00 s on cpu, the GPU 2.43× slower"
+    )
+    assert quoted in render_without_cuda(study, "--gpu-archive", "archive/gpu-study")
+    folder = archive(study)
+    packed = sorted(p.name for p in (folder / "gpu-archive" / "gpu-study" / "runs").iterdir())
+    assert packed == [f"torch-{device}-seed-{r}.json" for device in ("cpu", "cuda") for r in (1, 2)]
+    assert json.loads((folder / "provenance.json").read_text())["render"]["gpu_archive_quoted"] == "gpu-study"
+    shutil.rmtree(results / "archive" / "gpu-study")  # the archive needs only what it packed
+    assert verify(folder).endswith("byte for byte") and quoted in (folder / "report.md").read_text()
+
+
+def test_a_report_says_when_no_archive_has_a_gpu_answer_to_quote(study):
+    report = render_without_cuda(study, "--no-archive-qualifies")
+    assert "No archived study holds completed torch `seed` runs on both cuda and cpu from one host" in report
+    folder = archive(study)
+    assert "--no-archive-qualifies" in json.loads((folder / "provenance.json").read_text())["render"]["command"]
+    verify(folder)
 
 
 def test_the_repository_archives_verify():
@@ -174,3 +285,16 @@ def test_the_repository_archives_verify():
         [sys.executable, str(ROOT / "scripts" / "archive_study.py"), "verify"], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_make_clean_removes_the_study_but_never_the_archives(tmp_path):
+    shutil.copy2(ROOT / "Makefile", tmp_path)
+    kept = tmp_path / "results" / "archive" / "a-study" / "runs" / "torch-cpu-seed-1.json"
+    removed = [tmp_path / p for p in ("results/runs/torch-cpu-seed-1.json", "results/report.md", "logs/x.log")]
+    for path in (kept, *removed, tmp_path / ".snakemake" / "metadata"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+    done = subprocess.run(["make", "clean"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert kept.is_file() and sorted(p.name for p in (tmp_path / "results").iterdir()) == ["archive"]
+    assert not any(p.exists() for p in removed) and not (tmp_path / ".snakemake").exists()

@@ -352,16 +352,27 @@ def test_hosts_are_reported_apart():
 
 def test_machines_sharing_a_host_name_are_reported_apart():
     # VMs and containers are often all called the same: the hardware tells them apart.
-    gpu_machine = synthetic_record("torch", "cpu", 4, 1.0)
-    gpu_machine["environment"]["gpu_name"] = "NVIDIA H200"
+    gpu_machine = synthetic_record("torch", "cuda", 4, 1.0)
+    gpu_machine["environment"] |= {"gpu_name": "NVIDIA H200", "logical_cpus": 16}
     report = build_report([*synthetic_study(), gpu_machine])
     assert [m.label for m in report.machines] == [
-        "bench-host (Test CPU, 2 logical CPUs, NVIDIA H200)",
+        "bench-host (Test CPU, 16 logical CPUs, NVIDIA H200)",
         "bench-host (Test CPU, 2 logical CPUs, no GPU)",
     ]
     text = render_markdown(report)
     assert "# Results on host `bench-host (Test CPU, 2 logical CPUs, no GPU)`" in text
-    assert "# Results on host `bench-host (Test CPU, 2 logical CPUs, NVIDIA H200)`" in text
+    assert "# Results on host `bench-host (Test CPU, 16 logical CPUs, NVIDIA H200)`" in text
+
+
+def test_the_cpu_runs_of_a_gpu_host_are_that_host_s_runs():
+    # A record names the GPU only where its run used it: the cpu runs of a GPU host name none.
+    records = gpu_study()
+    for record in records:
+        if record["identity"]["device"] == "cuda":
+            record["environment"]["gpu_name"] = "NVIDIA H200"
+    (machine,) = build_report(records).machines
+    assert machine.label == "bench-host" and set(machine.environment["gpu"]) == {None, "NVIDIA H200"}
+    assert (machine.answer.gpu.cuda_s, machine.answer.gpu.cpu_s) == (17.0, 7.0)  # the GPU answer, from one host
 
 
 def render_report(out, records, sweeps=()):

@@ -87,6 +87,10 @@ def test_tiny_study_end_to_end(tiny_run):
     assert any(row[:2] == ["torch-cuda-seed-1", "skipped"] and row[2].startswith("no CUDA device") for row in rows)
     assert "## Where the time goes: the variant ladder" in report and ["`sync_free`"] in [row[:1] for row in rows]
     assert "Crossover map: not measured on cuda" in report
+    # No archive in this clone: the answer says no archived GPU answer qualified (gpu_answer_archive: auto).
+    assert "No archived study holds completed torch `seed` runs on both cuda and cpu from one host" in report
+    numbers = json.loads((directory / "results" / "report" / "model.json").read_text())
+    assert numbers["model"]["records"] == len(records) and numbers["model"]["no_archive_qualifies"] is True
     # The fixed-cost probes ran where the runs did: measured on cpu, skipped with the reason on cuda.
     probes = {p.stem: read_probe(p) for p in (directory / "results" / "probes").glob("*.json")}
     assert {name: probe["status"] for name, probe in probes.items()} == {

@@ -1,11 +1,18 @@
 """Archives of finished studies: pack, seal (provenance, RO-Crate, SHA-256 manifest) and verify.
 
 An archive is a folder under results/archive/ that holds a study's records, logs, dataset, config
-as run and lock files; the report, table and charts rendered from its records; ``provenance.json``
-(commits, modified trees, hosts, images, the render command); ``ro-crate-metadata.json`` (the
-Workflow Run Crate profiles, written with the ``rocrate`` library); and ``MANIFEST.sha256``
-(``sha256sum -c`` reads it). README.md, the people's notes on the study, is the one file the
-manifest leaves out: it is written after the archive is sealed.
+as run and lock files; the report, table, charts and the report's numbers (report/model.json)
+rendered from its records; the workflow's code that rendered them, as one ``git archive`` tarball
+(workflow.tar.gz); ``provenance.json`` (commits, modified trees, hosts, images, the render
+command); ``ro-crate-metadata.json`` (the Workflow Run Crate profiles, written with the
+``rocrate`` library); and ``MANIFEST.sha256`` (``sha256sum -c`` reads it). README.md, the
+people's notes on the study, is the one file the manifest leaves out: it is written after the
+archive is sealed. Where the report quotes another archive's GPU answer, the records it quotes
+are packed too (gpu-archive/<name>/runs/).
+
+Verifying needs neither git nor the repository: the report is rendered again from the records
+with the code in the tarball, and its numbers compared with model.json's; its bytes are compared
+too where the versions that rendered it are the ones here.
 """
 
 from __future__ import annotations
@@ -32,9 +39,12 @@ CRATE_METADATA = "ro-crate-metadata.json"
 NOTES = "README.md"  # written by people after sealing: outside the manifest
 RECORD_FOLDERS = ("runs", "sweep", "probes")
 RENDER_SCRIPT = "scripts/render_report.py"
-RENDERED = ("report.md", "timings.parquet", "report/timings.png", "report/ladder.png", "report/crossover.png")
-WORKFLOW_SOURCES = ("Snakefile", "rules", "scripts", "tiny_mlp_bench", "config", "profiles")
-WORKFLOW_FOLDER = "workflow"  # the workflow's code at the study's commit, inside the archive
+MODEL = "report/model.json"  # the report's numbers and the versions that rendered it
+RENDERED = ("report.md", "timings.parquet", "report/timings.png", "report/ladder.png", "report/crossover.png", MODEL)
+CODE = "workflow.tar.gz"  # `git archive` of the tracked files outside results/ at the render commit
+OLD_CODE_FOLDER = "workflow"  # what archives held instead before: the code tree at the study's commit
+QUOTED = "gpu-archive"  # the records of the archive whose GPU answer the report quotes: QUOTED/<name>/runs/
+QUOTED_RECORDS = "runs/torch-*-seed-*.json"  # all the quoted answer reads of an archive
 PROFILES = {  # the RO-Crate profiles an archive conforms to, with their versions
     "https://w3id.org/ro/wfrun/process/0.5": ("Process Run Crate", "0.5"),
     "https://w3id.org/ro/wfrun/workflow/0.5": ("Workflow Run Crate", "0.5"),
@@ -91,13 +101,26 @@ def record_files(folder: Path) -> dict[str, list[str]]:
     }
 
 
-def render_command(folder: Path) -> list[str]:
-    """scripts/render_report.py's arguments to render the archive's report from its records, run in the archive."""
+def quoted_archive(folder: Path) -> str | None:
+    """The name of the archive whose GPU answer ``folder``'s report quotes, from the records packed for it."""
+    names = sorted(p.name for p in (folder / QUOTED).glob("*") if p.is_dir())
+    if len(names) > 1:
+        raise ArchiveError(f"{folder / QUOTED}: the records of one archive are quoted, not of {', '.join(names)}")
+    return names[0] if names else None
+
+
+def render_command(folder: Path, *, no_archive_qualifies: bool = False) -> list[str]:
+    """scripts/render_report.py's arguments to render the archive's report from its records, run in
+    the archive; ``no_archive_qualifies``: the report says no archived GPU answer was found to quote."""
     records = record_files(folder)
     if not records["runs"]:
         raise ArchiveError(f"{folder}: no run records in runs/")
     command = [RENDER_SCRIPT, "--report", RENDERED[0], "--timings", RENDERED[1], "--plot", RENDERED[2]]
-    command += ["--ladder-plot", RENDERED[3], "--crossover-plot", RENDERED[4]]
+    command += ["--ladder-plot", RENDERED[3], "--crossover-plot", RENDERED[4], "--model", MODEL]
+    if quoted := quoted_archive(folder):
+        command += ["--gpu-archive", f"{QUOTED}/{quoted}"]
+    elif no_archive_qualifies:
+        command += ["--no-archive-qualifies"]
     if records["sweep"]:
         command += ["--sweeps", *records["sweep"]]
     if records["probes"]:
@@ -162,6 +185,11 @@ def extract(repo: Path, commit: str, paths, destination: Path) -> None:
             tar.extractall(destination, filter="data")
 
 
+def write_code(repo: Path, commit: str, path: Path) -> None:
+    """The tracked files outside results/ at ``commit``, as one gzipped tarball."""
+    path.write_bytes(git(repo, "archive", "--format=tar.gz", commit, "--", ".", ":(exclude)results", binary=True))
+
+
 def write_crate(folder: Path, provenance: dict) -> None:
     """RO-Crate metadata (Workflow Run Crate): the workflow, one CreateAction, its inputs and results."""
     from rocrate.model.contextentity import ContextEntity
@@ -175,16 +203,24 @@ def write_crate(folder: Path, provenance: dict) -> None:
             ContextEntity(crate, uri, properties={"@type": "CreativeWork", "name": name, "version": version})
         )
         crate.root_dataset.append_to("conformsTo", profile)
+    rendered = provenance["render"]["commit"]
     workflow = crate.add_workflow(
-        folder / WORKFLOW_FOLDER / "Snakefile",
-        f"{WORKFLOW_FOLDER}/Snakefile",
+        folder / CODE,
+        CODE,
         main=True,
         lang="snakemake",
-        properties={"name": "tiny-mlp-bench", "version": provenance["study"]["commit"]},
+        properties={
+            "name": "tiny-mlp-bench",
+            "version": rendered,
+            "encodingFormat": "application/gzip",
+            "description": f"The workflow's code at commit {rendered}, which rendered the report (git archive; "
+            "its Snakefile is the entry point). The study ran at the commit provenance.json names.",
+            "sha256": sha256(folder / CODE),
+        },
     )
     files = {}
     for rel in files_under(folder):
-        if rel.startswith(f"{WORKFLOW_FOLDER}/") or rel in (CRATE_METADATA,):
+        if rel in (CODE, CRATE_METADATA):
             continue
         files[rel] = crate.add_file(folder / rel, rel, properties={"sha256": sha256(folder / rel)}, record_size=True)
     inputs = [f for rel, f in files.items() if rel.startswith(("data/", "requirements/")) or rel == "config.yaml"]
@@ -215,10 +251,12 @@ def write_manifest(folder: Path) -> None:
     write_text_atomic(folder / MANIFEST, "".join(lines))
 
 
-def seal(folder: Path, repo: Path, *, name: str, allow_modified: bool, notes: list[str] = ()) -> dict:
-    """Render the report from ``folder``'s records with the code in ``repo`` (at HEAD), and write the
-    provenance, the RO-Crate metadata and the manifest. Refuses a modified tree, or records made in one,
-    unless ``allow_modified``, and then says so in provenance.json."""
+def seal(
+    folder: Path, repo: Path, *, name: str, allow_modified: bool, notes: list[str] = (), no_archive_qualifies=False
+) -> dict:
+    """Render the report from ``folder``'s records with the code in ``repo`` (at HEAD), pack that code,
+    and write the provenance, the RO-Crate metadata and the manifest. Refuses a modified tree, or records
+    made in one, unless ``allow_modified``, and then says so in provenance.json."""
     changed = modified_files(repo)
     facts = study_facts(folder)
     if not allow_modified and (changed or facts["records_from_modified_tree"]):
@@ -235,12 +273,13 @@ def seal(folder: Path, repo: Path, *, name: str, allow_modified: bool, notes: li
         raise ArchiveError(
             f"{folder}: the records name no git commit (made outside a git checkout): nothing to trace them to"
         )
-    # The code and the lock files at the study's commit, where the archive does not hold them yet.
-    if not (folder / WORKFLOW_FOLDER).exists():
-        extract(repo, commit, WORKFLOW_SOURCES, folder / WORKFLOW_FOLDER)
+    # The lock files at the study's commit, where the archive does not hold them yet; the code that renders.
     if not (folder / "requirements").exists():
         extract(repo, commit, ["requirements"], folder)
-    command = render_command(folder)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    shutil.rmtree(folder / OLD_CODE_FOLDER, ignore_errors=True)
+    write_code(repo, head, folder / CODE)
+    command = render_command(folder, no_archive_qualifies=no_archive_qualifies)
     render(repo, folder, command)
     provenance = {
         "archive": name,
@@ -248,11 +287,13 @@ def seal(folder: Path, repo: Path, *, name: str, allow_modified: bool, notes: li
         "archived_on": platform.node(),
         "study": {"commit": commit, **facts},
         "render": {
-            "commit": git(repo, "rev-parse", "HEAD").strip(),
+            "commit": head,
+            "code": CODE,
             "tree_modified": bool(changed),
             "modified_files": changed,
             "command": command,
             "outputs": [rel for rel in RENDERED if (folder / rel).exists()],  # no crossover chart without sweeps
+            "gpu_archive_quoted": quoted_archive(folder),
         },
         "modified_tree_allowed": allow_modified,
         "notes": list(notes),
@@ -291,13 +332,13 @@ def publish(partial: Path, destination: Path) -> None:
         os.replace(partial, destination)
 
 
-def build(destination: Path, fill, repo: Path, *, allow_modified: bool, notes=(), check=None) -> dict:
-    """Fill a partial folder beside ``destination``, seal it, ``check`` it, and publish it: nothing
-    half-written or refused is left."""
+def build(destination: Path, fill, repo: Path, *, allow_modified: bool, notes=(), check=None, **options) -> dict:
+    """Fill a partial folder beside ``destination``, seal it (``options`` go to seal), ``check`` it,
+    and publish it: nothing half-written or refused is left."""
     partial = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", suffix=".partial", dir=destination.parent))
     try:
         fill(partial)
-        provenance = seal(partial, repo, name=destination.name, allow_modified=allow_modified, notes=notes)
+        provenance = seal(partial, repo, name=destination.name, allow_modified=allow_modified, notes=notes, **options)
         if check:
             check(partial)
         publish(partial, destination)
@@ -306,10 +347,25 @@ def build(destination: Path, fill, repo: Path, *, allow_modified: bool, notes=()
     return provenance
 
 
+def copy_quoted(archives: Path, name: str, folder: Path) -> None:
+    """The records the report quotes of archive ``name``, into ``folder``'s QUOTED/<name>/runs/."""
+    source = archives / name
+    records = sorted(source.glob(QUOTED_RECORDS))
+    if not records:
+        raise ArchiveError(
+            f"the report quotes the GPU answer of archive {name}, but {source} holds no {QUOTED_RECORDS}: "
+            "render the report again (snakemake --cores all --forcerun render_report), then archive"
+        )
+    (folder / QUOTED / name / "runs").mkdir(parents=True)
+    for record in records:
+        shutil.copy2(record, folder / QUOTED / name / "runs" / record.name)
+
+
 def pack(repo: Path, archives: Path, *, name: str | None = None, allow_modified: bool = False) -> Path:
     """Pack the finished study in ``repo``'s results/ and logs/ into ``archives``/<name>."""
     results = repo / "results"
-    missing = [p for p in (results / "report.md", results / "runs", results / "config.yaml") if not p.exists()]
+    needed = (results / "report.md", results / MODEL, results / "runs", results / "config.yaml")
+    missing = [p for p in needed if not p.exists()]
     if missing:
         raise ArchiveError(
             f"no finished study to archive: {', '.join(str(p) for p in missing)} missing. Run the study "
@@ -317,6 +373,8 @@ def pack(repo: Path, archives: Path, *, name: str | None = None, allow_modified:
         )
     sources = {kind: results / kind for kind in (*RECORD_FOLDERS, "data")}
     sources |= {"logs": repo / "logs", "config.yaml": results / "config.yaml"}
+    model = read_json(results / MODEL)["model"]
+    quoted = (model.get("archived_gpu") or {}).get("archive")
     name = name or archive_name(results, datetime.date.today())
     destination = archives / name
     if destination.exists():
@@ -329,6 +387,8 @@ def pack(repo: Path, archives: Path, *, name: str | None = None, allow_modified:
                 shutil.copytree(source, folder / rel)
             elif source.is_file():
                 shutil.copy2(source, folder / rel)
+        if quoted:
+            copy_quoted(archives, quoted, folder)
 
     def same_report(folder: Path) -> None:
         # The report the study showed must be the one its records render to: otherwise results/
@@ -341,19 +401,31 @@ def pack(repo: Path, archives: Path, *, name: str | None = None, allow_modified:
                 "the stray records, then archive."
             )
 
-    build(destination, fill, repo, allow_modified=allow_modified, check=same_report)
+    build(
+        destination,
+        fill,
+        repo,
+        allow_modified=allow_modified,
+        check=same_report,
+        no_archive_qualifies=bool(model.get("no_archive_qualifies")),
+    )
     return destination
 
 
 def reseal(folder: Path, repo: Path, *, allow_modified: bool = False, notes=()) -> dict:
-    """Re-render and re-seal an existing archive in place (for one made before archives were sealed)."""
-    return build(
-        folder,
-        lambda partial: shutil.copytree(folder, partial, dirs_exist_ok=True),
-        repo,
-        allow_modified=allow_modified,
-        notes=notes,
-    )
+    """Re-render and re-seal an existing archive in place with this commit's code. An archive that
+    quotes no other's GPU answer is given the newest qualifying one of its neighbours, as the report's
+    gpu_answer_archive default does."""
+    from tiny_mlp_bench.report.gpu_archive import newest_qualifying  # the report's libraries, not only Python's
+
+    quoted = quoted_archive(folder) or getattr(newest_qualifying(folder.parent, leave_out=folder.name), "name", None)
+
+    def fill(partial: Path) -> None:
+        shutil.copytree(folder, partial, dirs_exist_ok=True)
+        if quoted and not (partial / QUOTED).exists():
+            copy_quoted(folder.parent, quoted, partial)
+
+    return build(folder, fill, repo, allow_modified=allow_modified, notes=notes, no_archive_qualifies=quoted is None)
 
 
 def check_manifest(folder: Path) -> None:
@@ -377,17 +449,22 @@ def check_manifest(folder: Path) -> None:
             raise ArchiveError(f"{folder / rel}: its SHA-256 differs from {MANIFEST}'s")
 
 
-def same_table(ours: Path, theirs: Path) -> bool:
-    """Parquet compared by content: the same columns, types and values (bytes may differ by writer)."""
-    import pandas as pd
+def version_changes(theirs: dict, ours: dict) -> list[str]:
+    """What renders here with other versions than the archive's report was rendered with."""
+    return [
+        f"{name} {theirs.get(name)} there, {ours.get(name)} here"
+        for name in sorted(theirs.keys() | ours.keys())
+        if theirs.get(name) != ours.get(name)
+    ]
 
-    a, b = pd.read_parquet(ours), pd.read_parquet(theirs)
-    return list(a.columns) == list(b.columns) and a.dtypes.equals(b.dtypes) and a.equals(b)
 
+def verify(folder: Path) -> str:
+    """Check the manifest, then render the report again from the records with the code in the archive's
+    tarball and compare: the numbers always (to a relative 1e-9), and where the versions that rendered
+    it are the ones here, the Markdown, charts and Parquet byte for byte. Says which comparison it made;
+    an ArchiveError names the first difference."""
+    from tiny_mlp_bench.report.model_file import first_difference  # the report's libraries, not only Python's
 
-def verify(folder: Path, repo: Path) -> None:
-    """Check the manifest, then re-render the report with the code at the archive's render commit and
-    compare: Markdown and charts byte for byte, Parquet by content. An ArchiveError names the first difference."""
     check_manifest(folder)
     rendered = read_json(folder / PROVENANCE)["render"]
     if rendered["tree_modified"]:
@@ -395,23 +472,27 @@ def verify(folder: Path, repo: Path) -> None:
             f"{folder}: its report was rendered from a modified tree at {rendered['commit']}; "
             "that code is in no commit, so it cannot be re-rendered"
         )
+    for needed in (CODE, MODEL):
+        if not (folder / needed).is_file():
+            raise ArchiveError(f"{folder}: no {needed} (an archive sealed before archives held it: reseal it)")
     with tempfile.TemporaryDirectory(prefix="tiny-mlp-bench-verify-") as tmp:
         code, work = Path(tmp, "code"), Path(tmp, "work")
-        try:
-            extract(repo, rendered["commit"], ["scripts", "tiny_mlp_bench"], code)
-        except ArchiveError as err:
-            raise ArchiveError(
-                f"{folder}: the code at its render commit {rendered['commit']} is not in this clone "
-                f"(a shallow clone? git fetch --unshallow): {err}"
-            ) from err
-        for kind in RECORD_FOLDERS:
+        with tarfile.open(folder / CODE) as tar:
+            tar.extractall(code, filter="data")
+        for kind in (*RECORD_FOLDERS, QUOTED):
             if (folder / kind).is_dir():
                 shutil.copytree(folder / kind, work / kind)
         render(code, work, rendered["command"])
         for rel in rendered["outputs"]:
-            ours, again = folder / rel, work / rel
-            if not again.exists():
-                raise ArchiveError(f"{ours}: its re-rendering at {rendered['commit'][:12]} did not make it")
-            same = same_table(ours, again) if rel.endswith(".parquet") else ours.read_bytes() == again.read_bytes()
-            if not same:
-                raise ArchiveError(f"{ours}: differs from its re-rendering at {rendered['commit'][:12]}")
+            if not (work / rel).exists():
+                raise ArchiveError(f"{folder / rel}: its re-rendering at {rendered['commit'][:12]} did not make it")
+        archived, again = read_json(folder / MODEL), read_json(work / MODEL)
+        if difference := first_difference(archived["model"], again["model"]):
+            raise ArchiveError(f"{folder / MODEL}: {difference}")
+        if changes := version_changes(archived["versions"], again["versions"]):
+            return f"numbers recomputed and equal; bytes not compared ({'; '.join(changes)})"
+        compared = [rel for rel in rendered["outputs"] if rel != MODEL]
+        for rel in compared:
+            if (folder / rel).read_bytes() != (work / rel).read_bytes():
+                raise ArchiveError(f"{folder / rel}: differs from its re-rendering at {rendered['commit'][:12]}")
+        return f"numbers recomputed and equal; {', '.join(compared)} byte for byte"

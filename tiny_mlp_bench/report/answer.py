@@ -37,6 +37,22 @@ class GpuAnswer:
 
 
 @dataclass(frozen=True)
+class ArchivedGpu:
+    """The asker's loop on cuda against cpu from an archived study of one GPU host: the GPU answer
+    a report quotes where its own run has no completed cuda run."""
+
+    archive: str  # the archive's folder name
+    host: str
+    gpu: str
+    date: str  # the day its first quoted run started
+    cuda_s: float  # seed timing points (medians)
+    cpu_s: float
+    cuda_step_s: float | None  # seed steady-state step times (medians)
+    cpu_step_s: float | None
+    runs: int  # the seed runs quoted, cuda and cpu
+
+
+@dataclass(frozen=True)
 class KerasAnswer:
     """Keras's `fit` against torch's loop on the same device, and Keras's cost per epoch."""
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.report import fixed_costs
-from tiny_mlp_bench.report.answer import Answer, answer
+from tiny_mlp_bench.report.answer import Answer, ArchivedGpu, answer
 from tiny_mlp_bench.report.crossover_map import Crossover, Sweep, crossovers, sweep_frame, sweep_table
 from tiny_mlp_bench.report.ladder import TARGETS, EpochFloor, Ladder, Rung, Target, epoch_floors, judge, ladders
 from tiny_mlp_bench.timing import PHASES, steady_step_s
@@ -123,21 +123,31 @@ class Report:
     runs: pd.DataFrame  # every run, the Parquet table
     sweep_points: pd.DataFrame  # every measured sweep point: device, batch_size, hidden_units, step_s
     machines: tuple[Machine, ...]  # sorted by label
+    # The archived study's GPU answer the report quotes where no machine here ran cuda (an input of
+    # the report: the gpu_answer_archive config key), and whether one was looked for and none qualified.
+    archived_gpu: ArchivedGpu | None = None
+    no_archive_qualifies: bool = False
 
 
 def machine_key(environment: dict) -> tuple:
-    return (environment["host"], environment["cpu_model"], environment["logical_cpus"], environment["gpu_name"])
+    """A machine is its host and CPU. Not its GPU: a record names the GPU only where the run used it,
+    so the cpu runs of a GPU host name none and still belong with its cuda runs."""
+    return (environment["host"], environment["cpu_model"], environment["logical_cpus"])
 
 
 def machine_labels(items: list[dict]) -> dict[tuple, str]:
     """A name per machine: its host name, with its hardware added where two machines share one
     (VMs and containers are often all called the same)."""
-    keys = {machine_key(i["environment"]) for i in items}
-    names = Counter(key[0] for key in keys)
-    return {
-        key: key[0] if names[key[0]] == 1 else f"{key[0]} ({key[1]}, {key[2]} logical CPUs, {key[3] or 'no GPU'})"
-        for key in keys
-    }
+    gpus: dict[tuple, set] = {}
+    for item in items:
+        gpus.setdefault(machine_key(item["environment"]), set()).add(item["environment"]["gpu_name"])
+    names = Counter(key[0] for key in gpus)
+
+    def hardware(key: tuple) -> str:
+        gpu = ", ".join(sorted(gpus[key] - {None})) or "no GPU"
+        return f"{key[0]} ({key[1]}, {key[2]} logical CPUs, {gpu})"
+
+    return {key: key[0] if names[key[0]] == 1 else hardware(key) for key in gpus}
 
 
 # Readings of what else the machine was doing, per run (record version 4 on; NaN before).
@@ -320,7 +330,14 @@ def machine(label: str, records: list[dict], sweeps: list[dict], probes: list[di
     )
 
 
-def build_report(records: list[dict], sweeps: list[dict] = (), probes: list[dict] = ()) -> Report:
+def build_report(
+    records: list[dict],
+    sweeps: list[dict] = (),
+    probes: list[dict] = (),
+    *,
+    archived_gpu: ArchivedGpu | None = None,
+    no_archive_qualifies: bool = False,
+) -> Report:
     """The whole report's numbers; the same records in any order give the same Report.
 
     Records from several machines are summarised per machine: their timings are never averaged together.
@@ -348,4 +365,31 @@ def build_report(records: list[dict], sweeps: list[dict] = (), probes: list[dict
         runs=runs.reset_index(drop=True),
         sweep_points=sweep_frame(sweeps),
         machines=machines,
+        archived_gpu=archived_gpu,
+        no_archive_qualifies=no_archive_qualifies,
     )
+
+
+def archived_gpu(archive: str, records: list[dict]) -> ArchivedGpu | None:
+    """The GPU answer an archived study's torch ``seed`` records give, from the first host (by label)
+    that completed them on both cuda and cpu; None where no host did."""
+    seeds = [r for r in records if (r["identity"]["framework"], r["identity"]["variant"]) == ("torch", "seed")]
+    if not seeds:
+        return None
+    for found in build_report(seeds).machines:
+        gpu = found.answer.gpu
+        if gpu.cuda_s is None or gpu.cpu_s is None:
+            continue
+        quoted = found.runs[found.runs["status"] == "ok"]
+        return ArchivedGpu(
+            archive=archive,
+            host=found.label,
+            gpu=", ".join(name for name in found.environment["gpu"] if name),
+            date=str(quoted["started_at"].min())[:10],
+            cuda_s=float(gpu.cuda_s),
+            cpu_s=float(gpu.cpu_s),
+            cuda_step_s=gpu.cuda_step_s,
+            cpu_step_s=gpu.cpu_step_s,
+            runs=len(quoted),
+        )
+    return None
