@@ -413,10 +413,13 @@ def pack(repo: Path, archives: Path, *, name: str | None = None, allow_modified:
 
 
 def reseal(folder: Path, repo: Path, *, allow_modified: bool = False, notes=()) -> dict:
-    """Re-render and re-seal an existing archive in place with this commit's code. An archive that
-    quotes no other's GPU answer is given the newest qualifying one of its neighbours, as the report's
-    gpu_answer_archive default does."""
+    """Re-render and re-seal an existing archive in place with this commit's code, keeping its notes
+    and adding ``notes``. An archive that quotes no other's GPU answer is given the newest qualifying
+    one of its neighbours, as the report's gpu_answer_archive default does."""
     from tiny_mlp_bench.report.gpu_archive import newest_qualifying  # the report's libraries, not only Python's
+
+    if (folder / PROVENANCE).is_file():
+        notes = [*read_json(folder / PROVENANCE).get("notes", []), *notes]
 
     quoted = quoted_archive(folder) or getattr(newest_qualifying(folder.parent, leave_out=folder.name), "name", None)
 
