@@ -28,7 +28,7 @@ compare: $(BIN)/.runtime-installed
 archive: $(BIN)/.runtime-installed
 	python scripts/archive_study.py pack $(ARCHIVE_ARGS)
 
-# Check each archive's manifest and re-render its report with the code at its commit (ARCHIVE= for one).
+# Check each archive's manifest, render its report again with the code it packed and compare (ARCHIVE= for one).
 verify: $(BIN)/.runtime-installed
 	python scripts/archive_study.py verify $(ARCHIVE)
 

@@ -2,7 +2,8 @@
 """Turn run, sweep and probe records into a tidy timings table, three charts, a Markdown report
 and the report's numbers as JSON.
 
-The report is a pure function of the records: the same records, in any order, give the same bytes.
+The report is a pure function of the records (and of the archived GPU answer it quotes): the same
+records, in any order, give the same bytes.
 The numbers are computed once (tiny_mlp_bench/report/model.py, with ladder.py and crossover_map.py);
 the table, the charts and the Markdown only render them.
 

@@ -478,3 +478,17 @@ def test_load_around_the_runs_is_reported_as_ranges():
     rows = table_rows(render_markdown(build_report([*synthetic_study(), busy, old])))
     assert ["load average (1 min)", "0.50–2.50 at start, 1.50 at end"] in rows
     assert ["peak memory of a run (MB)", "host 900, GPU –"] in rows
+
+
+def test_the_report_says_how_many_epochs_its_cuda_runs_timed_a_block():
+    # Records made before the cuda loops ran 50 epochs a block say so, and the report with them.
+    text = render_markdown(build_report(gpu_study()))
+    assert (
+        "several per call; the cuda runs here ran 1 epoch a block, with the clock's wait for the GPU after each)"
+        in text
+    )
+    records = gpu_study()
+    for record in records:
+        if record["identity"]["device"] == "cuda":  # 200 epochs in 4 blocks of 50
+            record["parameters"]["epochs"] = 200
+    assert "and, on cuda, 50 for every rung, so that" in render_markdown(build_report(records))

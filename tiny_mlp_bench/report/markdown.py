@@ -287,8 +287,16 @@ def environment_table(facts: dict[str, tuple], load: dict[str, tuple[float, floa
     return table(["", ""], rows, "ll")
 
 
+def cuda_epochs_per_block(m: Machine) -> list[int]:
+    """The epochs per clock reading of the machine's completed cuda runs: 50 since the cuda loops run
+    blocks of 50, 1 in records made before."""
+    done = m.runs[(m.runs["device"] == "cuda") & (m.runs["status"] == "ok") & (m.runs["blocks"] > 0)]
+    return sorted({round(epochs / blocks) for epochs, blocks in zip(done["epochs"], done["blocks"], strict=True)})
+
+
 def machine_tables(m: Machine) -> dict:
     return {
+        "cuda_epochs_per_block": cuda_epochs_per_block(m),
         "question": question_table(m),
         "ratios": ratio_table(m),
         "ladders": {ladder.pair: ladder_table(ladder) for ladder in m.ladders},
