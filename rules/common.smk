@@ -31,11 +31,17 @@ from tiny_mlp_bench.containers import ContainerError, find_engine, image_id
 # Every config error, one line per key, before any job can run; then Snakemake's own
 # validate fills in the schema's defaults.
 _config_problems = config_errors(config, yaml.safe_load(CONFIG_SCHEMA.read_text()))
-_quoted = config.get("gpu_answer_archive", "auto")
-if _quoted not in ("auto", "none") and not (ARCHIVES / str(_quoted)).is_dir():
-    _config_problems.append(
-        f"config key 'gpu_answer_archive': no archive {ARCHIVES / str(_quoted)} (auto picks one, none quotes none)"
-    )
+if not _config_problems and config.get("gpu_answer_archive", "auto") not in (
+    "auto",
+    "none",
+):
+    # An archive named by the user must be there and qualify; auto is resolved with the report's inputs.
+    from tiny_mlp_bench.report.gpu_archive import GpuArchiveError, choose
+
+    try:
+        choose(config["gpu_answer_archive"], ARCHIVES)
+    except GpuArchiveError as err:
+        _config_problems.append(str(err))
 if _config_problems:
     _sources = ", ".join(str(f) for f in workflow.configfiles) or "--config"
     raise WorkflowError(

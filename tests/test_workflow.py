@@ -217,6 +217,7 @@ def test_corrupt_dataset_stops_training_with_the_file_named(workflow_dir):
         ),
         ({"batch_size": "64"}, "config key 'batch_size': '64' is not of type 'integer'"),
         ({"repeat": 3}, "config key 'repeat' is not a known key; did you mean 'repeats'?"),
+        ({"gpu_answer_archive": "nope"}, "config key 'gpu_answer_archive': no archive results/archive/nope"),
     ],
 )
 def test_bad_config_stops_before_any_output(workflow_dir, change, expected):
