@@ -62,6 +62,11 @@ def is_number(value) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def row(item, index: int):
+    """A table row by its run's id where it has one (that run's record is what changed), else by its index."""
+    return item["run_id"] if isinstance(item, dict) and isinstance(item.get("run_id"), str) else index
+
+
 def first_difference(ours, theirs, where: str = "model") -> str | None:
     """Where two plain models first differ, and how; None where every number agrees to
     RELATIVE_TOLERANCE and everything else is equal."""
@@ -76,7 +81,7 @@ def first_difference(ours, theirs, where: str = "model") -> str | None:
         if len(ours) != len(theirs):
             return f"{where} has {len(ours)} items in the archive, {len(theirs)} recomputed from its records"
         pairs = enumerate(zip(ours, theirs, strict=True))
-        return next((d for i, (a, b) in pairs if (d := first_difference(a, b, f"{where}[{i}]"))), None)
+        return next((d for i, (a, b) in pairs if (d := first_difference(a, b, f"{where}[{row(a, i)}]"))), None)
     else:
         same = ours == theirs
     return None if same else f"{where} is {ours!r} in the archive, {theirs!r} recomputed from its records"
