@@ -2,6 +2,7 @@
 no longer fits is not started, one running at the time limit is stopped (killed if it ignores
 Ctrl-C), and a failed one keeps the end of its log."""
 
+import signal
 import sys
 import threading
 import time
@@ -23,6 +24,18 @@ def test_a_call_is_done_failed_or_stopped_at_its_time(tmp_path):
     assert lanes.run_snakemake(python("import time; time.sleep(60)"), tmp_path, log, began + 1, never) == "stopped"
     assert time.monotonic() - began < 1 + 2  # stopped by Ctrl-C's signal, at once
     assert "hello" in log.read_text() and log.read_text().count("$ ") == 3
+
+
+def test_a_call_is_stopped_at_once_where_the_study_was_started_ignoring_ctrl_c(tmp_path):
+    # As `python3 scripts/gpu_study.py &` from a script, or under nohup, starts: SIGINT ignored.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        began = time.monotonic()
+        sleeper = python("import time; time.sleep(60)")
+        assert lanes.run_snakemake(sleeper, tmp_path, tmp_path / "lane.log", began + 1) == "stopped"
+        assert time.monotonic() - began < 1 + 2  # by the Ctrl-C signal, not killed after the grace
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_a_call_that_ignores_ctrl_c_is_killed_after_the_grace(tmp_path, monkeypatch):

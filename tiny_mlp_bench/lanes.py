@@ -54,11 +54,20 @@ def snakemake_command(python: Path, config: Path, *targets: str) -> list[str]:
     return [str(python), "-m", "snakemake", *targets, "--cores", "all", "--configfile", str(config), "--nolock"]
 
 
+def jobs_take_ctrl_c() -> None:
+    """A process started with `&` from a script or under nohup ignores SIGINT, and the calls it
+    starts would too, so halt()'s Ctrl-C would not stop them: give this process Python's own handler
+    back, which its children replace with the default action. Only the main thread may; others leave it."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def run_snakemake(
     command: list[str], cwd: Path, log: Path, until: float | None, stop: threading.Event | None = None
 ) -> str:
     """Run one Snakemake call, its output appended to ``log``, stopping it at ``until`` (monotonic
     time), when ``stop`` is set, or on Ctrl-C (raised again). What came of it: done, failed or stopped."""
+    jobs_take_ctrl_c()
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as out:
         out.write(f"$ {' '.join(command)}\n")
@@ -110,6 +119,7 @@ class Lanes:
         """Every lane at once, each on its ``cores`` where given; each job's plan with its lane and outcome,
         and the times of those that ran (``started_s`` from ``t0``, ``took_s``), in no particular order."""
         outcomes, cores = [], cores or {}
+        jobs_take_ctrl_c()  # here, in the main thread, for the lanes' threads
         threads = [
             threading.Thread(target=self.run_lane, args=(lane, jobs, until, t0, outcomes, cores.get(lane)))
             for lane, jobs in lanes.items()
