@@ -14,7 +14,6 @@ from tiny_mlp_bench.records import read_record
 from tiny_mlp_bench.report.answer import ArchivedGpu
 from tiny_mlp_bench.report.model import archived_gpu
 
-SEED_RECORDS = QUOTED_RECORDS  # the only records the answer reads, by the runs' file names
 QUALIFIES = "completed torch `seed` runs on both cuda and cpu from one host"
 
 
@@ -23,7 +22,7 @@ class GpuArchiveError(Exception):
 
 
 def seed_records(folder: Path) -> list[dict]:
-    return [read_record(path) for path in sorted(folder.glob(SEED_RECORDS))]
+    return [read_record(path) for path in sorted(folder.glob(QUOTED_RECORDS))]
 
 
 def quote(folder: Path) -> ArchivedGpu | None:
