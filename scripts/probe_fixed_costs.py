@@ -4,7 +4,7 @@
 Usage: python scripts/probe_fixed_costs.py --framework torch --device cpu --dataset results/data/dataset.parquet \
            --batch-size 64 --hidden-units 20 --learning-rate 0.001 --threads 2 --output results/probes/torch-cpu.json
 
-What each probe measures is in tiny_mlp_bench/probes.py and probe_record.schema.json.
+What each probe measures is in the tiny_mlp_bench/probes/ package and probe_record.schema.json.
 """
 
 from __future__ import annotations

@@ -1,0 +1,126 @@
+"""Packing a finished study into a new archive, and resealing an existing one with this commit's code.
+
+Both fill a partial folder (the study's results/ and logs/, or the archive as it is) with the
+records of any archive whose GPU answer the report quotes, and hand it to sealing.build.
+"""
+
+from __future__ import annotations
+
+import datetime
+import platform
+import re
+import shutil
+from pathlib import Path
+
+from tiny_mlp_bench.archive.layout import (
+    MODEL,
+    PROVENANCE,
+    QUOTED,
+    QUOTED_RECORDS,
+    RECORD_FOLDERS,
+    ArchiveError,
+    quoted_archive,
+    read_json,
+    record_files,
+)
+from tiny_mlp_bench.archive.sealing import build
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def archive_name(folder: Path, today: datetime.date) -> str:
+    """<date>-<gpu model> where a record names a GPU, else <date>-<host>."""
+    gpus, hosts = set(), set()
+    for paths in record_files(folder).values():
+        for rel in paths:
+            env = read_json(folder / rel).get("environment", {})
+            gpus.add(env.get("gpu_name") or "")
+            hosts.add(env.get("host") or "")
+    machine = min(gpus - {""}, default=None) or min(hosts - {""}, default=platform.node())
+    return f"{today.isoformat()}-{slug(machine)}"
+
+
+def copy_quoted(archives: Path, name: str, folder: Path) -> None:
+    """The records the report quotes of archive ``name``, into ``folder``'s QUOTED/<name>/runs/."""
+    source = archives / name
+    records = sorted(source.glob(QUOTED_RECORDS))
+    if not records:
+        raise ArchiveError(
+            f"the report quotes the GPU answer of archive {name}, but {source} holds no {QUOTED_RECORDS}: "
+            "render the report again (snakemake --cores all --forcerun render_report), then archive"
+        )
+    (folder / QUOTED / name / "runs").mkdir(parents=True)
+    for record in records:
+        shutil.copy2(record, folder / QUOTED / name / "runs" / record.name)
+
+
+def pack(repo: Path, archives: Path, *, name: str | None = None, allow_modified: bool = False) -> Path:
+    """Pack the finished study in ``repo``'s results/ and logs/ into ``archives``/<name>."""
+    results = repo / "results"
+    needed = (results / "report.md", results / MODEL, results / "runs", results / "config.yaml")
+    missing = [p for p in needed if not p.exists()]
+    if missing:
+        raise ArchiveError(
+            f"no finished study to archive: {', '.join(str(p) for p in missing)} missing. Run the study "
+            "first (make run, or snakemake --cores all)"
+        )
+    sources = {kind: results / kind for kind in (*RECORD_FOLDERS, "data")}
+    sources |= {"logs": repo / "logs", "config.yaml": results / "config.yaml"}
+    model = read_json(results / MODEL)["model"]
+    quoted = (model.get("archived_gpu") or {}).get("archive")
+    name = name or archive_name(results, datetime.date.today())
+    destination = archives / name
+    if destination.exists():
+        raise ArchiveError(f"{destination} already exists: choose another name with --name")
+    archives.mkdir(parents=True, exist_ok=True)
+
+    def fill(folder: Path) -> None:
+        for rel, source in sources.items():
+            if source.is_dir():
+                shutil.copytree(source, folder / rel)
+            elif source.is_file():
+                shutil.copy2(source, folder / rel)
+        if quoted:
+            copy_quoted(archives, quoted, folder)
+
+    def same_report(folder: Path) -> None:
+        # The report the study showed must be the one its records render to: otherwise results/
+        # holds records of another config, or a report of other code.
+        if (folder / "report.md").read_bytes() != (results / "report.md").read_bytes():
+            raise ArchiveError(
+                "results/report.md is not what this commit renders from the records in results/: results/ "
+                "holds records the report was not made from (another config's), or the report was made by "
+                "other code. Run the study again (snakemake --cores all --forcerun render_report), or remove "
+                "the stray records, then archive."
+            )
+
+    build(
+        destination,
+        fill,
+        repo,
+        allow_modified=allow_modified,
+        check=same_report,
+        no_archive_qualifies=bool(model.get("no_archive_qualifies")),
+    )
+    return destination
+
+
+def reseal(folder: Path, repo: Path, *, allow_modified: bool = False, notes=()) -> dict:
+    """Re-render and re-seal an existing archive in place with this commit's code, keeping its notes
+    and adding ``notes``. An archive that quotes no other's GPU answer is given the newest qualifying
+    one of its neighbours, as the report's gpu_answer_archive default does."""
+    from tiny_mlp_bench.report.gpu_archive import newest_qualifying  # the report's libraries, not only Python's
+
+    if (folder / PROVENANCE).is_file():
+        notes = [*read_json(folder / PROVENANCE).get("notes", []), *notes]
+
+    quoted = quoted_archive(folder) or getattr(newest_qualifying(folder.parent, leave_out=folder.name), "name", None)
+
+    def fill(partial: Path) -> None:
+        shutil.copytree(folder, partial, dirs_exist_ok=True)
+        if quoted and not (partial / QUOTED).exists():
+            copy_quoted(folder.parent, quoted, partial)
+
+    return build(folder, fill, repo, allow_modified=allow_modified, notes=notes, no_archive_qualifies=quoted is None)

@@ -1,0 +1,47 @@
+"""Rendering an archive's report from its records: the command, and running it with some code.
+
+Sealing renders with the repository's code, verifying with the code in the archive's tarball; both
+run the same command, the one provenance.json keeps.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tiny_mlp_bench.archive.layout import (
+    MODEL,
+    QUOTED,
+    RENDER_SCRIPT,
+    RENDERED,
+    ArchiveError,
+    quoted_archive,
+    record_files,
+)
+
+
+def render_command(folder: Path, *, no_archive_qualifies: bool = False) -> list[str]:
+    """scripts/render_report.py's arguments to render the archive's report from its records, run in
+    the archive; ``no_archive_qualifies``: the report says no archived GPU answer was found to quote."""
+    records = record_files(folder)
+    if not records["runs"]:
+        raise ArchiveError(f"{folder}: no run records in runs/")
+    command = [RENDER_SCRIPT, "--report", RENDERED[0], "--timings", RENDERED[1], "--plot", RENDERED[2]]
+    command += ["--ladder-plot", RENDERED[3], "--crossover-plot", RENDERED[4], "--model", MODEL]
+    if quoted := quoted_archive(folder):
+        command += ["--gpu-archive", f"{QUOTED}/{quoted}"]
+    elif no_archive_qualifies:
+        command += ["--no-archive-qualifies"]
+    if records["sweep"]:
+        command += ["--sweeps", *records["sweep"]]
+    if records["probes"]:
+        command += ["--probes", *records["probes"]]
+    return [*command, "--", *records["runs"]]
+
+
+def render(code: Path, folder: Path, command: list[str], python: str = sys.executable) -> None:
+    """Run the render command with the code in ``code`` on the records in ``folder``."""
+    done = subprocess.run([python, str(code / command[0]), *command[1:]], cwd=folder, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ArchiveError(f"rendering the report in {folder} failed:\n{done.stderr.strip()[-2000:]}")

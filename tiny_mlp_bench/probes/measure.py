@@ -1,0 +1,58 @@
+"""What every probe shares: timing many calls of a function, and how a probe says what it measured.
+
+A probe's number is the median repeat, each repeat ``calls`` calls timed together, so that a call
+far shorter than the clock's resolution, or than one synchronize, still gets a per-call cost.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+# How much each probe runs. A repeat times ``calls`` calls together; the record keeps the median repeat.
+REPEATS = 7
+
+Say = Callable[[str], None]
+
+
+def quiet(message: str) -> None:
+    """A Say that says nothing: the probes' default where no one reads their progress."""
+
+
+def time_calls(
+    fn: Callable[[], object],
+    calls: int,
+    repeats: int = REPEATS,
+    sync: Callable[[], object] | None = None,
+    kernels_per_call: int | None = None,
+) -> dict:
+    """Median microseconds per call of ``fn`` over ``repeats`` repeats of ``calls`` calls each.
+
+    One untimed repeat warms up first. ``sync`` (the device's synchronize) runs before the clock
+    starts and before it stops, so on CUDA a repeat is ``calls`` launches and one wait. With
+    ``kernels_per_call`` the value is per kernel: a call's time divided by it.
+    """
+    per = calls * (kernels_per_call or 1)
+
+    def one_repeat() -> float:
+        if sync is not None:
+            sync()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        if sync is not None:
+            sync()
+        return (time.perf_counter() - start) * 1e6 / per
+
+    one_repeat()  # warm-up
+    found = [one_repeat() for _ in range(repeats)]
+    timed = {
+        "value_us": round(statistics.median(found), 4),
+        "calls": calls,
+        "repeats": repeats,
+        "repeat_us": [round(v, 4) for v in found],
+    }
+    if kernels_per_call is not None:
+        timed["kernels_per_call"] = kernels_per_call
+    return timed

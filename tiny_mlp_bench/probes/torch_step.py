@@ -1,0 +1,128 @@
+"""torch probes of every device: one small eager op, and the asker's step (its time, and the ops it
+runs as torch.profiler counts them: aten operators, and on cuda the kernels and their launches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from tiny_mlp_bench.probes.measure import time_calls
+
+# How many calls each of these probes times per repeat, and how many steps the profiler counts.
+EAGER_CALLS = 1000
+STEP_CALLS = 50
+PROFILED_STEPS = 10
+# CUDA runtime and driver calls that launch a kernel, as the profiler names them.
+LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")
+
+
+def eager_op(torch, device, sync, batch_size: int, hidden_units: int) -> dict:
+    """One small eager op: an in-place add on a batch x width tensor (a hidden activation's size)."""
+    x = torch.zeros(batch_size, hidden_units, device=device)
+    return time_calls(lambda: x.add_(1.0), EAGER_CALLS, sync=sync)
+
+
+class SeedStep:
+    """The asker's step on one batch already on the device: the model, default Adam and MSE of the question."""
+
+    def __init__(self, torch, device, batch, hidden_units: int, learning_rate: float, weights=None):
+        from tiny_mlp_bench.backends.torch_common import build_model
+
+        self.model = build_model(torch, hidden_units, weights).to(device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=learning_rate)
+        self.loss_fn = torch.nn.MSELoss()
+        self.features, self.target = batch[:, :2], batch[:, 2]
+
+    def __call__(self):
+        self.optimizer.zero_grad()
+        loss = self.loss_fn(self.model(self.features).squeeze(), self.target)
+        loss.backward()
+        self.optimizer.step()
+        return loss
+
+
+def count_step_ops(torch, step: Callable[[], object], on_cuda: bool, steps: int = PROFILED_STEPS) -> dict:
+    """What ``steps`` calls of ``step`` run, per step, as torch.profiler records it.
+
+    Counted, each the rounded mean per step:
+    - aten_calls_per_step: every ``aten::`` operator event on the host, nested ones included (an
+      op that calls other ops counts once for itself and once for each it calls).
+    - leaf_aten_ops_per_step: the ``aten::`` events with no ``aten::`` event anywhere below them,
+      i.e. the operators that do their work themselves rather than through other operators.
+    - cuda only, kernels_per_step: device events of the profiler's "kernel" activity, i.e. the
+      CUDA kernels that ran (memcpys, memsets and the device spans of annotated ranges are not
+      kernels and are not counted: count_kernels).
+    - cuda only, kernel_launch_calls_per_step: host calls into the CUDA runtime or driver named in
+      LAUNCH_CALLS (cudaLaunchKernel and its kin), one per kernel launched outside a graph; a
+      library that launches through the driver API (cuBLAS: cuLaunchKernel) is counted only where
+      the profiler traces the driver API, so this can be below kernels_per_step.
+    The step must have been run before (warm-up), so Adam's state exists and nothing is first-time.
+    """
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_cuda else [])
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            step()
+        if on_cuda:
+            torch.cuda.synchronize()  # every kernel finished, so the profiler has them all
+    events = list(prof.events())
+
+    def is_aten(event) -> bool:
+        return event.device_type == DeviceType.CPU and event.name.startswith("aten::")
+
+    def has_aten_below(event) -> bool:
+        return any(is_aten(child) or has_aten_below(child) for child in event.cpu_children)
+
+    aten = [e for e in events if is_aten(e)]
+    counts = {
+        "profiled_steps": steps,
+        "aten_calls_per_step": len(aten),
+        "leaf_aten_ops_per_step": sum(not has_aten_below(e) for e in aten),
+    }
+    if on_cuda:
+        counts["kernels_per_step"] = count_kernels(events)
+        counts["kernel_launch_calls_per_step"] = sum(e.name in LAUNCH_CALLS for e in events)
+    for key in counts:
+        if key != "profiled_steps":
+            counts[key] = round(counts[key] / steps)
+    return counts
+
+
+def count_kernels(events) -> int:
+    """The CUDA kernels that ran among a profiler's events (torch.profiler's FunctionEvent list)."""
+    from torch.autograd import DeviceType
+
+    return sum(is_kernel(event, DeviceType) for event in events)
+
+
+def is_kernel(event, device_type) -> bool:
+    """A device event of the kernel activity. Not a memcpy or memset, and not an annotation: the profiler
+    also puts each annotated range (``record_function``, the optimizer's ``Optimizer.step#Adam.step``)
+    on the device, as a span over the kernels inside it. Where a profiler leaves activity_type unset,
+    its user-annotation flag and the name decide."""
+    if event.device_type != device_type.CUDA or getattr(event, "is_user_annotation", False):
+        return False
+    activity = getattr(event, "activity_type", None)
+    if activity:
+        return activity == "kernel"
+    return not event.name.startswith(("Memcpy", "Memset"))
+
+
+def seed_step(
+    torch, device, sync, batch_rows: np.ndarray, hidden_units: int, learning_rate: float, weights=None
+) -> dict:
+    """Time of the asker's step on one batch on the device, and the ops it runs (count_step_ops).
+
+    The model starts from ``weights`` (an InitialWeights, as the runs do) or, without, from torch's own draw.
+    """
+    from tiny_mlp_bench.backends.torch_common import adam_implementation
+
+    batch = torch.tensor(batch_rows, dtype=torch.float, device=device)
+    step = SeedStep(torch, device, batch, hidden_units, learning_rate, weights)
+    timed = time_calls(step, STEP_CALLS, sync=sync)
+    counts = count_step_ops(torch, step, on_cuda=torch.device(device).type == "cuda")
+    return timed | counts | {"adam": adam_implementation(step.optimizer)}
