@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_ben
 
 from tiny_mlp_bench.atomic import write_text_atomic
 from tiny_mlp_bench.records import RecordError
+from tiny_mlp_bench.report.cells import num, table, us
 from tiny_mlp_bench.report.compare import RungChange, compare, read_runs, versions
-from tiny_mlp_bench.report.markdown import num, table, us
 
 
 def spread(side: tuple[float, float, float, int] | None) -> list[str]:

@@ -21,7 +21,8 @@ from conftest import (
 )
 from tiny_mlp_bench.records import SWEEP_SCHEMA, RecordError, read_record, validate_record, write_record, write_sweep
 from tiny_mlp_bench.report.ladder import TargetSpec, break_even_epochs, judge
-from tiny_mlp_bench.report.markdown import render_markdown, target_bound
+from tiny_mlp_bench.report.ladder_tables import target_bound
+from tiny_mlp_bench.report.markdown import render_markdown
 from tiny_mlp_bench.report.model import Machine, build_report
 from tiny_mlp_bench.timing import PHASES
 

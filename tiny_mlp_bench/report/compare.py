@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from tiny_mlp_bench.records import RecordError, read_record
-from tiny_mlp_bench.report.model import run_row, summarize
+from tiny_mlp_bench.report.runs import run_row, summarize
 
 SIDES = ("this", "archive")
 

@@ -17,7 +17,8 @@ import pandas as pd
 
 from tiny_mlp_bench.atomic import atomic_path
 from tiny_mlp_bench.report.ladder import Ladder
-from tiny_mlp_bench.report.model import ASKER_SECONDS, ASKER_STEPS, Machine
+from tiny_mlp_bench.report.model import Machine
+from tiny_mlp_bench.report.question import ASKER_SECONDS, ASKER_STEPS
 
 # A colour per framework, for its rungs and the asker's lines.
 FRAMEWORK_COLOURS = {

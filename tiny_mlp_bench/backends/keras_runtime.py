@@ -1,0 +1,147 @@
+"""Keras 3 on TensorFlow, JAX or PyTorch around a run: importing the backend and Keras on it,
+pinning threads and devices, starting the device and waiting for it, and describing what ran.
+
+A cpu run hides the GPUs from its backend before they start, and a cuda run is skipped (or fails
+with --require-gpu) when the backend sees none. JAX and PyTorch are described and started as their
+own backends (jax_loops, torch_common) do it; TensorFlow, which only Keras runs here, is handled here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from tiny_mlp_bench.driver import RunSpec
+from tiny_mlp_bench.environment import nvidia_driver
+
+
+@dataclass(frozen=True)
+class KerasRuntime:
+    """What load() returns: keras, the backend's name and its own module (tf, jax or torch)."""
+
+    keras: object
+    backend: str
+    lib: object
+
+
+def loader(backend: str):
+    def load(device: str) -> KerasRuntime:
+        """Import the backend, then Keras on it. A cpu run hides the GPUs here where the backend wants
+        that before it starts (JAX, torch); TensorFlow allows it later, in prepare()."""
+        os.environ["KERAS_BACKEND"] = backend
+        if backend == "tensorflow":
+            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's start-up chatter out of the logs
+            import tensorflow as lib
+        elif backend == "jax":
+            import jax as lib
+
+            if device == "cpu":
+                lib.config.update("jax_platforms", "cpu")
+        else:
+            from tiny_mlp_bench.backends import torch_common
+
+            # Keras on torch picks its device when imported: cuda wherever torch sees a GPU.
+            os.environ["KERAS_TORCH_DEVICE"] = "cuda" if device == "cuda" else "cpu"
+            lib = torch_common.load(device)  # a cpu run's torch sees no GPU
+        import keras
+
+        return KerasRuntime(keras, backend, lib)
+
+    return load
+
+
+def start_device(fw: KerasRuntime, spec: RunSpec) -> str | None:
+    """Start the backend's runtime on the run's device with a first op (on a GPU, its CUDA context), timed."""
+    if fw.backend == "tensorflow":
+        tf = fw.lib
+        if spec.device == "cuda" and not tf.config.list_physical_devices("GPU"):
+            build = "built with CUDA" if tf.test.is_built_with_cuda() else "a CPU-only build"
+            return f"no CUDA device: TensorFlow {tf.__version__} ({build}) sees no GPU"
+        with tf.device("/GPU:0" if spec.device == "cuda" else "/CPU:0"):
+            tf.constant(0.0).numpy()
+        return None
+    if fw.backend == "jax":
+        from tiny_mlp_bench.backends import jax_loops
+
+        return jax_loops.start_device((fw.lib, None), spec)
+    from tiny_mlp_bench.backends import torch_common
+
+    missing = torch_common.start_device(fw.lib, spec)
+    if missing is None and spec.device == "cuda":
+        fw.lib.cuda.synchronize()
+    return missing
+
+
+def wait_for_device(fw: KerasRuntime, device: str) -> None:
+    """Return when the device has done what the set-up part queued, so that the part's phase holds it
+    and the first block does not: every backend queues GPU work, and JAX CPU work too, asynchronously."""
+    if fw.backend == "jax":
+        fw.lib.block_until_ready(fw.lib.live_arrays())
+    elif device != "cuda":
+        return  # TensorFlow's and torch's CPU ops are done when they return
+    elif fw.backend == "torch":
+        fw.lib.cuda.synchronize()
+    else:
+        fw.lib.test.experimental.sync_devices()
+
+
+def prepare(fw: KerasRuntime, spec: RunSpec):
+    """Pin threads (and, for TensorFlow, devices), which the backends allow only before their runtime
+    starts; seed Keras (its shuffles)."""
+    if fw.backend == "tensorflow":
+        tf = fw.lib
+        tf.config.threading.set_intra_op_parallelism_threads(spec.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(spec.threads)
+        if spec.device == "cpu":
+            tf.config.set_visible_devices([], "GPU")
+    elif fw.backend == "torch":
+        from tiny_mlp_bench.backends import torch_common
+
+        torch_common.set_threads(fw.lib, spec.threads)
+    # JAX: XLA's CPU runtime sizes its own thread pool (JAX has no supported setting for it).
+    fw.keras.utils.set_random_seed(spec.init_seed)
+    return None  # fit() and the epoch-end logs return only after the device has finished
+
+
+def describe(fw: KerasRuntime, device: str) -> dict:
+    keras_versions = {"keras": fw.keras.__version__, "keras_backend": fw.keras.backend.backend()}
+    if fw.backend in ("jax", "torch"):  # the framework's own description, with Keras's versions added
+        from tiny_mlp_bench.backends import jax_loops, torch_common
+
+        own = (
+            jax_loops.describe((fw.lib, None), device) if fw.backend == "jax" else torch_common.describe(fw.lib, device)
+        )
+        return {**own, "versions": {**own["versions"], **keras_versions}}
+    tf = fw.lib
+    build = tf.sysconfig.get_build_info()
+    gpus = tf.config.list_physical_devices("GPU") if device == "cuda" else []
+    gpu_name = tf.config.experimental.get_device_details(gpus[0]).get("device_name") if gpus else None
+    return {
+        "versions": {"tensorflow": tf.__version__, **keras_versions},
+        "threads": {
+            "intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
+            "inter_op": tf.config.threading.get_inter_op_parallelism_threads(),
+        },
+        "cuda": {
+            "build_cuda": build.get("cuda_version"),
+            "build_cudnn": build.get("cudnn_version"),
+            "driver": nvidia_driver() if gpus else None,
+        },
+        "gpu_name": gpu_name,
+    }
+
+
+def peak_gpu_memory_mb(fw: KerasRuntime, device: str) -> float | None:
+    """The most memory the backend held on the first GPU at once in this process."""
+    if fw.backend == "jax":
+        from tiny_mlp_bench.backends import jax_loops
+
+        return jax_loops.peak_gpu_memory_mb((fw.lib, None), device)
+    if fw.backend == "torch":
+        from tiny_mlp_bench.backends import torch_common
+
+        return torch_common.peak_gpu_memory_mb(fw.lib, device)
+    tf = fw.lib
+    if device != "cuda" or not tf.config.list_physical_devices("GPU"):
+        return None
+    return tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**20

@@ -1,0 +1,122 @@
+"""The tidy runs table and its summary: one row per run record, then the medians, spread and CV of
+each pair and variant over its completed runs, in the order the report shows them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from tiny_mlp_bench import catalogue
+from tiny_mlp_bench.timing import PHASES, steady_step_s
+
+# Pairs in the question's order, then the NumPy reference and what a user might pick instead; others follow.
+PAIR_ORDER = [
+    *("torch-cuda", "torch-cpu", "keras-cpu", "keras-cuda", "keras_jax-cpu", "keras_jax-cuda"),
+    *("keras_torch-cpu", "keras_torch-cuda", "numpy-cpu", "sklearn-cpu", "jax-cpu", "jax-cuda"),
+]
+
+# Readings of what else the machine was doing, per run (record version 4 on; NaN before).
+LOAD_COLUMNS = (
+    "load_1min_before",
+    "load_1min_after",
+    "cpu_mhz_before",
+    "cpu_mhz_after",
+    "peak_host_memory_mb",
+    "peak_gpu_memory_mb",
+)
+
+
+def load_columns(load: dict | None) -> dict:
+    """A run's load block as flat columns, None where it was not read."""
+    if load is None:
+        return dict.fromkeys(LOAD_COLUMNS)
+
+    def one_minute(snapshot: dict) -> float | None:
+        return snapshot["load_average"][0] if snapshot["load_average"] else None
+
+    return {
+        "load_1min_before": one_minute(load["before"]),
+        "load_1min_after": one_minute(load["after"]),
+        "cpu_mhz_before": load["before"]["cpu_mhz"],
+        "cpu_mhz_after": load["after"]["cpu_mhz"],
+        "peak_host_memory_mb": load["peak_host_memory_mb"],
+        "peak_gpu_memory_mb": load["peak_gpu_memory_mb"],
+    }
+
+
+def host_syncs(details: dict) -> float:
+    """The host synchronisations a torch cuda run counted in its extra epoch; NaN where not counted."""
+    found = details.get("host_syncs_per_epoch")
+    return math.nan if found is None else float(found)
+
+
+def run_row(record: dict, machine: str) -> dict:
+    """One run's row: identity, phases, steady-state step time, first-block excess, quality, machine."""
+    ident, timings, quality, env = record["identity"], record["timings"], record["quality"] or {}, record["environment"]
+    blocks, steps = timings.get("block_s") or [], timings.get("steps_per_epoch")
+    block_steps = [epochs * steps for epochs in timings.get("block_epochs") or []] if steps else []
+    step_s = steady_step_s(blocks, block_steps) if blocks and len(block_steps) == len(blocks) else None
+    params = record["parameters"]
+    return {
+        "run_id": ident["run_id"],
+        "pair": f"{ident['framework']}-{ident['device']}",
+        **{key: ident[key] for key in ("framework", "device", "variant", "repeat", "started_at")},
+        **{key: record[key] for key in ("status", "reason")},
+        **{key: quality.get(key) for key in ("converged", "test_mse", "train_r2")},
+        "fit_predict_s": timings.get("fit_predict_s"),
+        **{f"{phase}_s": timings["phases_s"].get(phase) for phase in PHASES},
+        "first_block_s": blocks[0] if blocks else None,
+        "step_s": step_s,
+        # The first block's time beyond what its steps take in the steady state: warm-up, tracing, compilation.
+        "first_block_excess_s": blocks[0] - block_steps[0] * step_s if step_s is not None else None,
+        "blocks": len(blocks),
+        "steps_per_epoch": steps,
+        **{key: params[key] for key in ("epochs", "batch_size", "hidden_units", "threads")},
+        "dead_draws_skipped": (params.get("init") or {}).get("dead_draws_skipped"),  # None before version 5
+        "host_syncs_per_epoch": host_syncs(params["variant_details"]),
+        **load_columns(record["load"]),
+        "machine": machine,
+        **{key: env[key] for key in ("host", "cpu_model", "logical_cpus", "gpu_name")},
+    }
+
+
+def coefficient_of_variation(values: pd.Series) -> float:
+    """Sample standard deviation over mean; NaN with fewer than two values."""
+    values = values.dropna()
+    if len(values) < 2 or values.mean() == 0:
+        return float("nan")
+    return float(values.std(ddof=1) / values.mean())
+
+
+def summarize(runs: pd.DataFrame) -> pd.DataFrame:
+    """Median, spread and CV over the completed runs of each pair and variant, in ladder order."""
+    done = runs[runs["status"] == "ok"].astype({"converged": bool})
+    summary = (
+        done.groupby(["pair", "framework", "device", "variant"], sort=True)
+        .agg(
+            runs=("run_id", "size"),
+            converged=("converged", "sum"),
+            median_s=("fit_predict_s", "median"),
+            min_s=("fit_predict_s", "min"),
+            max_s=("fit_predict_s", "max"),
+            **{f"{phase}_s": (f"{phase}_s", "median") for phase in PHASES},
+            step_s=("step_s", "median"),
+            step_min_s=("step_s", "min"),
+            step_max_s=("step_s", "max"),
+            step_cv=("step_s", coefficient_of_variation),
+            first_block_excess_s=("first_block_excess_s", "median"),
+            host_syncs_per_epoch=("host_syncs_per_epoch", "median"),
+            test_mse=("test_mse", "median"),
+            train_r2=("train_r2", "median"),
+            batch_size=("batch_size", "first"),
+            hidden_units=("hidden_units", "first"),
+            steps_per_epoch=("steps_per_epoch", "first"),
+        )
+        .reset_index()
+    )
+    order = [PAIR_ORDER.index(p) if p in PAIR_ORDER else len(PAIR_ORDER) for p in summary["pair"]]
+    rung = [catalogue.ladder_position(f, v) for f, v in zip(summary["framework"], summary["variant"], strict=True)]
+    summary = summary.assign(_order=order, _rung=rung).sort_values(["_order", "pair", "_rung", "variant"])
+    return summary.drop(columns=["_order", "_rung"]).reset_index(drop=True)
