@@ -75,6 +75,7 @@ lock:
 
 # Re-resolve the CUDA images' own locks (requirements/torch-cuda.txt, keras-cuda.txt) and the GPU
 # kit's (requirements/gpu-kit.txt) on PyPI, at runtime.txt's versions: run them after `make lock`.
+# pip's configured index-url (a mirror of PyPI) replaces PyPI where it is set; its find-links never count.
 lock-cuda: | $(BIN)/python
 	$(BIN)/python scripts/wheel_locks.py lock torch-cuda keras-cuda
 
@@ -84,7 +85,8 @@ lock-gpu-kit: | $(BIN)/python
 # The GPU kit: the wheels a GPU machine without a registry lacks, into wheelhouse/gpu-kit/. Copy it
 # there with the repository, then run: python3 scripts/gpu_study.py. Set the machine's Python
 # (KIT_PYTHON=3.11) or what it already has (KIT_PRESENT=my-node.txt, as requirements/gpu-present.txt
-# is written) and the kit is resolved on PyPI for them; the defaults use the committed gpu-kit.txt.
+# is written) and the kit is resolved on PyPI (or pip's index-url) for them; the defaults use the
+# committed gpu-kit.txt.
 # A kit past KIT_MAX_MIB MiB is an error (it is left in place): it likely carries a large package
 # the machine has, which the present file should list; else raise the cap.
 KIT_PYTHON ?= 3.12
@@ -96,7 +98,8 @@ gpu-kit: | $(BIN)/python
 # Container images: FLAVOR=cuda (default) takes PyPI's CUDA builds of torch and TensorFlow;
 # FLAVOR=cpu takes CPU builds and tags them <version>-cpu (what CI builds and tests). Podman is
 # used when installed, else Docker (ENGINE=docker). Extra flags go in BUILD_ARGS, e.g.
-# BUILD_ARGS="--build-arg BASE_IMAGE=localhost/tiny-mlp-bench/base:bookworm" (docker/base-image.sh).
+# BUILD_ARGS="--build-arg BASE_IMAGE=localhost/tiny-mlp-bench/base:bookworm" (docker/base-image.sh,
+# which debootstraps from the Debian mirror apt uses here, or DEBIAN_MIRROR).
 ENGINE ?= $(if $(shell command -v podman),podman,docker)
 # Docker builds with BuildKit (the Dockerfiles use RUN --mount and build secrets) through the
 # client in DOCKER. Clients from Docker 23 on hand BuildKit to the buildx plugin, which Debian 12

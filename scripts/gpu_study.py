@@ -4,9 +4,9 @@
 
 It installs what the machine lacks from the carried kit (wheelhouse/gpu-kit/, made beforehand on a
 connected machine with `make gpu-kit`) into .venv-gpu/, a virtual environment that sees the
-machine's own packages (its torch and JAX built for CUDA); runs the GPU study (config/gpu.yaml:
-every rung that machine can run, on cuda and on cpu, once each, both sweeps and the probes) with
-Snakemake, one job at a time per device; and packs the result into
+machine's own packages (its torch and JAX built for CUDA; tiny_mlp_bench/gpu_study_env.py); runs
+the GPU study (config/gpu.yaml: every rung that machine can run, on cuda and on cpu, once each, both
+sweeps and the probes) with Snakemake, one job at a time per device; and packs the result into
 results/archive/<date>-<gpu model>/, with a README whose every number comes from the archived
 records and logs. A copy of the repository that came without its .git gets one from the kit's git
 bundle, so that the records name their commit; a copy whose tracked files differ from that commit
@@ -30,7 +30,6 @@ import argparse
 import datetime
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -39,12 +38,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tiny_mlp_bench import archive, gpu_study_readme, lanes  # noqa: E402  (standard library only, as is atomic)
+from tiny_mlp_bench import archive, gpu_study_readme, lanes  # noqa: E402  (standard library only, as are these)
 from tiny_mlp_bench.atomic import write_text_atomic  # noqa: E402
+from tiny_mlp_bench.gpu_study_env import StudyError, check_needs, gpu_name, prepare_environment, say  # noqa: E402
 
 KIT = ROOT / "wheelhouse" / "gpu-kit"
 BUNDLE = "source.bundle"  # the checkout's history in the kit, for a copy that arrives without .git
-VENV = ROOT / ".venv-gpu"
 RESULTS = ROOT / "results"
 ARCHIVES = RESULTS / "archive"
 STUDY_LOG = Path(gpu_study_readme.STUDY_LOG)  # the plan, each job's outcome and the times
@@ -54,14 +53,6 @@ LANE_LOGS = Path("logs") / "gpu_study"  # each lane's Snakemake output
 # a render of the default study's 63 records took 3.6 s (make verify), and render and pack of a small
 # study 2.4 s and 2.3 s: 45 s is about twice what the grace and both renders of the GPU study need.
 ARCHIVE_RESERVE_S = 45
-
-
-class StudyError(Exception):
-    """What stops the command, said in one line."""
-
-
-def say(message: str) -> None:
-    print(f"gpu_study: {message}", file=sys.stderr, flush=True)
 
 
 def git(*args: str) -> subprocess.CompletedProcess:
@@ -112,132 +103,6 @@ def check_tree(commit: str, allow_modified: bool) -> list[str]:
         "would say -dirty and the archive would refuse them: commit the change and make the kit again "
         "(`make gpu-kit` bundles HEAD), or run with --allow-modified to archive the study as it is, saying so"
     )
-
-
-def prepare_environment(kit: Path) -> Path:
-    """.venv-gpu/ with the kit installed over the machine's own packages; its python."""
-    lock = kit / "gpu-kit.txt"
-    if not lock.is_file():
-        raise StudyError(
-            f"no kit at {kit} ({lock.name} missing): on a machine with PyPI run `make gpu-kit`, then copy "
-            "wheelhouse/gpu-kit/ here with the repository"
-        )
-    made_for = json.loads((kit / "kit.json").read_text()).get("python") if (kit / "kit.json").is_file() else None
-    here = f"{sys.version_info.major}.{sys.version_info.minor}"
-    if made_for and made_for != here:
-        raise StudyError(
-            f"the kit in {kit} is for CPython {made_for}, and this machine's Python is {here}: on a connected "
-            f"machine run `make gpu-kit KIT_PYTHON={here}`, then copy wheelhouse/gpu-kit/ here again"
-        )
-    python = VENV / "bin" / "python"
-    if not python.exists():
-        say(f"creating {VENV.name}/ over this machine's packages ({sys.executable}, Python {sys.version.split()[0]})")
-        # Without a pip of its own: a Python without ensurepip (Debian's, without python3-venv) can make it.
-        made = subprocess.run(
-            [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(VENV)],
-            capture_output=True,
-            text=True,
-        )
-        if made.returncode != 0:
-            raise StudyError(f"{sys.executable} cannot make {VENV.name}/: {made.stderr.strip()[-500:]}")
-    see_machine_packages(python)
-    say(f"installing the kit: {len(lock.read_text().split())} packages from {kit}")
-    # The machine's own pip (22.3 or newer) installs into the environment.
-    pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check", "--no-input"]
-    if subprocess.run([*pip, "--version"], capture_output=True).returncode != 0:
-        raise StudyError(f"{sys.executable} has no pip that installs into another environment (pip 22.3 or newer)")
-    # The kit whole into the environment, even where the machine has a package at the same version:
-    # the study then runs the kit's, and pip never touches the machine's own.
-    offline = ["--no-index", "--no-deps", "--ignore-installed", "--find-links", str(kit)]
-    install = subprocess.run(
-        [*pip, "install", "--quiet", *offline, "-r", str(lock)],
-        capture_output=True,
-        text=True,
-    )
-    if install.returncode != 0:
-        raise StudyError(f"the kit did not install (is it for this Python?): {install.stderr.strip()[-800:]}")
-    check = subprocess.run([*pip, "check"], capture_output=True, text=True)
-    ours, theirs = study_problems(check.stdout, study_packages(lock))
-    if theirs:
-        say(f"pip check: {len(theirs)} problems among this machine's own packages, none the study's (left as they are)")
-    if ours:
-        raise StudyError(
-            "this machine's packages do not suit the kit (pip check): "
-            + "; ".join(ours[:8])
-            + ". Add what is missing or too old to requirements/gpu-kit.in, or take it out of "
-            "requirements/gpu-present.txt, then run `make lock-gpu-kit gpu-kit` on a connected machine"
-        )
-    return python
-
-
-def see_machine_packages(python: Path) -> None:
-    """Make the new environment see every package this Python sees. --system-site-packages links the
-    base interpreter's site-packages only: where this Python is itself a virtual environment (a GPU
-    machine's torch often lives in one), its packages would be invisible without this .pth file,
-    which site.py reads at start-up and whose lines it appends to sys.path, after the kit's own."""
-    import site
-
-    done = subprocess.run(
-        [str(python), "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        raise StudyError(f"{python} does not start: {done.stderr.strip()[-500:]}")
-    own = Path(done.stdout.strip())
-    (own / "machine-packages.pth").write_text("".join(f"{path}\n" for path in site.getsitepackages()))
-
-
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def study_needs() -> list[str]:
-    """The packages the study needs: the names in requirements/gpu-kit.in."""
-    text = (ROOT / "requirements" / "gpu-kit.in").read_text()
-    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
-
-
-def study_packages(lock: Path) -> set[str]:
-    """The kit's packages and the study's own needs, by canonical name."""
-    kit = [line.split("==")[0] for line in lock.read_text().splitlines() if line.strip()]
-    return {canonical(name) for name in study_needs() + kit}
-
-
-def study_problems(pip_check: str, packages: set[str]) -> tuple[list[str], list[str]]:
-    """pip check's lines split in two: those of a package the study installs or needs, and the rest.
-    A GPU machine's own packages may not all suit each other; that is none of the study's business."""
-    lines = [line for line in pip_check.splitlines() if line.strip() and line != "No broken requirements found."]
-    ours = [line for line in lines if canonical(line.split()[0]) in packages]
-    return ours, [line for line in lines if line not in ours]
-
-
-# Which of the distributions named on the command line are not installed.
-MISSING_CODE = """import sys, importlib.metadata as m
-missing = []
-for name in sys.argv[1:]:
-    try:
-        m.version(name)
-    except m.PackageNotFoundError:
-        missing.append(name)
-print(" ".join(missing))"""
-
-
-def check_needs(python: Path) -> None:
-    """Every package the study needs (requirements/gpu-kit.in) is in ``python``, the machine's or the kit's."""
-    done = subprocess.run([str(python), "-c", MISSING_CODE, *study_needs()], capture_output=True, text=True, check=True)
-    if missing := done.stdout.split():
-        raise StudyError(
-            f"{python} lacks {', '.join(missing)}, which neither this machine nor the kit has: take "
-            "them out of requirements/gpu-present.txt, then run `make lock-gpu-kit gpu-kit` on a connected "
-            "machine and copy wheelhouse/gpu-kit/ here again"
-        )
-
-
-def gpu_name(python: Path) -> str | None:
-    code = "import torch; print(torch.cuda.get_device_name() if torch.cuda.is_available() else '')"
-    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise StudyError(f"torch does not import in {python}: {done.stderr.strip()[-500:]}")
-    return done.stdout.strip() or None
 
 
 def prepare_study(python: Path, config: Path, until: float | None) -> None:

@@ -9,19 +9,21 @@ torch's CPU build, for machines without a GPU. Three environments need other set
   it there from wheelhouse/gpu-kit/), for CPython 3.12: requirements/gpu-kit.in, less what such a
   machine already has (requirements/gpu-present.txt) and everything that needs.
 
-pip resolves each on PyPI alone, for manylinux x86_64 whatever machine runs this, held to
-runtime.txt's versions wherever runtime.txt pins a package; resolving reads PyPI's metadata
-files, no wheel is downloaded. A package PyPI has only as a source archive is locked by that
-archive's hash and built into a pure-Python wheel when the kit is fetched.
+pip resolves each on one package index alone (scripts/pip_index.py: the index-url this machine's
+pip is configured with, else PyPI; never its find-links), for manylinux x86_64 whatever machine
+runs this, held to runtime.txt's versions wherever runtime.txt pins a package; resolving reads the
+index's metadata files, no wheel is downloaded. A package PyPI has only as a source archive is
+locked by that archive's hash and built into a pure-Python wheel when the kit is fetched. A mirror
+of PyPI serves PyPI's files, so a lock is the same through either.
 
   python scripts/wheel_locks.py lock [TARGET ...]    (make lock-cuda, make lock-gpu-kit)
   python scripts/wheel_locks.py check [TARGET ...]   exit 1 when pip, held to a committed lock's versions,
                                                      does not resolve to exactly that lock: a package
-                                                     missing or extra, or a hash not PyPI's
+                                                     missing or extra, or a hash not the index's
   python scripts/wheel_locks.py fetch-kit [--python X.Y] [--into DIR] [--present FILE] [--max-mib N]
                                                      (make gpu-kit) the kit's files into wheelhouse/gpu-kit/:
                                                      from the committed lock for CPython 3.12 and gpu-present.txt,
-                                                     else resolved on PyPI for that Python and present file
+                                                     else resolved on the index for that Python and present file
 """
 
 import argparse
@@ -29,7 +31,6 @@ import dataclasses
 import difflib
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -37,6 +38,8 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from pip_index import index_name, pip, platform_args
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = ROOT / "requirements"
@@ -48,11 +51,6 @@ KIT_FOLDER = ROOT / "wheelhouse" / "gpu-kit"
 KIT_MAX_MIB = 64
 # The files a kit folder holds: fetch-kit empties a folder of these alone, never one holding others.
 KIT_FILES = ("gpu-kit.txt", "source.bundle", "kit.json")
-# Debian 12 (the images' base) has glibc 2.36: every manylinux tag up to it installs there (a GPU
-# node with an older glibc needs a lower bound here). The legacy names too: some wheels carry only
-# those (pip matches tags as written).
-PLATFORMS = [f"manylinux_2_{minor}_x86_64" for minor in range(5, 37)]
-PLATFORMS += ["manylinux1_x86_64", "manylinux2010_x86_64", "manylinux2014_x86_64"]
 # On PyPI only as source archives (no wheel for any Python): built here into wheels.
 SOURCE_ONLY = ("connection_pool",)
 
@@ -73,21 +71,6 @@ TARGETS = {
     "keras-cuda": Target("3.11", ("docker/keras.requirements.txt", "tensorflow[and-cuda]"), "keras-cuda.txt"),
     "gpu-kit": Target("3.12", ("requirements/gpu-kit.in",), "gpu-kit.txt", present="requirements/gpu-present.txt"),
 }
-
-
-def pip_env() -> dict[str, str]:
-    """PyPI alone: no config file, find-links or extra index of this machine's pip may add wheels."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") or k == "PIP_CERT"}
-    env["PIP_CONFIG_FILE"] = os.devnull
-    return env
-
-
-def pip(*args: str) -> None:
-    subprocess.run([sys.executable, "-m", "pip", *args], env=pip_env(), check=True)
-
-
-def platform_args(python: str) -> list[str]:
-    return ["--only-binary=:all:", "--python-version", python, *[a for p in PLATFORMS for a in ("--platform", p)]]
 
 
 def requirement_args(entries) -> list[str]:
@@ -126,8 +109,7 @@ def resolve(entries, python: str, scratch: Path, tag: str, constraints=()) -> li
         "--dry-run",
         "--ignore-installed",
         "--quiet",
-        "--index-url",
-        "https://pypi.org/simple",
+        # Only the SOURCE_ONLY wheels built here: none of this machine's configured find-links.
         "--find-links",
         str(scratch / "wheels"),
         *platform_args(python),
@@ -155,6 +137,7 @@ def lock_text(name: str, target: Target, held: Path | None = None) -> str:
         present = set()
         if target.present:
             present = {canonical(i["metadata"]["name"]) for i in resolve([target.present], target.python, scratch, "p")}
+    # Says PyPI through a mirror of it too: a committed lock is the same whichever index resolved it.
     lines = [
         f"# Generated by 'python scripts/wheel_locks.py lock {name}': {', '.join(target.requirements)}",
         f"# resolved on PyPI for CPython {target.python} on manylinux x86_64 at runtime.txt's versions"
@@ -176,11 +159,11 @@ def pins(lock: str) -> list[str]:
 
 def kit_lock(python: str, present: Path) -> tuple[str, str]:
     """The kit's lock text for CPython ``python`` less ``present``, and where it comes from: the
-    committed lock when both are gpu-kit's own, else resolved on PyPI now, PyPI's hashes with it."""
+    committed lock when both are gpu-kit's own, else resolved on the index now, its hashes with it."""
     target = TARGETS["gpu-kit"]
     if python == target.python and present == (ROOT / target.present).resolve():
         return target.lock_path().read_text(), str(target.lock_path().relative_to(ROOT))
-    print(f"resolving the kit on PyPI for CPython {python}, less {shown(present)}", file=sys.stderr)
+    print(f"resolving the kit on {index_name()} for CPython {python}, less {shown(present)}", file=sys.stderr)
     # An absolute path: requirement_args reads an entry with a "/" as a file.
     target = dataclasses.replace(target, python=python, present=str(present))
     try:
@@ -213,7 +196,7 @@ def fetch_kit(python: str, into: Path, present: Path, max_mib: int) -> None:
         binary_list, source_list = Path(scratch_dir) / "binary.txt", Path(scratch_dir) / "source.txt"
         binary_list.write_text("".join(f"{e}\n" for e in entries if e not in source))
         source_list.write_text("".join(f"{e}\n" for e in source))
-        common = ["--quiet", "--no-deps", "--require-hashes", "--index-url", "https://pypi.org/simple"]
+        common = ["--quiet", "--no-deps", "--require-hashes"]
         pip("download", *common, *platform_args(python), "-d", str(into), "-r", str(binary_list))
         if source:
             pip("wheel", *common, "--no-binary=:all:", "-w", str(into), "-r", str(source_list))
@@ -280,9 +263,9 @@ def main() -> None:
     stale = []
     for name in args.targets or TARGETS:
         target = TARGETS[name]
-        print(f"resolving {name} on PyPI for CPython {target.python}", file=sys.stderr)
+        print(f"resolving {name} on {index_name()} for CPython {target.python}", file=sys.stderr)
         path = target.lock_path()
-        # A check holds pip to the lock's versions: a newer release on PyPI does not make it stale.
+        # A check holds pip to the lock's versions: a newer release on the index does not make it stale.
         text = lock_text(name, target, held=path if args.action == "check" and path.exists() else None)
         if args.action == "lock":
             path.write_text(text)

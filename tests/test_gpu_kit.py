@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from conftest import ROOT
-from wheel_locks import pip_env, platform_args
+from pip_index import pip_env, platform_args
 
 THIS_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 

@@ -178,16 +178,16 @@ def test_gpu_study_makes_a_copy_without_git_a_checkout_from_the_kits_bundle(tmp_
 
 
 def test_only_pip_check_problems_of_the_studys_packages_stop_it():
-    import gpu_study
+    from tiny_mlp_bench.gpu_study_env import study_problems
 
     report = (
         "snakemake 9.27.1 requires pulp, which is not installed.\n"
         "keras 3.15.1 has requirement optree>=0.21, but you have optree 0.20.0.\n"
         "transformers 5.0.0 has requirement tokenizers<0.30, but you have tokenizers 0.31.0.\n"
     )
-    ours, theirs = gpu_study.study_problems(report, {"snakemake", "keras", "optree"})
+    ours, theirs = study_problems(report, {"snakemake", "keras", "optree"})
     assert ours == report.splitlines()[:2] and theirs == report.splitlines()[2:]
-    assert gpu_study.study_problems("No broken requirements found.\n", {"keras"}) == ([], [])
+    assert study_problems("No broken requirements found.\n", {"keras"}) == ([], [])
 
 
 def one_package_kit(directory: Path) -> Path:

@@ -1,0 +1,69 @@
+"""How scripts/wheel_locks.py runs pip: against one package index and nothing else.
+
+A lock holds each file's hash as the index has it, so pip must resolve and download from that
+index alone: none of this machine's find-links (local wheel folders, whose wheels may be built
+here, with hashes no index has), extra indexes or constraint files. The index is the one this
+machine's pip is configured with (PIP_INDEX_URL, else index-url in its config files), so that a
+user behind an organisation's mirror of PyPI resolves through that mirror; where none is set, no
+--index-url is passed and pip takes its own default, PyPI.
+"""
+
+import ast
+import functools
+import os
+import re
+import subprocess
+import sys
+import urllib.parse
+
+# Debian 12 (the images' base) has glibc 2.36: every manylinux tag up to it installs there (a GPU
+# node with an older glibc needs a lower bound here). The legacy names too: some wheels carry only
+# those (pip matches tags as written).
+PLATFORMS = [f"manylinux_2_{minor}_x86_64" for minor in range(5, 37)]
+PLATFORMS += ["manylinux1_x86_64", "manylinux2010_x86_64", "manylinux2014_x86_64"]
+# Where pip's merged configuration (`pip config list`) holds an index-url that pip install uses,
+# the first found winning: the PIP_INDEX_URL variable, then the files' [install], then [global].
+INDEX_KEYS = (":env:.index-url", "install.index-url", "global.index-url")
+
+
+@functools.cache
+def configured_index() -> str | None:
+    """The index-url this machine's pip is configured with, as pip itself reads its configuration
+    (files and variables); None where none is set."""
+    listed = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, check=True
+    ).stdout
+    # Each line is key=repr(value).
+    values = {key: ast.literal_eval(value) for key, value in re.findall(r"^(\S+?)=(.+)$", listed, re.MULTILINE)}
+    return next((values[key] for key in INDEX_KEYS if values.get(key)), None)
+
+
+def index_name() -> str:
+    """The index, for messages: without any user or token its URL holds."""
+    url = configured_index()
+    if url is None:
+        return "PyPI"
+    parts = urllib.parse.urlsplit(url)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+
+
+def pip_env() -> dict[str, str]:
+    """No config file, find-links, extra index or constraint of this machine's pip: the index is
+    passed on the command line instead (pip_command)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") or k == "PIP_CERT"}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    return env
+
+
+def pip_command(command: str, *args: str) -> list[str]:
+    """pip ``command`` with ``args``, from the configured index where there is one."""
+    index = configured_index()
+    return [sys.executable, "-m", "pip", command, *(["--index-url", index] if index else []), *args]
+
+
+def pip(command: str, *args: str) -> None:
+    subprocess.run(pip_command(command, *args), env=pip_env(), check=True)
+
+
+def platform_args(python: str) -> list[str]:
+    return ["--only-binary=:all:", "--python-version", python, *[a for p in PLATFORMS for a in ("--platform", p)]]

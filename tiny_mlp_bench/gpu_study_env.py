@@ -1,0 +1,153 @@
+"""The study's Python on a GPU machine (scripts/gpu_study.py): .venv-gpu/, a virtual environment
+over the machine's own packages (its torch and JAX built for CUDA) with the carried kit installed
+into it, the check that it has everything the study needs, and the GPU torch sees there.
+
+Standard library only, as the command that uses it: it runs on the machine's bare Python, before
+any of the study's packages is installed. StudyError and say are the command's own, defined here
+because a module cannot import them from a script.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv-gpu"
+
+
+class StudyError(Exception):
+    """What stops the command, said in one line."""
+
+
+def say(message: str) -> None:
+    print(f"gpu_study: {message}", file=sys.stderr, flush=True)
+
+
+def prepare_environment(kit: Path) -> Path:
+    """.venv-gpu/ with the kit installed over the machine's own packages; its python."""
+    lock = kit / "gpu-kit.txt"
+    if not lock.is_file():
+        raise StudyError(
+            f"no kit at {kit} ({lock.name} missing): on a machine with PyPI run `make gpu-kit`, then copy "
+            "wheelhouse/gpu-kit/ here with the repository"
+        )
+    made_for = json.loads((kit / "kit.json").read_text()).get("python") if (kit / "kit.json").is_file() else None
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if made_for and made_for != here:
+        raise StudyError(
+            f"the kit in {kit} is for CPython {made_for}, and this machine's Python is {here}: on a connected "
+            f"machine run `make gpu-kit KIT_PYTHON={here}`, then copy wheelhouse/gpu-kit/ here again"
+        )
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        say(f"creating {VENV.name}/ over this machine's packages ({sys.executable}, Python {sys.version.split()[0]})")
+        # Without a pip of its own: a Python without ensurepip (Debian's, without python3-venv) can make it.
+        made = subprocess.run(
+            [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(VENV)],
+            capture_output=True,
+            text=True,
+        )
+        if made.returncode != 0:
+            raise StudyError(f"{sys.executable} cannot make {VENV.name}/: {made.stderr.strip()[-500:]}")
+    see_machine_packages(python)
+    say(f"installing the kit: {len(lock.read_text().split())} packages from {kit}")
+    # The machine's own pip (22.3 or newer) installs into the environment.
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check", "--no-input"]
+    if subprocess.run([*pip, "--version"], capture_output=True).returncode != 0:
+        raise StudyError(f"{sys.executable} has no pip that installs into another environment (pip 22.3 or newer)")
+    # The kit whole into the environment, even where the machine has a package at the same version:
+    # the study then runs the kit's, and pip never touches the machine's own.
+    offline = ["--no-index", "--no-deps", "--ignore-installed", "--find-links", str(kit)]
+    install = subprocess.run(
+        [*pip, "install", "--quiet", *offline, "-r", str(lock)],
+        capture_output=True,
+        text=True,
+    )
+    if install.returncode != 0:
+        raise StudyError(f"the kit did not install (is it for this Python?): {install.stderr.strip()[-800:]}")
+    check = subprocess.run([*pip, "check"], capture_output=True, text=True)
+    ours, theirs = study_problems(check.stdout, study_packages(lock))
+    if theirs:
+        say(f"pip check: {len(theirs)} problems among this machine's own packages, none the study's (left as they are)")
+    if ours:
+        raise StudyError(
+            "this machine's packages do not suit the kit (pip check): "
+            + "; ".join(ours[:8])
+            + ". Add what is missing or too old to requirements/gpu-kit.in, or take it out of "
+            "requirements/gpu-present.txt, then run `make lock-gpu-kit gpu-kit` on a connected machine"
+        )
+    return python
+
+
+def see_machine_packages(python: Path) -> None:
+    """Make the new environment see every package this Python sees. --system-site-packages links the
+    base interpreter's site-packages only: where this Python is itself a virtual environment (a GPU
+    machine's torch often lives in one), its packages would be invisible without this .pth file,
+    which site.py reads at start-up and whose lines it appends to sys.path, after the kit's own."""
+    import site
+
+    done = subprocess.run(
+        [str(python), "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise StudyError(f"{python} does not start: {done.stderr.strip()[-500:]}")
+    own = Path(done.stdout.strip())
+    (own / "machine-packages.pth").write_text("".join(f"{path}\n" for path in site.getsitepackages()))
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def study_needs() -> list[str]:
+    """The packages the study needs: the names in requirements/gpu-kit.in."""
+    text = (ROOT / "requirements" / "gpu-kit.in").read_text()
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def study_packages(lock: Path) -> set[str]:
+    """The kit's packages and the study's own needs, by canonical name."""
+    kit = [line.split("==")[0] for line in lock.read_text().splitlines() if line.strip()]
+    return {canonical(name) for name in study_needs() + kit}
+
+
+def study_problems(pip_check: str, packages: set[str]) -> tuple[list[str], list[str]]:
+    """pip check's lines split in two: those of a package the study installs or needs, and the rest.
+    A GPU machine's own packages may not all suit each other; that is none of the study's business."""
+    lines = [line for line in pip_check.splitlines() if line.strip() and line != "No broken requirements found."]
+    ours = [line for line in lines if canonical(line.split()[0]) in packages]
+    return ours, [line for line in lines if line not in ours]
+
+
+# Which of the distributions named on the command line are not installed.
+MISSING_CODE = """import sys, importlib.metadata as m
+missing = []
+for name in sys.argv[1:]:
+    try:
+        m.version(name)
+    except m.PackageNotFoundError:
+        missing.append(name)
+print(" ".join(missing))"""
+
+
+def check_needs(python: Path) -> None:
+    """Every package the study needs (requirements/gpu-kit.in) is in ``python``, the machine's or the kit's."""
+    done = subprocess.run([str(python), "-c", MISSING_CODE, *study_needs()], capture_output=True, text=True, check=True)
+    if missing := done.stdout.split():
+        raise StudyError(
+            f"{python} lacks {', '.join(missing)}, which neither this machine nor the kit has: take "
+            "them out of requirements/gpu-present.txt, then run `make lock-gpu-kit gpu-kit` on a connected "
+            "machine and copy wheelhouse/gpu-kit/ here again"
+        )
+
+
+def gpu_name(python: Path) -> str | None:
+    code = "import torch; print(torch.cuda.get_device_name() if torch.cuda.is_available() else '')"
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise StudyError(f"torch does not import in {python}: {done.stderr.strip()[-500:]}")
+    return done.stdout.strip() or None
