@@ -25,11 +25,11 @@ ARCHIVES = Path("results/archive")  # archived studies (scripts/archive_study.py
 # The library the programs share: the catalogue of variants, the config check, the engines.
 sys.path.insert(0, workflow.basedir)
 from tiny_mlp_bench import catalogue, jobs
-from tiny_mlp_bench.config_check import config_errors
+from tiny_mlp_bench.config_check import config_errors, with_catalogue_defaults
 from tiny_mlp_bench.containers import ContainerError, find_engine, image_id
 
 # Every config error, one line per key, before any job can run; then Snakemake's own
-# validate fills in the schema's defaults.
+# validate fills in the schema's defaults, and the catalogue the study's frameworks and variants.
 _config_problems = config_errors(config, yaml.safe_load(CONFIG_SCHEMA.read_text()))
 if not _config_problems and config.get("gpu_answer_archive", "auto") not in (
     "auto",
@@ -48,6 +48,7 @@ if _config_problems:
         f"invalid configuration (from {_sources}):\n  " + "\n  ".join(_config_problems)
     )
 validate(config, schema=str(CONFIG_SCHEMA))
+config.update(with_catalogue_defaults(config))
 
 
 wildcard_constraints:
@@ -122,6 +123,14 @@ def get_gres(wildcards):
         if wildcards.device == "cuda" and config["gpu_request"] == "gres"
         else ""
     )
+
+
+# Every timed rule's resources (jobs.OUTPUTS names the rules). The single timed_slot (capped at 1
+# in profiles/default) keeps any two timed jobs off the machine at once while other rules run
+# freely; profiles/slurm gives each timed rule an exclusive node instead. A cuda job asks a
+# cluster for one GPU in the style config["gpu_request"] names. (The GPU study,
+# scripts/gpu_study.py, runs a cpu and a cuda job side by side as two Snakemake processes.)
+TIMED_RESOURCES = {"timed_slot": 1, "gpu": get_gpus, "gres": get_gres}
 
 
 def image_key(wildcards):

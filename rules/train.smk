@@ -1,7 +1,5 @@
-# One timed training run per job, any framework. Timed jobs each hold the single timed_slot
-# (capped at 1 in profiles/default), so no two of them ever share the machine; other rules run
-# freely. cuda jobs ask a cluster for one GPU in the style config["gpu_request"] names. (The GPU
-# study, scripts/gpu_study.py, runs a cpu and a cuda job side by side as two Snakemake processes.)
+# The timed rules (tiny_mlp_bench/jobs.py lists them): a training run, a device's crossover sweep,
+# a framework's probe of fixed costs. Each takes TIMED_RESOURCES (rules/common.smk).
 
 
 rule train:
@@ -21,9 +19,7 @@ rule train:
         get_image
     threads: get_cpu_threads()
     resources:
-        timed_slot=1,
-        gpu=get_gpus,
-        gres=get_gres,
+        **TIMED_RESOURCES,
     params:
         run=get_launcher,
         args=get_train_args,
@@ -47,9 +43,7 @@ rule sweep_crossover:
         get_image
     threads: get_cpu_threads()
     resources:
-        timed_slot=1,
-        gpu=get_gpus,
-        gres=get_gres,
+        **TIMED_RESOURCES,
     params:
         run=get_launcher,
         batch_sizes=",".join(map(str, config["sweep"]["batch_sizes"])),
@@ -80,9 +74,7 @@ rule probe_fixed_costs:
         get_image
     threads: get_cpu_threads()
     resources:
-        timed_slot=1,
-        gpu=get_gpus,
-        gres=get_gres,
+        **TIMED_RESOURCES,
     params:
         run=get_launcher,
         batch_size=config["batch_size"],

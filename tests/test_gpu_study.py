@@ -53,6 +53,7 @@ def test_the_gpu_kit_carries_what_the_gpu_machine_lacks_and_nothing_it_has():
     assert {name: v for name, v in kit.items() if name in local and local[name] != v} == {}
 
 
+@pytest.mark.network
 @pytest.mark.parametrize("target", ["torch-cuda", "keras-cuda", "gpu-kit"])
 def test_pip_still_resolves_each_lock_on_pypi(target):
     # The kit for CPython 3.12 (the GPU machine's), the images for 3.11: each resolved again on PyPI
@@ -70,9 +71,10 @@ def test_the_gpu_config_runs_every_rung_but_tensorflows_on_both_devices():
     config = yaml.safe_load((ROOT / "config" / "gpu.yaml").read_text())
     assert config["repeats"] == 1 and config["devices"] == ["cpu", "cuda"] and config["require_gpu"] is True
     expected = {fw: catalogue.variant_names(fw) for fw in catalogue.framework_names() if fw != "keras"}
-    assert config["variants"] == expected and config["frameworks"] == list(expected)
+    assert config["frameworks"] == list(expected)
+    assert {fw: catalogue.study_variants(config["variants"])[fw] for fw in expected} == expected
     runs = [(fw, v, d) for fw in expected for v in catalogue.ladder(fw) for d in v.devices]
-    assert len(runs) == 27  # as the README says
+    assert len(runs) == 27  # as docs/gpu-kit.md says
 
 
 def test_the_gpu_study_dry_runs(tmp_path):
@@ -200,6 +202,7 @@ def one_package_kit(directory: Path) -> Path:
     return kit
 
 
+@pytest.mark.network
 def test_gpu_study_installs_its_kit_over_the_machines_own_packages(tmp_path):
     # A one-package kit, on a bare Python that has no torch: the kit goes into .venv-gpu, which
     # sees the machine's packages, and the command stops, naming what neither has.
@@ -220,6 +223,7 @@ def test_gpu_study_installs_its_kit_over_the_machines_own_packages(tmp_path):
     assert out == ["0.10.0", "True", "True"]
 
 
+@pytest.mark.slow
 def test_a_venv_made_from_a_venv_sees_the_parents_packages(tmp_path):
     # A GPU machine's python3 may itself be a virtual environment holding torch: here, this one.
     # --system-site-packages alone would link only the base interpreter's packages, without torch.
@@ -269,6 +273,7 @@ def test_a_modified_or_mode_changed_checkout_stops_before_anything_runs(tmp_path
     assert "running from a modified tree (2 files differ" in done.stderr and "no kit at" in done.stderr
 
 
+@pytest.mark.workflow
 def test_a_failed_job_still_leaves_a_report_and_an_archive_that_name_it(tmp_path):
     directory = small_study(tmp_path, devices=["cpu"], variants={"torch": ["seed"], "numpy": ["reference"]})
     probe = directory / "scripts" / "probe_fixed_costs.py"
@@ -289,6 +294,7 @@ def test_a_failed_job_still_leaves_a_report_and_an_archive_that_name_it(tmp_path
     assert json.loads((folder / "provenance.json").read_text())["modified_tree_allowed"] is True
 
 
+@pytest.mark.workflow
 def test_the_time_limit_bounds_the_whole_command_and_the_question_comes_first(tmp_path):
     # More repeats than fit: some jobs finish, the rest are not started, and the torch-cpu probe, its
     # estimate far below its 30 s, is started late and is still running when the time for jobs is up.
@@ -326,6 +332,9 @@ def test_the_time_limit_bounds_the_whole_command_and_the_question_comes_first(tm
     assert not list((directory / "results").glob("probes/*"))
 
 
+@pytest.mark.network
+@pytest.mark.workflow
+@pytest.mark.slow
 def test_the_whole_command_rehearsed_where_python3_is_a_venv_holding_torch(tmp_path, kit_for_this_python):
     # This environment stands in for the GPU machine's python3 (a virtual environment with torch),
     # with a kit made for its Python: the kit installed over it, the study, the archive; no GPU.

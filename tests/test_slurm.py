@@ -7,13 +7,16 @@ into a failure, so a CI run can never pass them by skipping.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 
 import pytest
+import yaml
 
-from conftest import run_snakemake, skip_unless_ready, table_rows
+from conftest import ROOT, run_snakemake, skip_unless_ready, table_rows
 from test_workflow import write_config
+from tiny_mlp_bench import jobs
 from tiny_mlp_bench.records import read_record, read_sweep
 
 
@@ -34,6 +37,22 @@ def slurm():
     skip_unless_ready(slurm_problem(), "TINY_MLP_BENCH_REQUIRE_SLURM")
 
 
+def test_the_slurm_profile_gives_exactly_the_timed_rules_an_exclusive_node(workflow_dir):
+    profile = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())["set-resources"]
+    assert set(profile) == set(jobs.OUTPUTS)
+    assert all(rule == {"slurm_extra": "'--exclusive'", "timed_slot": 0} for rule in profile.values())
+    # The rules whose jobs hold the timed slot, from Snakemake's own plan of the default study.
+    done = run_snakemake(workflow_dir, "-n", "--cores", 2)
+    assert done.returncode == 0, done.stderr[-3000:]
+    plan = done.stdout + done.stderr
+    holding = {
+        block.group(1)
+        for block in re.finditer(r"^(?:local)?rule (\w+):\n((?:    .*\n)+)", plan, re.M)
+        if "timed_slot=1" in block.group(2)
+    }
+    assert holding == set(jobs.OUTPUTS)
+
+
 def run_on_slurm(directory, configfile: str, *extra):
     # Status checks start soon after submission, so the test does not wait on the default delay.
     return run_snakemake(
@@ -48,6 +67,8 @@ def run_on_slurm(directory, configfile: str, *extra):
     )
 
 
+@pytest.mark.slurm
+@pytest.mark.workflow
 def test_tiny_study_on_slurm(slurm, workflow_dir):
     result = run_on_slurm(workflow_dir, "tiny.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -69,6 +90,8 @@ def test_tiny_study_on_slurm(slurm, workflow_dir):
     assert ["torch-cpu", "11"] in [row[:2] for row in rows]
 
 
+@pytest.mark.slurm
+@pytest.mark.workflow
 def test_gres_style_gpu_request(slurm, workflow_dir):
     small = {"frameworks": ["torch"], "devices": ["cuda"], "repeats": 1, "variants": {"torch": ["seed"]}}
     config = write_config(workflow_dir, "gres.yaml", **small)

@@ -12,11 +12,10 @@ import pytest
 import yaml
 
 from conftest import copy_workflow, run_snakemake, table_rows
+from tiny_mlp_bench import jobs
 from tiny_mlp_bench.dataset import file_sha256
 from tiny_mlp_bench.probes import read_probe
 from tiny_mlp_bench.records import read_record, read_sweep
-
-TIMED_RULES = ("train", "sweep_crossover")
 
 
 def most_timed_jobs_at_once(log_text: str) -> int:
@@ -24,7 +23,7 @@ def most_timed_jobs_at_once(log_text: str) -> int:
     running, most, current_rule = set(), 0, None
     for line in log_text.splitlines():
         if m := re.match(r"\s*jobid: (\d+)", line):
-            if current_rule in TIMED_RULES:
+            if current_rule in jobs.OUTPUTS:  # the timed rules
                 running.add(m.group(1))
                 most = max(most, len(running))
         elif m := re.match(r"(?:local)?rule (\w+):", line):
@@ -53,6 +52,7 @@ def write_config(directory, name: str, **changes) -> str:
     return name
 
 
+@pytest.mark.workflow
 def test_tiny_study_end_to_end(tiny_run):
     directory, output = tiny_run
     records = sorted((directory / "results" / "runs").glob("*.json"))
@@ -111,6 +111,7 @@ def test_tiny_study_end_to_end(tiny_run):
     assert most_timed_jobs_at_once(output) == 1
 
 
+@pytest.mark.workflow
 def test_a_failed_run_is_redone_alone_with_the_reported_command(tiny_run):
     directory, _ = tiny_run
     # Runs before the rerun test below, which rewrites the dataset and so outdates every record.
@@ -126,13 +127,14 @@ def test_a_failed_run_is_redone_alone_with_the_reported_command(tiny_run):
     report = (directory / "results" / "report.md").read_text()
     command = re.search(r"`snakemake (--forcerun [^`]+)`", report).group(1).split()
     plan = run_snakemake(directory, "-n", "--configfile", "tiny.yaml", *command)
-    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", plan.stdout + plan.stderr, re.M))
-    assert jobs == {"all": "1", "render_report": "1", "train": "1", "total": "3"}
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", plan.stdout + plan.stderr, re.M))
+    assert counts == {"all": "1", "render_report": "1", "train": "1", "total": "3"}
     result = run_snakemake(directory, "--cores", 1, "--configfile", "tiny.yaml", *command)
     assert result.returncode == 0, result.stderr[-2000:]
     assert read_record(path)["status"] == "ok"
 
 
+@pytest.mark.workflow
 def test_rerun_is_a_no_op_and_dataset_is_byte_identical(tiny_run):
     directory, _ = tiny_run
     dataset = directory / "results" / "data" / "dataset.parquet"
@@ -145,6 +147,7 @@ def test_rerun_is_a_no_op_and_dataset_is_byte_identical(tiny_run):
     assert file_sha256(dataset) == first
 
 
+@pytest.mark.workflow
 def test_snakemake_report_holds_the_report_charts_and_records_with_captions(tiny_run):
     directory, _ = tiny_run
     result = run_snakemake(directory, "--configfile", "tiny.yaml", "--report", "report.html")
@@ -157,6 +160,7 @@ def test_snakemake_report_holds_the_report_charts_and_records_with_captions(tiny
     assert "The study's report, rendered from every record below" in html
 
 
+@pytest.mark.workflow
 def test_the_finished_study_archives_and_verifies(tiny_run):
     directory, _ = tiny_run
     done = subprocess.run(
@@ -181,6 +185,7 @@ def test_the_finished_study_archives_and_verifies(tiny_run):
     assert done.returncode == 0 and done.stdout.startswith("ok"), done.stdout + done.stderr
 
 
+@pytest.mark.workflow
 def test_jobs_use_the_environment_that_runs_snakemake(workflow_dir):
     # No virtual environment on PATH: the jobs must still find the project's packages.
     bare = {**os.environ, "PATH": "/usr/bin:/bin"}
@@ -191,6 +196,7 @@ def test_jobs_use_the_environment_that_runs_snakemake(workflow_dir):
     assert read_record(workflow_dir / "results" / "runs" / "numpy-cpu-reference-1.json")["status"] == "ok"
 
 
+@pytest.mark.workflow
 def test_corrupt_dataset_stops_training_with_the_file_named(workflow_dir):
     small = write_config(workflow_dir, "small.yaml", frameworks=["torch"], devices=["cpu"], repeats=1)
     assert run_snakemake(workflow_dir, "--cores", 1, "--configfile", small).returncode == 0
@@ -228,6 +234,7 @@ def test_bad_config_stops_before_any_output(workflow_dir, change, expected):
     assert not (workflow_dir / "results").exists() and not (workflow_dir / "logs").exists()
 
 
+@pytest.mark.workflow
 def test_require_gpu_without_gpu_fails_the_cuda_job(workflow_dir, has_cuda):
     if has_cuda:
         pytest.skip("a CUDA device is present: the no-GPU path cannot be exercised here")

@@ -2,8 +2,9 @@
 
 The rules expand runs from it, the config check validates against it, the training driver refuses
 and skips by it, the backends implement what it names, the report orders its ladders and says what
-each rung removes from it, and a test holds the README's table to it. A new rung is one entry here
-plus its loop in the framework's backend.
+each rung removes from it, and the README's table is generated from it (``make variant-table``). A
+config that leaves out ``frameworks`` or ``variants`` runs the default study marked here, so a new
+rung is one entry here plus its loop in the framework's backend.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ class Framework:
     image: str  # the key in the config's `images` of the image its steps run in
     backend: str  # the module in tiny_mlp_bench.backends that implements its variants
     probed: bool = False  # scripts/probe_fixed_costs.py measures its fixed costs
-    default: bool = True  # in the default study's config/config.yaml
+    default: bool = True  # in the default study (a config without `frameworks`)
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class Variant:
     name: str
     devices: tuple[str, ...]
     removes: str  # what this rung takes away compared with the rung before it (Markdown)
-    default: bool = True  # in the default study's config/config.yaml
+    default: bool = True  # in the default study (a config without this framework's `variants`)
 
     def runs_on(self, device: str) -> bool:
         return device in self.devices
@@ -192,3 +193,19 @@ def default_frameworks() -> list[str]:
 def default_variants() -> dict[str, list[str]]:
     """The variants the default study runs, per framework."""
     return {f.name: [v.name for v in ladder(f.name) if v.default] for f in FRAMEWORKS}
+
+
+ALL = "all"  # a framework's `variants` in a config may be this word: every rung of its ladder
+
+
+def study_variants(requested: dict[str, list[str] | str] | None) -> dict[str, list[str]]:
+    """The variants of a config's study, per framework: the config's list, every rung for `all`, and
+    the default rungs where it lists none (the config check has held the names to the catalogue)."""
+    requested = requested or {}
+    defaults = default_variants()
+
+    def chosen(name: str) -> list[str]:
+        names = requested.get(name, defaults[name])
+        return variant_names(name) if names == ALL else list(names)
+
+    return {name: chosen(name) for name in framework_names()}

@@ -28,7 +28,7 @@ def config_errors(config: dict, schema: dict) -> list[str]:
         about = f" ({description['description']})" if "description" in description else ""
         messages.append(f"config key '{key}': {error.message}{about}")
     if not messages:
-        messages += catalogue_errors(config, schema)
+        messages += catalogue_errors(config)
     return messages
 
 
@@ -37,7 +37,7 @@ def hint(name: str, known: list[str]) -> str:
     return f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}"
 
 
-def catalogue_errors(config: dict, schema: dict) -> list[str]:
+def catalogue_errors(config: dict) -> list[str]:
     """Frameworks and variants the catalogue does not list, and frameworks left without variants."""
     frameworks = catalogue.framework_names()
     messages = [
@@ -45,7 +45,7 @@ def catalogue_errors(config: dict, schema: dict) -> list[str]:
         for i, name in enumerate(config.get("frameworks", []))
         if name not in frameworks
     ]
-    variants = config.get("variants", schema["properties"]["variants"]["default"])
+    variants = config.get("variants", {})
     for framework, names in variants.items():
         if framework not in frameworks:
             messages.append(f"config key 'variants.{framework}': '{framework}' is not one of {frameworks}")
@@ -53,12 +53,21 @@ def catalogue_errors(config: dict, schema: dict) -> list[str]:
         known = catalogue.variant_names(framework)
         messages += [
             f"config key 'variants.{framework}.{i}': '{name}' is not one of {known}"
-            for i, name in enumerate(names)
+            for i, name in enumerate([] if names == catalogue.ALL else names)
             if name not in known
         ]
     messages += [
         f"config key 'variants.{framework}': no variants listed, but '{framework}' is in frameworks"
-        for framework in config.get("frameworks", [])
-        if framework in frameworks and not variants.get(framework)
+        for framework in config.get("frameworks", catalogue.default_frameworks())
+        if variants.get(framework) == []
     ]
     return messages
+
+
+def with_catalogue_defaults(config: dict) -> dict:
+    """The config with what it leaves to the catalogue filled in: the default frameworks, and per
+    framework its default variants (or every one, for `all`), as the study runs them."""
+    return config | {
+        "frameworks": config.get("frameworks", catalogue.default_frameworks()),
+        "variants": catalogue.study_variants(config.get("variants")),
+    }
