@@ -1,5 +1,7 @@
 # tiny-mlp-bench: `make run` sets up .venv and runs the study with config/config.yaml;
-# `make test` sets up .venv with the test tools and runs the lints and the test suite;
+# `make test` sets up .venv with the test tools and runs the lints and the whole test suite;
+# `make test-fast` the lints and the fast tests (no real workflow, cluster, container or network);
+# `make variant-table` writes the README's table of variants from the catalogue;
 # `make images` builds the container images (docker/) with Podman or Docker;
 # `make compare ARCHIVE=results/archive/<name>` compares results/runs with an archived study;
 # `make archive` packs the finished study into results/archive/; `make verify` checks every archive;
@@ -10,13 +12,23 @@ BIN := $(VENV)/bin
 # Rules call `python` and tests call `snakemake`: both must be the environment's.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test lint lock lock-cuda lock-gpu-kit gpu-kit clean images image-torch image-keras torch-cpu-wheel compare archive verify
+.PHONY: run test test-fast variant-table lint lock lock-cuda lock-gpu-kit gpu-kit clean images image-torch image-keras torch-cpu-wheel compare archive verify
 
 run: $(BIN)/.runtime-installed
 	snakemake --cores all
 
+# Every test, then the 20 slowest named (a test too slow for test-fast gets a marker: docs/development.md).
 test: $(BIN)/.dev-installed lint
-	pytest
+	pytest --durations=20
+
+# While working: the tests that need no real Snakemake study, cluster, container, network or long
+# compilation (the markers in pyproject.toml).
+FAST_TESTS := not slow and not workflow and not network and not containers and not slurm
+test-fast: $(BIN)/.dev-installed lint
+	pytest -m "$(FAST_TESTS)" --durations=10
+
+variant-table: $(BIN)/.runtime-installed
+	python scripts/variant_table.py
 
 # This study's records against an archived study's, per rung: make compare ARCHIVE=results/archive/<name>
 compare: $(BIN)/.runtime-installed

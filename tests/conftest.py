@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import ssl
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -31,6 +34,28 @@ def skip_unless_ready(problem: str | None, require_variable: str) -> None:
         pytest.fail(f"{require_variable}=1 but {problem}")
     if problem:
         pytest.skip(problem)
+
+
+@functools.cache
+def package_index_problem() -> str | None:
+    """Why the package index pip uses (pip's configured index-url, else PyPI) cannot be reached, or None."""
+    from pip_index import configured_index, index_name
+
+    url = (configured_index() or "https://pypi.org/simple").rstrip("/") + "/pip/"
+    context = ssl.create_default_context(cafile=os.environ.get("PIP_CERT") or None)
+    try:
+        with urllib.request.urlopen(url, timeout=20, context=context):
+            return None
+    except OSError as err:
+        return f"the package index ({index_name()}) cannot be reached: {err}"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """A test marked `network` needs the package index: offline it skips with the reason; CI, which
+    sets TINY_MLP_BENCH_REQUIRE_NETWORK=1, fails it instead."""
+    if item.get_closest_marker("network"):
+        skip_unless_ready(package_index_problem(), "TINY_MLP_BENCH_REQUIRE_NETWORK")
 
 
 @pytest.fixture(autouse=True)

@@ -72,6 +72,7 @@ def commit_change(repo, path: str, text: str) -> None:
     git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", f"change {path}")
 
 
+@pytest.mark.slow
 def test_pack_writes_records_code_provenance_crate_and_manifest(study):
     folder = archive(study)
     head = git(study, "rev-parse", "HEAD").strip()
@@ -105,6 +106,7 @@ def test_pack_writes_records_code_provenance_crate_and_manifest(study):
     assert not list((study / "results" / "archive").glob(".*"))  # no partial folder left
 
 
+@pytest.mark.slow
 def test_pack_refuses_a_modified_tree_unless_told_and_then_says_so(study):
     (study / "rules" / "report.smk").write_text("# changed\n")
     with pytest.raises(ArchiveError, match=r"tracked files: rules/report.smk.*--allow-modified"):
@@ -117,6 +119,7 @@ def test_pack_refuses_a_modified_tree_unless_told_and_then_says_so(study):
         verify(folder)
 
 
+@pytest.mark.slow
 def test_pack_flags_records_made_in_a_modified_tree(study):
     record = study / "results" / "runs" / "keras-cpu-seed-2.json"
     made = json.loads(record.read_text())
@@ -131,6 +134,7 @@ def test_pack_flags_records_made_in_a_modified_tree(study):
     ]
 
 
+@pytest.mark.slow
 def test_pack_refuses_records_the_report_was_not_made_from(study):
     stray = json.loads((study / "results" / "runs" / "torch-cpu-seed-1.json").read_text())
     stray["identity"] |= {"run_id": "torch-cpu-seed-9", "repeat": 9}
@@ -140,6 +144,7 @@ def test_pack_refuses_records_the_report_was_not_made_from(study):
     assert list((study / "results" / "archive").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_verify_re_renders_at_the_archive_commit_not_at_head(study):
     folder = archive(study)
     commit_change(study, "tiny_mlp_bench/report/report.md.j2", "\nA line that later code adds.\n")
@@ -152,6 +157,7 @@ def test_verify_re_renders_at_the_archive_commit_not_at_head(study):
     assert done.returncode == 0 and f"ok      {folder}: numbers recomputed" in done.stdout, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_verify_names_the_first_file_that_differs(study):
     folder = archive(study)
     record = folder / "runs" / "torch-cpu-seed-2.json"
@@ -163,6 +169,7 @@ def test_verify_names_the_first_file_that_differs(study):
         verify(folder)
 
 
+@pytest.mark.slow
 def test_verify_compares_bytes_only_where_the_versions_match(study):
     folder = archive(study)
     files = "report.md, timings.parquet, report/timings.png, report/ladder.png, report/crossover.png"
@@ -186,6 +193,7 @@ def set_version(folder, package: str, version: str) -> None:
     write_manifest(folder)
 
 
+@pytest.mark.slow
 def test_a_changed_record_fails_even_where_the_manifest_was_made_again(study):
     folder = archive(study)
     record = folder / "runs" / "torch-cpu-seed-2.json"
@@ -199,6 +207,7 @@ def test_a_changed_record_fails_even_where_the_manifest_was_made_again(study):
         verify(folder)
 
 
+@pytest.mark.slow
 def test_an_archive_copied_out_of_the_repository_verifies_without_git(study, tmp_path):
     elsewhere = tmp_path / "elsewhere" / "study"
     shutil.copytree(archive(study), elsewhere)
@@ -255,6 +264,7 @@ def render_without_cuda(study, *options: str) -> str:
     return (results / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_report_without_cuda_quotes_the_archived_gpu_answer_and_packs_what_it_quotes(study):
     results = study / "results"
     write_gpu_archive(results / "archive", "gpu-study", gpu_host_records("2026-02-01"))
@@ -271,6 +281,7 @@ def test_a_report_without_cuda_quotes_the_archived_gpu_answer_and_packs_what_it_
     assert verify(folder).endswith("byte for byte") and quoted in (folder / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_report_says_when_no_archive_has_a_gpu_answer_to_quote(study):
     report = render_without_cuda(study, "--no-archive-qualifies")
     assert "No archived study holds completed torch `seed` runs on both cuda and cpu from one host" in report
@@ -279,6 +290,7 @@ def test_a_report_says_when_no_archive_has_a_gpu_answer_to_quote(study):
     verify(folder)
 
 
+@pytest.mark.slow
 def test_the_repository_archives_verify():
     """Every archive in results/archive/ verifies (also `make verify`, which CI runs)."""
     done = subprocess.run(

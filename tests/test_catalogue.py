@@ -2,27 +2,27 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 import yaml
 
+import variant_table
 from conftest import ROOT
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.backends import backend
 
 
-def readme_variant_table() -> list[tuple[str, str, str, str]]:
-    """The rows of the README's variant table: framework, variant, devices, what it removes."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## Where the time goes: the variants", 1)[1].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| (\w+) \| `(\w+)` \| ([\w, ]+) \| (.+) \|$", section, re.M)
-    return [(f, v, d, removes) for f, v, d, removes in rows]
-
-
-def test_the_readme_table_is_the_catalogue():
-    expected = [(v.framework, v.name, ", ".join(v.devices), v.removes) for v in catalogue.VARIANTS]
-    assert readme_variant_table() == expected
+def test_the_readme_table_is_the_catalogues_as_make_variant_table_writes_it(tmp_path):
+    assert variant_table.main(["--check"]) == 0, "run: make variant-table"
+    rows = variant_table.table().splitlines()[2:]
+    assert len(rows) == len(catalogue.VARIANTS)
+    assert rows[0] == "| torch | `seed` | cpu, cuda | yes | — (the asker's loop) |"
+    assert "| torch | `graphed` | cuda | yes |" in rows[5] and "| keras | `xla` | cpu, cuda | – |" in rows[9]
+    # A stale table is found and rewritten between the markers, the text around it kept.
+    stale = tmp_path / "README.md"
+    stale.write_text(f"intro\n{variant_table.BEGIN}\n| old |\n{variant_table.END}\nafter\n")
+    assert variant_table.main(["--check", "--readme", str(stale)]) == 1
+    assert variant_table.main(["--readme", str(stale)]) == 0
+    assert stale.read_text() == f"intro\n{variant_table.BEGIN}\n{variant_table.table()}\n{variant_table.END}\nafter\n"
 
 
 @pytest.mark.parametrize("framework", catalogue.framework_names())
@@ -31,18 +31,13 @@ def test_each_backend_implements_exactly_its_catalogue_variants(framework):
     assert list(backend(framework).variants) == catalogue.variant_names(framework)
 
 
-def test_the_default_study_is_the_catalogues():
-    schema = yaml.safe_load((ROOT / "config" / "config.schema.yaml").read_text())
+def test_the_study_configs_leave_the_variants_to_the_catalogue():
+    # The default study names no rung (the catalogue's defaults); the full and GPU studies say `all`.
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
-    assert schema["properties"]["variants"]["default"] == catalogue.default_variants()
-    assert config["variants"] == catalogue.default_variants()
-    assert schema["properties"]["frameworks"]["default"] == catalogue.default_frameworks()
-    assert config["frameworks"] == catalogue.default_frameworks()
-
-
-def test_full_study_runs_every_variant():
-    full = yaml.safe_load((ROOT / "config" / "full.yaml").read_text())
-    assert full["variants"] == {f: catalogue.variant_names(f) for f in catalogue.framework_names()}
+    assert "variants" not in config and "frameworks" not in config
+    for study in ("full", "gpu"):
+        chosen = yaml.safe_load((ROOT / "config" / f"{study}.yaml").read_text())["variants"]
+        assert set(chosen.values()) == {catalogue.ALL}, study
 
 
 def test_ladders_start_with_the_askers_loop_and_unknown_names_are_refused():

@@ -210,6 +210,8 @@ esac
 """
 
 
+@pytest.mark.containers
+@pytest.mark.workflow
 def test_apptainer_profile_runs_each_step_in_its_image_with_gpus_visible(workflow_dir, tmp_path):
     stand_in = tmp_path / "apptainer-bin"
     stand_in.mkdir()
@@ -261,7 +263,7 @@ def engine_problem(engine: str) -> str | None:
         name = containers.image_reference(image)
         found = subprocess.run([engine, "image", "inspect", name], capture_output=True)
         if found.returncode != 0:
-            return f"image {name} is not built for {engine}: make images ENGINE={engine} FLAVOR=cpu (README)"
+            return f"image {name} is not built for {engine}: make images ENGINE={engine} FLAVOR=cpu"
     return None
 
 
@@ -295,6 +297,8 @@ def test_a_docker_without_its_daemon_is_named_with_the_command_that_starts_it(tm
     )
 
 
+@pytest.mark.containers
+@pytest.mark.workflow
 @pytest.mark.parametrize("engine", ["podman", "docker"])
 def test_tiny_study_runs_every_job_in_its_image(engine, workflow_dir):
     require_engine(engine)
@@ -381,6 +385,7 @@ def test_make_images_names_the_docker_client_that_can_build(tmp_path, version, b
         assert "make images ENGINE=docker DOCKER=/usr/bin/docker" in result.stderr
 
 
+@pytest.mark.containers
 def test_a_build_without_its_packages_says_how_to_build_offline(podman):
     # pip may not use the network and the wheelhouse lacks TensorFlow: the build must stop with
     # the paragraph that says what to pass, not with pip's error alone. Built on the CPU image's
@@ -415,7 +420,7 @@ def cuda_images():
     for image in CUDA_IMAGES.values():
         name = containers.image_reference(image)
         if not problem and subprocess.run(["podman", "image", "inspect", name], capture_output=True).returncode:
-            problem = f"image {name} is not built: make images ENGINE=podman (the CUDA flavor; README)"
+            problem = f"image {name} is not built: make images ENGINE=podman (the CUDA flavor; docs/containers.md)"
     skip_unless_ready(problem, "TINY_MLP_BENCH_REQUIRE_CUDA_IMAGES")
 
 
@@ -430,6 +435,7 @@ def in_image(image: str, *command: str) -> str:
     return done.stdout
 
 
+@pytest.mark.containers
 @pytest.mark.parametrize(
     ("image", "build_check"),
     [
@@ -452,6 +458,8 @@ def test_each_cuda_image_holds_exactly_its_lock_and_cuda_builds(cuda_images, ima
         assert built[0] == "True" and built[1].startswith("12.")
 
 
+@pytest.mark.containers
+@pytest.mark.workflow
 def test_cuda_steps_in_the_cuda_images_are_skipped_naming_their_cuda_build(cuda_images, workflow_dir):
     # No GPU here: each cuda step runs in its CUDA image and records `skipped`, naming the build it has.
     config = write_config(workflow_dir, "cuda-images.yaml", container_engine="podman", images=CUDA_IMAGES, repeats=1)

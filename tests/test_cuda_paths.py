@@ -62,6 +62,7 @@ def test_a_cpu_job_hides_the_gpu_before_torch_starts_and_a_cuda_job_does_not(job
     assert torch_saw(jobs_of("cuda", small_dataset)[job], tmp_path) is None
 
 
+@pytest.mark.slow
 def test_a_torch_jobs_threads_set_its_compilers_workers():
     load = "import sys; from tiny_mlp_bench.backends import torch_common as t; torch = t.load('cpu')"
     show = "import torch._inductor.config as c; print(torch.get_num_threads(), c.compile_threads)"
@@ -113,6 +114,7 @@ def spec_for(variant: str, device: str = "cpu", epochs: int = 2) -> RunSpec:
     return RunSpec(device, variant, 1, 0, weights, epochs, 64, 1e-3, 20, 1)
 
 
+@pytest.mark.slow
 def test_the_compiled_rungs_counted_epoch_trains_and_compiles_nothing_new(monkeypatch):
     from torch._dynamo.utils import counters
 
@@ -199,6 +201,7 @@ def test_each_jax_set_up_part_ends_when_the_device_is_done(monkeypatch):
     assert [waited_inside(events, part) for part in ("data", "model", "optimizer")] == [True, True, True]
 
 
+@pytest.mark.slow
 def test_each_keras_set_up_part_that_puts_work_on_the_device_waits_for_it(monkeypatch):
     from tiny_mlp_bench.backends import keras_fit
 

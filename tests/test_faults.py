@@ -32,6 +32,9 @@ from test_workflow import write_config
 from tiny_mlp_bench.atomic import FAULT_BEFORE_PUBLISH, FAULT_VARIABLE
 from tiny_mlp_bench.records import read_record, read_sweep
 
+# Every test here runs Snakemake, or the training program, for real and breaks it on purpose.
+pytestmark = pytest.mark.workflow
+
 # One framework, one variant, one device: jobs of a second or two, plus the cpu sweep and the report.
 NUMPY_ONLY = {"frameworks": ["numpy"], "devices": ["cpu"], "variants": {"numpy": ["reference"]}}
 TIMEOUT_S = 300  # for a whole Snakemake run of the tiny study on a busy two-core machine

@@ -8,6 +8,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 from pip_index import pip_env, platform_args
 
@@ -38,6 +40,7 @@ def head() -> str:
     return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
 
 
+@pytest.mark.network
 def test_a_kit_for_this_python_installs_here(kit_for_this_python):
     kit = kit_for_this_python
     meta = json.loads((kit / "kit.json").read_text())
@@ -56,6 +59,7 @@ def test_a_kit_for_this_python_installs_here(kit_for_this_python):
     assert heads.stdout.split() == [head(), "HEAD"], heads.stderr
 
 
+@pytest.mark.network
 def test_the_default_kit_is_the_committed_lock_and_past_its_cap_an_error_that_leaves_it(tmp_path):
     kit = tmp_path / "kit"
     done = fetch_kit("--into", kit, "--max-mib", 1)

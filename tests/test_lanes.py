@@ -68,6 +68,7 @@ def job(name, seconds, expected, device="cpu", fail=False) -> dict:
     return fields | {"expected_s": expected, "expected_from": "estimate *"}
 
 
+@pytest.mark.slow
 def test_lanes_run_side_by_side_and_start_nothing_that_no_longer_fits(tmp_path, stand_in):
     said = []
     running = lanes.Lanes(sys.executable, tmp_path / "config.yaml", tmp_path, "logs", said.append)

@@ -150,3 +150,21 @@ def test_pip_index_url_wins_and_without_any_index_pip_takes_its_own_default(tmp_
     monkeypatch.delenv("PIP_INDEX_URL")
     assert pip_index.configured_index() is None and pip_index.index_name() == "PyPI"
     assert "--index-url" not in pip_index.pip_command("install", "anything")
+
+
+def test_a_network_test_skips_offline_naming_the_index_and_fails_where_ci_requires_the_index(monkeypatch):
+    import conftest
+
+    monkeypatch.setattr(pip_index, "configured_index", lambda: "http://127.0.0.1:9/simple")
+    conftest.package_index_problem.cache_clear()
+    try:
+        problem = conftest.package_index_problem()
+        assert problem.startswith("the package index (http://127.0.0.1:9/simple) cannot be reached:")
+        monkeypatch.delenv("TINY_MLP_BENCH_REQUIRE_NETWORK", raising=False)
+        with pytest.raises(pytest.skip.Exception, match="cannot be reached"):
+            conftest.skip_unless_ready(problem, "TINY_MLP_BENCH_REQUIRE_NETWORK")
+        monkeypatch.setenv("TINY_MLP_BENCH_REQUIRE_NETWORK", "1")
+        with pytest.raises(pytest.fail.Exception, match="TINY_MLP_BENCH_REQUIRE_NETWORK=1 but the package index"):
+            conftest.skip_unless_ready(problem, "TINY_MLP_BENCH_REQUIRE_NETWORK")
+    finally:
+        conftest.package_index_problem.cache_clear()

@@ -122,6 +122,7 @@ def test_seed_chart_says_wall_time_per_run(tmp_path, drawn):
     assert "per run" in figure["ylabels"][0]
 
 
+@pytest.mark.slow
 def test_render_report_writes_the_ladder_chart_beside_the_others(tmp_path):
     records = []
     for i, record in enumerate(synthetic_study()):

@@ -34,6 +34,7 @@ def torch_cpu_record(small_dataset, tmp_path_factory) -> dict:
     return probes.read_probe(out)
 
 
+@pytest.mark.slow
 def test_torch_cpu_probe_writes_a_valid_record(torch_cpu_record):
     record = torch_cpu_record
     assert record["record_type"] == "tiny-mlp-bench.probe" and record["schema_version"] == 1
@@ -57,6 +58,7 @@ def test_torch_cpu_probe_writes_a_valid_record(torch_cpu_record):
     assert record["environment"]["dataset_sha256"] and record["load"]["peak_host_memory_mb"] > 0
 
 
+@pytest.mark.slow
 def test_the_recorded_dead_count_is_the_asker_initialisation_over_1000_seeds(torch_cpu_record, small_dataset):
     import torch
 
@@ -104,6 +106,7 @@ def test_dead_at_start_on_hand_made_weights():
     assert not probes.dead_at_start(torch, model, features)
 
 
+@pytest.mark.slow
 def test_torch_cuda_probe_without_a_gpu_is_skipped_or_required(small_dataset, tmp_path, has_cuda):
     if has_cuda:
         pytest.skip("a CUDA device is present")
@@ -127,6 +130,7 @@ def test_a_missing_dataset_is_an_error(tmp_path):
     assert result.returncode == 1 and "does not exist" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("change", "field"),
     [
@@ -162,6 +166,7 @@ def test_read_probe_names_an_unreadable_file(tmp_path):
         probes.read_probe(bad)
 
 
+@pytest.mark.slow
 def test_an_error_while_measuring_is_recorded_as_failed_with_what_was_measured(
     torch_cpu_record, small_dataset, tmp_path, monkeypatch
 ):
@@ -210,6 +215,7 @@ def test_time_calls_divides_by_calls_and_kernels():
     assert timed["value_us"] == sorted(timed["repeat_us"])[1]
 
 
+@pytest.mark.slow
 def test_keras_cpu_probe_writes_a_valid_record(small_dataset, tmp_path):
     out = tmp_path / "keras-cpu.json"
     result = probe("--framework", "keras", "--device", "cpu", "--dataset", small_dataset, "--output", out)

@@ -384,6 +384,7 @@ def render_report(out, records, sweeps=()):
     return run_script("render_report.py", *args, "--", *records)
 
 
+@pytest.mark.slow
 def test_same_records_give_identical_files(tmp_path):
     paths = []
     for i, record in enumerate(synthetic_study()):

@@ -108,6 +108,7 @@ def test_corrupt_dataset_fails_before_importing_and_writes_nothing(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_torch_cpu_run_writes_a_complete_record(small_dataset, tmp_path):
     out = tmp_path / "torch-cpu-seed-2.json"
     train("torch", "--dataset", small_dataset, "--output", out, "--epochs", 4, "--repeat", 2, check=True)
@@ -129,6 +130,7 @@ def test_torch_cpu_run_writes_a_complete_record(small_dataset, tmp_path):
     assert record["quality"]["test_mse"] is not None
 
 
+@pytest.mark.slow
 def test_same_repeat_trains_the_same_weights(small_dataset, tmp_path):
     runs = []
     for name in ("a.json", "b.json"):
@@ -137,6 +139,7 @@ def test_same_repeat_trains_the_same_weights(small_dataset, tmp_path):
     assert runs[0] == runs[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["torch", "keras"])
 def test_cuda_without_gpu_is_recorded_as_skipped(small_dataset, tmp_path, has_cuda, framework):
     if has_cuda:
@@ -169,6 +172,7 @@ def test_torch_cuda_run_on_a_gpu(small_dataset, tmp_path, has_cuda):
     assert record["status"] == "ok" and record["environment"]["gpu_name"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("framework", "backend", "threads"),
     [
@@ -194,6 +198,7 @@ def test_keras_cpu_run_on_each_backend_writes_a_complete_record(small_dataset, t
     assert f"{framework}-cpu-seed-1: epoch 3/3" in result.stderr  # progress reaches the log
 
 
+@pytest.mark.slow
 def test_keras_on_jax_runs_an_epoch_per_call(small_dataset, tmp_path):
     framework = "keras_jax"
     out = tmp_path / "spe.json"
@@ -348,6 +353,7 @@ def test_numpy_reference_on_cuda_is_skipped(small_dataset, tmp_path):
     assert read_record(out)["reason"] == "numpy reference runs on cpu only"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("variant", "detail"),
     [
@@ -404,6 +410,7 @@ def test_graphed_on_a_gpu(small_dataset, tmp_path, has_cuda):
     assert record["status"] == "ok" and record["quality"]["converged"], record["quality"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("variant", "jit_compile", "steps_per_execution"),
     [("seed", False, 1), ("xla", True, 1), ("steps_per_execution", False, 3), ("epoch_blocks", True, 150)],
@@ -420,6 +427,7 @@ def test_keras_variants_record_what_they_compiled(small_dataset, tmp_path, varia
     assert details["adam_epsilon"] == "1e-07"
 
 
+@pytest.mark.slow
 def test_keras_epoch_blocks_time_blocks_of_fifty_epochs(small_dataset, tmp_path):
     out = tmp_path / "blocks.json"
     result = train("keras", "--dataset", small_dataset, "--output", out, "--variant", "epoch_blocks", "--epochs", 120)
@@ -429,6 +437,7 @@ def test_keras_epoch_blocks_time_blocks_of_fifty_epochs(small_dataset, tmp_path)
     assert timings["steps_taken"] == 120 * 3
 
 
+@pytest.mark.slow
 def test_sweep_measures_every_point(tmp_path):
     out = tmp_path / "sweep.json"
     result = run_script(
@@ -452,6 +461,7 @@ def test_sweep_measures_every_point(tmp_path):
     assert "point 4/4" in result.stderr
 
 
+@pytest.mark.slow
 def test_sweep_without_gpu_is_skipped_or_fails_with_require_gpu(tmp_path, has_cuda):
     if has_cuda:
         pytest.skip("a CUDA device is present: the no-GPU path cannot be exercised here")
@@ -504,6 +514,7 @@ def test_sklearn_mlp_regressor_trains_and_says_how_it_differs(small_dataset, tmp
     assert record["environment"]["versions"]["scikit-learn"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["seed", "scan"])
 def test_jax_rungs_train_the_question_model(small_dataset, tmp_path, variant):
     out = tmp_path / f"jax-{variant}.json"

@@ -102,6 +102,7 @@ CPU_RUNGS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("framework", "variant"), CPU_RUNGS, ids=[f"{f}-{v}" for f, v in CPU_RUNGS])
 def test_every_rung_follows_torch_seed(data, torch_seed_parameters, framework, variant, monkeypatch):
     start = spec_for(variant, data).weights.as_list()
@@ -139,6 +140,7 @@ def keras_parameters(variant: str, data) -> list[np.ndarray]:
 KERAS_RUNGS = [v.name for v in catalogue.ladder("keras") if v.name not in ("seed", "epoch_blocks")]
 
 
+@pytest.mark.slow
 def test_keras_epoch_blocks_follows_keras_seed_in_the_same_order(data):
     orders = injected_orders(data)
     keras_seed = build_keras("seed", data)
@@ -157,6 +159,7 @@ def test_keras_epoch_blocks_follows_keras_seed_in_the_same_order(data):
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"keras epoch_blocks: {name}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", KERAS_RUNGS)
 def test_every_keras_rung_follows_keras_seed(data, variant):
     # Keras's fit shuffles the rows itself, so the order is not injected: every rung draws it from the same
