@@ -142,13 +142,14 @@ image-torch image-keras: image-%:
 		--build-arg REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \
 		$(if $(CA_BUNDLE),--secret id=ca_bundle$(comma)src=$(CA_BUNDLE)) $(BUILD_ARGS) .
 
-# PyPI's Linux torch is the CUDA build; the CPU build comes from PyTorch's own index (or from
+# PyPI's Linux torch is the CUDA build; the CPU build comes from PyTorch's own CPU index (or from
 # pip's find-links, where a machine keeps it on disk) into wheelhouse/cpu/, which only
-# FLAVOR=cpu builds read.
+# FLAVOR=cpu builds read. Behind an organisation's mirror of that index: TORCH_CPU_INDEX=<its URL>.
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 torch-cpu-wheel: | $(BIN)/python
 	@ls wheelhouse/cpu/torch-$(TORCH_VERSION)+cpu-*.whl >/dev/null 2>&1 || \
 		$(BIN)/python -m pip download --no-deps --only-binary=:all: --python-version 3.11 \
-			--platform manylinux_2_28_x86_64 --index-url https://download.pytorch.org/whl/cpu \
+			--platform manylinux_2_28_x86_64 --index-url $(TORCH_CPU_INDEX) \
 			-d wheelhouse/cpu torch==$(TORCH_VERSION)+cpu
 
 # The study's outputs, not the archived studies in results/archive/.
