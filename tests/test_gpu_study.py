@@ -193,6 +193,7 @@ def test_only_pip_check_problems_of_the_studys_packages_stop_it():
 
 
 def one_package_kit(directory: Path) -> Path:
+    """A kit of tabulate alone, downloaded by pip (the tests that use it are marked network)."""
     kit = directory / "wheelhouse" / "gpu-kit"
     subprocess.run(
         [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d", str(kit), "tabulate==0.10.0"],
@@ -223,6 +224,7 @@ def test_gpu_study_installs_its_kit_over_the_machines_own_packages(tmp_path):
     assert out == ["0.10.0", "True", "True"]
 
 
+@pytest.mark.network
 @pytest.mark.slow
 def test_a_venv_made_from_a_venv_sees_the_parents_packages(tmp_path):
     # A GPU machine's python3 may itself be a virtual environment holding torch: here, this one.
@@ -244,6 +246,7 @@ def test_a_venv_made_from_a_venv_sees_the_parents_packages(tmp_path):
     assert out.stdout.split() == ["True", "True"], out.stderr
 
 
+@pytest.mark.network  # its one-package kit is downloaded
 def test_a_kit_for_another_python_is_refused_naming_the_one_to_make(tmp_path):
     directory = copy_workflow(tmp_path)
     commit_all(directory)
