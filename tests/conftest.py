@@ -5,10 +5,8 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import ssl
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -38,16 +36,16 @@ def skip_unless_ready(problem: str | None, require_variable: str) -> None:
 
 @functools.cache
 def package_index_problem() -> str | None:
-    """Why the package index pip uses (pip's configured index-url, else PyPI) cannot be reached, or None."""
-    from pip_index import configured_index, index_name
+    """Why the package index pip uses cannot be reached, or None: pip itself asks it, as the network
+    tests' pip calls do (scripts/pip_index.py: the configured index-url, else pip's own default)."""
+    import pip_index
 
-    url = (configured_index() or "https://pypi.org/simple").rstrip("/") + "/pip/"
-    context = ssl.create_default_context(cafile=os.environ.get("PIP_CERT") or None)
-    try:
-        with urllib.request.urlopen(url, timeout=20, context=context):
-            return None
-    except OSError as err:
-        return f"the package index ({index_name()}) cannot be reached: {err}"
+    command = pip_index.pip_command("index", "versions", "--retries", "0", "--timeout", "20", "pip")
+    done = subprocess.run(command, env=pip_index.pip_env(), capture_output=True, text=True)
+    if done.returncode == 0:
+        return None
+    said = (done.stderr.strip().splitlines() or ["no message"])[-1]
+    return f"the package index ({pip_index.index_name()}) cannot be reached: {said}"
 
 
 @pytest.hookimpl(tryfirst=True)
