@@ -1,5 +1,6 @@
-# tiny-mlp-bench keras image: scripts/train.py --framework keras (Keras 3 on TensorFlow) with the
-# tiny_mlp_bench package, and `python` = /opt/venv/bin/python. Build from the repository root:
+# tiny-mlp-bench keras image: scripts/train.py --framework keras (Keras 3 on TensorFlow) and
+# --framework tf_keras (Keras 2 on TensorFlow, the tf-keras package) with the tiny_mlp_bench
+# package, and `python` = /opt/venv/bin/python. Build from the repository root:
 #   podman build -f docker/keras.Dockerfile -t ghcr.io/tiny-mlp-bench/keras:0.1.0 \
 #     --secret id=ca_bundle,src=/etc/ssl/certs/ca-certificates.crt .
 # FLAVOR=cuda (default) installs exactly requirements/keras-cuda.txt, the image's own lock (`make
@@ -65,7 +66,7 @@ RUN --mount=type=secret,id=ca_bundle \
             "FLAVOR=cpu: pip download -d wheelhouse -c requirements/runtime.txt -r docker/keras.requirements.txt)" \
             "and build with --build-arg PIP_NO_INDEX=1." >&2; \
         exit 1; }; \
-    python -c 'import keras, tensorflow as tf; print("tensorflow", tf.__version__, "keras", keras.__version__)'
+    python -c 'import keras, tensorflow as tf, tf_keras; print("tensorflow", tf.__version__, "keras", keras.__version__, "tf_keras", tf_keras.__version__)'
 
 RUN useradd --uid 1000 --user-group --no-create-home --home-dir /tmp --shell /bin/bash bench
 COPY scripts/ /opt/tiny-mlp-bench/scripts/

@@ -16,18 +16,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_bench package beside scripts/
 
-from tiny_mlp_bench import probes
+from tiny_mlp_bench import catalogue, probes
 from tiny_mlp_bench.cli import positive_float, positive_int
 from tiny_mlp_bench.dataset import DatasetError, read_dataset
 from tiny_mlp_bench.driver import RunSpec
-from tiny_mlp_bench.environment import collect_environment
+from tiny_mlp_bench.environment import collect_environment, gpu_driver_absent, not_imported
 from tiny_mlp_bench.initial_weights import live_initial_weights
 from tiny_mlp_bench.load import load_block, snapshot
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--framework", choices=("torch", "keras"), required=True)
+    parser.add_argument("--framework", choices=[f.name for f in catalogue.FRAMEWORKS if f.probed], required=True)
     parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
     parser.add_argument("--dataset", type=Path, required=True, help="the dataset's Parquet file")
     parser.add_argument("--batch-size", type=positive_int, default=64)
@@ -50,10 +50,10 @@ def open_torch(args):
 
 
 def open_keras(args, spec):
-    """TF and Keras with threads and visible devices set before TF starts; the device started."""
+    """Keras and its backend with threads and visible devices set before the backend starts; the device started."""
     from tiny_mlp_bench.backends import keras_fit
 
-    fw = keras_fit.BACKENDS["keras"].load(args.device)
+    fw = keras_fit.BACKENDS[args.framework].load(args.device)
     keras_fit.prepare(fw, spec)
     return fw, keras_fit.start_device(fw, spec), keras_fit
 
@@ -85,11 +85,14 @@ def main(argv=None) -> int:
         hidden_units=args.hidden_units,
         threads=args.threads,
     )
-    say(f"importing {args.framework}")
-    if args.framework == "torch":
-        fw, missing, backend = open_torch(args)
+    # As in the driver: a cuda probe on a machine with no GPU driver at all is skipped (or fails with
+    # --require-gpu) without paying the framework's import only to find no GPU.
+    no_driver = gpu_driver_absent() if args.device == "cuda" else None
+    if no_driver:
+        fw, missing, backend = None, no_driver, None
     else:
-        fw, missing, backend = open_keras(args, spec)
+        say(f"importing {args.framework}")
+        fw, missing, backend = open_torch(args) if args.framework == "torch" else open_keras(args, spec)
 
     status, reason, measurements = "ok", None, {}
     if missing and args.require_gpu:
@@ -111,7 +114,6 @@ def main(argv=None) -> int:
                     spec.weights,
                     measurements,
                     say,
-                    spec=spec,
                 )
             else:
                 probes.keras_fit_epoch(fw, spec, data, measurements, say=say)
@@ -120,6 +122,10 @@ def main(argv=None) -> int:
             status, reason = "failed", f"{type(err).__name__}: {err}".strip()[:500]
             say(f"recorded as failed: {reason}")
 
+    if no_driver:
+        described, peak_gpu_mb = not_imported(catalogue.framework(args.framework).packages), None
+    else:
+        described, peak_gpu_mb = backend.describe(fw, args.device), backend.peak_gpu_memory_mb(fw, args.device)
     record = {
         "record_type": probes.PROBE_RECORD_TYPE,
         "schema_version": probes.PROBE_SCHEMA_VERSION,
@@ -135,8 +141,8 @@ def main(argv=None) -> int:
             "init_seed": init_seed,
         },
         "measurements": measurements,
-        "environment": collect_environment(dataset_sha256=data.sha256, **backend.describe(fw, args.device)),
-        "load": load_block(load_before, snapshot(), backend.peak_gpu_memory_mb(fw, args.device)),
+        "environment": collect_environment(dataset_sha256=data.sha256, **described),
+        "load": load_block(load_before, snapshot(), peak_gpu_mb),
     }
     probes.write_probe(record, args.output)
     return 0

@@ -13,10 +13,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_bench package beside scripts/
 
-from tiny_mlp_bench import crossover
+from tiny_mlp_bench import catalogue, crossover
 from tiny_mlp_bench.backends import torch_common
 from tiny_mlp_bench.cli import csv_ints, positive_int
-from tiny_mlp_bench.environment import collect_environment
+from tiny_mlp_bench.environment import collect_environment, gpu_driver_absent, not_imported
 from tiny_mlp_bench.load import load_block, snapshot
 from tiny_mlp_bench.records import SCHEMA_VERSION, SWEEP_RECORD_TYPE, write_sweep
 
@@ -37,8 +37,12 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     load_before = snapshot()
     label = f"sweep-{args.device}"
-    torch = torch_common.load(args.device)
-    torch_common.set_threads(torch, args.threads)
+    # As in the driver: a cuda sweep on a machine with no GPU driver at all is skipped (or fails with
+    # --require-gpu) without paying torch's import only to find no GPU.
+    no_driver = gpu_driver_absent() if args.device == "cuda" else None
+    if not no_driver:
+        torch = torch_common.load(args.device)
+        torch_common.set_threads(torch, args.threads)
     record = {
         "record_type": SWEEP_RECORD_TYPE,
         "schema_version": SCHEMA_VERSION,
@@ -51,7 +55,7 @@ def main(argv=None) -> int:
         "peak_gflops": None,
         "points": [],
     }
-    reason = torch_common.gpu_missing(torch) if args.device == "cuda" else None
+    reason = no_driver or (torch_common.gpu_missing(torch) if args.device == "cuda" else None)
     if reason and args.require_gpu:
         print(f"{label}: error: {reason}, and --require-gpu (config require_gpu) is set", file=sys.stderr)
         return 1
@@ -74,8 +78,13 @@ def main(argv=None) -> int:
         record["points"] = crossover.sweep_points(
             torch, device, sync, args.batch_sizes, args.hidden_units, args.steps, progress
         )
-    record["environment"] = collect_environment(dataset_sha256=None, **torch_common.describe(torch, args.device))
-    record["load"] = load_block(load_before, snapshot(), torch_common.peak_gpu_memory_mb(torch, args.device))
+    if no_driver:
+        described, peak_gpu_mb = not_imported(catalogue.framework("torch").packages), None
+    else:
+        described = torch_common.describe(torch, args.device)
+        peak_gpu_mb = torch_common.peak_gpu_memory_mb(torch, args.device)
+    record["environment"] = collect_environment(dataset_sha256=None, **described)
+    record["load"] = load_block(load_before, snapshot(), peak_gpu_mb)
     write_sweep(record, args.output)
     return 0
 

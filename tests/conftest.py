@@ -236,8 +236,9 @@ def synthetic_record(
 
 def synthetic_study() -> list[dict]:
     """torch-cpu seed 6/7/8 s at 1 ms/step (one not converged), sync_free 0.25 ms/step, compiled
-    0.1 ms/step, keras-cpu seed 3/4/5 s at 2 ms/step, steps_per_execution 1.6 ms/step, NumPy
-    0.08 ms/step, its numba floor rung 0.005 ms/step; both cuda seed steps skipped."""
+    0.1 ms/step, tf_keras-cpu (Keras 2) seed 3/4/5 s at 2 ms/step, keras-cpu (Keras 3) seed 3/4/5 s at
+    2 ms/step, steps_per_execution 1.6 ms/step, NumPy 0.08 ms/step, its numba floor rung 0.005 ms/step;
+    the cuda seed runs skipped."""
     no_gpu = "no CUDA device: test"
     return [
         synthetic_record("torch", "cpu", 1, 7.0, converged=False),
@@ -245,6 +246,7 @@ def synthetic_study() -> list[dict]:
         synthetic_record("torch", "cpu", 3, 8.0),
         *(synthetic_record("torch", "cpu", r, 2.0, variant="sync_free", step_ms=0.25) for r in (1, 2, 3)),
         *(synthetic_record("torch", "cpu", r, 2.0, variant="compiled", step_ms=s) for r, s in ((1, 0.1), (2, 0.2))),
+        *(synthetic_record("tf_keras", "cpu", r, t, step_ms=2.0) for r, t in ((1, 4.0), (2, 3.0), (3, 5.0))),
         synthetic_record("keras", "cpu", 1, 4.0, step_ms=2.0),
         synthetic_record("keras", "cpu", 2, 3.0, step_ms=2.0),
         synthetic_record("keras", "cpu", 3, 5.0, step_ms=2.0),
@@ -252,6 +254,7 @@ def synthetic_study() -> list[dict]:
         synthetic_record("numpy", "cpu", 1, 1.0, variant="reference", step_ms=0.08),
         synthetic_record("numpy", "cpu", 1, 0.5, variant="fused", step_ms=0.005),
         synthetic_record("torch", "cuda", 1, status="skipped", reason=no_gpu),
+        synthetic_record("tf_keras", "cuda", 1, status="skipped", reason=no_gpu),
         synthetic_record("keras", "cuda", 1, status="skipped", reason=no_gpu),
     ]
 
@@ -287,10 +290,11 @@ def synthetic_sweeps() -> list[dict]:
 
 
 def synthetic_probes(cuda: bool = False) -> list[dict]:
-    """Probe records: torch-cpu (eager op 5 µs, 100 leaf ops, 315 of 1000 draws dead, fused_epoch's call
-    240 µs for 12 steps, 120 of them in its kernel) and keras-cpu
-    (24 ms per fit epoch, 250 µs per step); torch-cuda measured (25 kernels, 9 µs eager, 0.9 µs in a
-    graph) with ``cuda``, else skipped."""
+    """Probe records: torch-cpu (eager op 5 µs, 100 leaf ops, 315 of 1000 draws dead, and as its probe
+    measured before the fused_epoch runs did, fused_epoch's call 240 µs for 12 steps, 120 of them in its
+    kernel), keras-cpu (Keras 3: 24 ms per fit epoch, 250 µs per step) and tf_keras-cpu (Keras 2: 3 ms
+    per fit epoch, 300 µs per step); torch-cuda measured (25 kernels, 9 µs eager, 0.9 µs in a graph)
+    with ``cuda``, else skipped."""
     run = synthetic_record("torch", "cpu", 1, 1.0)
 
     def probe(framework, device, measurements, status="ok", reason=None):
@@ -328,6 +332,16 @@ def synthetic_probes(cuda: bool = False) -> list[dict]:
             "fixed_per_epoch_us": 24000.0,
         }
     }
+    tf_keras_cpu = {
+        "fit_epoch": {
+            "one_step_epoch": timed(3300.0),
+            "many_step_epoch": timed(6600.0),
+            "steps_per_epoch": 12,
+            "fits": 3,
+            "per_step_us": 300.0,
+            "fixed_per_epoch_us": 3000.0,
+        }
+    }
     torch_cuda = {
         "eager_op_us": timed(9.0),
         "seed_step": timed(1100.0)
@@ -338,4 +352,5 @@ def synthetic_probes(cuda: bool = False) -> list[dict]:
         "graph_kernel_inside_us": timed(0.9) | {"kernels_per_call": 100},
     }
     cuda_probe = probe("torch", "cuda", torch_cuda) if cuda else probe("torch", "cuda", {}, "skipped", "no GPU: test")
-    return [probe("torch", "cpu", torch_cpu), probe("keras", "cpu", keras_cpu), cuda_probe]
+    keras_probes = [probe("tf_keras", "cpu", tf_keras_cpu), probe("keras", "cpu", keras_cpu)]
+    return [probe("torch", "cpu", torch_cpu), *keras_probes, cuda_probe]

@@ -40,7 +40,7 @@ def test_every_schema_key_has_type_description_and_default():
             {"frameworks": ["torch", "mxnet"]},
             (
                 "config key 'frameworks.1': 'mxnet' is not one of "
-                "['torch', 'keras', 'keras_jax', 'keras_torch', 'numpy', 'sklearn', 'jax']"
+                "['torch', 'tf_keras', 'keras', 'keras_jax', 'keras_torch', 'numpy', 'sklearn', 'jax']"
             ),
         ),
         ({"frameworks": []}, "config key 'frameworks': [] should be non-empty"),

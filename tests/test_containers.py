@@ -21,7 +21,7 @@ import pytest
 import container_run
 from conftest import ROOT, run_snakemake, skip_unless_ready
 from test_workflow import write_config
-from tiny_mlp_bench import containers, environment
+from tiny_mlp_bench import catalogue, containers, environment
 from tiny_mlp_bench.records import read_record, read_sweep
 
 VERSION = (ROOT / "VERSION").read_text().strip()
@@ -176,7 +176,7 @@ def test_the_switch_wraps_every_step_and_passes_the_gpu_to_cuda_steps_only(workf
     assert commands.pop("results/config.yaml") == "None"
     for output, command in commands.items():
         assert "container_run.py --engine podman --image docker://ghcr.io/tiny-mlp-bench/" in command, output
-        image = "keras" if "/keras-" in output else "torch"
+        image = "keras" if "/keras-" in output or "/tf_keras-" in output else "torch"
         assert f"/{image}:{VERSION}-cpu" in command, output
         assert ("--gpu " in command) == ("-cuda" in output or output.endswith("cuda.json")), output
         assert "-- python " in command, output
@@ -243,6 +243,26 @@ def test_the_config_images_carry_the_projects_version():
     assert images == {name: f"docker://ghcr.io/tiny-mlp-bench/{name}:{VERSION}" for name in ("torch", "keras")}
 
 
+def pinned(path: Path) -> dict[str, str]:
+    """name -> version of every package a requirements file pins (names as pip normalises them)."""
+    found = re.findall(r"^([A-Za-z0-9._-]+)==(\S+)", path.read_text(), re.MULTILINE)
+    return {re.sub(r"[-_.]+", "-", name).lower(): version for name, version in found}
+
+
+def test_the_keras_image_holds_keras_3_and_tf_keras_at_tensorflows_version():
+    # tf_keras (Keras 2) and keras (Keras 3) both run in the keras image, on its one TensorFlow:
+    # tf-keras is released with each TensorFlow and needs that TensorFlow's major.minor.
+    listed = (ROOT / "docker" / "keras.requirements.txt").read_text().split("\n")
+    assert {"tensorflow", "keras", "tf-keras"} <= {line.strip() for line in listed if line[:1].isalpha()}
+    requirements = ROOT / "requirements"
+    local, cuda = pinned(requirements / "runtime.txt"), pinned(requirements / "keras-cuda.txt")
+    assert pinned(requirements / "runtime.in")["tf-keras"] == local["tf-keras"] == cuda["tf-keras"]
+    for pins in (local, cuda):
+        assert pins["tf-keras"].split(".")[:2] == pins["tensorflow"].split(".")[:2], pins
+    dockerfile = (ROOT / "docker" / "keras.Dockerfile").read_text()
+    assert re.search(r"python -c 'import .*\btf_keras\b", dockerfile), "the build checks that tf_keras imports"
+
+
 # --- the real thing: the tiny study in Podman and in Docker ---------------------------------------
 
 # What makes an engine ready here, said in every skip (and failure in CI).
@@ -307,10 +327,10 @@ def test_tiny_study_runs_every_job_in_its_image(engine, workflow_dir):
     assert result.returncode == 0, result.stderr[-5000:]
     ids = {name: engine_image_id(engine, image) for name, image in CPU_IMAGES.items()}
     records = sorted((workflow_dir / "results" / "runs").glob("*.json"))
-    assert len(records) == 26
+    assert len(records) == 30
     for path in records:
         record = read_record(path)
-        image = "keras" if record["identity"]["framework"] == "keras" else "torch"
+        image = catalogue.framework(record["identity"]["framework"]).image
         container = record["environment"]["container"]
         assert container == {
             "engine": engine,
@@ -460,23 +480,21 @@ def test_each_cuda_image_holds_exactly_its_lock_and_cuda_builds(cuda_images, ima
 
 @pytest.mark.containers
 @pytest.mark.workflow
-def test_cuda_steps_in_the_cuda_images_are_skipped_naming_their_cuda_build(cuda_images, workflow_dir):
-    # No GPU here: each cuda step runs in its CUDA image and records `skipped`, naming the build it has.
+def test_cuda_steps_in_the_cuda_images_are_skipped_naming_their_versions(cuda_images, workflow_dir):
+    # No GPU here, so no GPU driver in the containers either: each cuda step runs in its CUDA image and
+    # records `skipped` without importing its framework, naming the versions the image installed.
     config = write_config(workflow_dir, "cuda-images.yaml", container_engine="podman", images=CUDA_IMAGES, repeats=1)
-    lock = (ROOT / "requirements" / "torch-cuda.txt").read_text()
-    plugin = "jax-cuda13-plugin " + re.search(r"^jax-cuda13-plugin==(\S+)", lock, re.MULTILINE).group(1)
-    expected = {
-        "torch-cuda-seed-1": "CUDA 13.0)",
-        "jax-cuda-scan-1": plugin,
-        "keras_jax-cuda-seed-1": plugin,
-        "keras-cuda-seed-1": "(built with CUDA) sees no GPU",
-    }
-    targets = [f"results/runs/{run}.json" for run in expected]
+    runs = ["torch-cuda-seed-1", "jax-cuda-scan-1", "keras_jax-cuda-seed-1", "keras-cuda-seed-1"]
+    targets = [f"results/runs/{run}.json" for run in runs]
     result = run_snakemake(workflow_dir, *targets, "--cores", 2, "--configfile", config)
     assert result.returncode == 0, result.stderr[-5000:]
-    for run, build in expected.items():
+    for run in runs:
         record = read_record(workflow_dir / "results" / "runs" / f"{run}.json")
-        assert record["status"] == "skipped" and "no CUDA device" in record["reason"], (run, record["reason"])
-        assert build in record["reason"], (run, record["reason"])
-        image = CUDA_IMAGES["keras" if record["identity"]["framework"] == "keras" else "torch"]
+        assert record["status"] == "skipped" and "no GPU driver" in record["reason"], (run, record["reason"])
+        listed = catalogue.framework(record["identity"]["framework"])
+        lock = (ROOT / "requirements" / f"{listed.image}-cuda.txt").read_text()
+        for package in listed.packages:
+            pinned = re.search(rf"^{package.replace('_', '[-_]')}==(\S+) ", lock, re.MULTILINE | re.IGNORECASE)
+            assert record["environment"]["versions"][package] == pinned.group(1), (run, package)
+        image = CUDA_IMAGES[listed.image]
         assert record["environment"]["container"]["image"] == containers.image_reference(image)

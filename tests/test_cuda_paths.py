@@ -4,6 +4,7 @@ the call order around the clock, recorded event lists, and the report's reading 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import subprocess
@@ -13,10 +14,14 @@ import types
 import numpy as np
 import pytest
 
+import probe_fixed_costs
+import train
 from conftest import ROOT, SCRIPTS, synthetic_probes, synthetic_record, synthetic_study
-from tiny_mlp_bench import lanes, probes
+from tiny_mlp_bench import backends, catalogue, driver, environment, lanes, probes
 from tiny_mlp_bench.driver import GPU_EPOCHS_PER_BLOCK, EpochLoop, RunSpec
+from tiny_mlp_bench.environment import installed_versions
 from tiny_mlp_bench.initial_weights import live_initial_weights
+from tiny_mlp_bench.records import read_record, read_sweep
 from tiny_mlp_bench.report.markdown import render_markdown
 from tiny_mlp_bench.report.model import build_report
 from tiny_mlp_bench.timing import Clock
@@ -27,6 +32,33 @@ with open(os.environ["SEEN_BY_TORCH"], "w") as seen:
     json.dump(os.environ.get("CUDA_VISIBLE_DEVICES"), seen)
 raise ImportError("the stand-in torch stops here")
 """
+# Runs a program (argv[2:]) as its rule does, but with the GPU driver's signs (GPU_DRIVER_PATHS) the
+# JSON list argv[1], whatever this machine has; then says on stderr which frameworks it imported.
+WITH_DRIVER_PATHS = """import json, runpy, sys
+from tiny_mlp_bench import environment
+environment.GPU_DRIVER_PATHS = tuple(json.loads(sys.argv[1]))
+sys.argv = sys.argv[2:]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+finally:
+    print("imported:", sorted(m for m in ("jax", "keras", "tensorflow", "torch") if m in sys.modules), file=sys.stderr)
+"""
+
+
+# A path that exists, as the GPU driver's sign: a cuda job seeing it asks its framework for the GPU.
+A_GPU_DRIVER = (ROOT,)
+
+
+def with_driver_paths(paths, command) -> list[str]:
+    """The command line that runs ``command`` (a program and its arguments) seeing ``paths`` as the driver's signs."""
+    return [sys.executable, "-c", WITH_DRIVER_PATHS, json.dumps([str(p) for p in paths]), *map(str, command)]
+
+
+def run_seeing(driver_paths, program: str, *args, check: bool = False) -> subprocess.CompletedProcess:
+    """Run scripts/<program> as conftest's run_script does, seeing ``driver_paths`` as the GPU driver's signs."""
+    command = with_driver_paths(driver_paths, [SCRIPTS / program, *args])
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    return subprocess.run(command, env=env, capture_output=True, text=True, check=check)
 
 
 def jobs_of(device: str, dataset) -> dict[str, list[str]]:
@@ -51,7 +83,8 @@ def torch_saw(command: list[str], tmp_path) -> str | None:
     seen.unlink(missing_ok=True)
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
     env |= {"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "SEEN_BY_TORCH": str(seen)}
-    done = subprocess.run([sys.executable, *command], env=env, capture_output=True, text=True)
+    # A GPU driver shows, so that a cuda job imports torch to ask it (without one it would not import it).
+    done = subprocess.run(with_driver_paths(A_GPU_DRIVER, command), env=env, capture_output=True, text=True)
     assert "the stand-in torch stops here" in done.stderr, done.stderr[-2000:]
     return json.loads(seen.read_text())
 
@@ -60,6 +93,124 @@ def torch_saw(command: list[str], tmp_path) -> str | None:
 def test_a_cpu_job_hides_the_gpu_before_torch_starts_and_a_cuda_job_does_not(job, small_dataset, tmp_path):
     assert torch_saw(jobs_of("cpu", small_dataset)[job], tmp_path) == ""
     assert torch_saw(jobs_of("cuda", small_dataset)[job], tmp_path) is None
+
+
+NO_CUDA = {"build_cuda": None, "build_cudnn": None, "driver": None}
+
+
+@pytest.fixture
+def no_gpu_driver(monkeypatch, tmp_path) -> str:
+    """No sign of a GPU driver, whatever this machine has; returns the reason a cuda job is skipped."""
+    monkeypatch.setattr(environment, "GPU_DRIVER_PATHS", (str(tmp_path / "no-proc-driver"), str(tmp_path / "no-dev")))
+    return environment.gpu_driver_absent()
+
+
+def not_to_be_imported(*args):
+    raise AssertionError("the framework was imported")
+
+
+def cuda_args(framework: str, dataset, out, *extra) -> list[str]:
+    """The command line of a cuda training run or probe of ``framework``."""
+    return ["--framework", framework, "--device", "cuda", "--dataset", str(dataset), "--output", str(out), *extra]
+
+
+def test_a_machine_shows_a_gpu_driver_by_any_one_of_its_paths_and_by_no_variable(monkeypatch, tmp_path):
+    driver_paths = (tmp_path / "proc-driver-nvidia", tmp_path / "dev-kfd")
+    monkeypatch.setattr(environment, "GPU_DRIVER_PATHS", tuple(map(str, driver_paths)))
+    # A CUDA simulator or a device list in the environment is no driver.
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert environment.gpu_driver_absent() == (
+        f"no CUDA device: no GPU driver on this machine (none of {driver_paths[0]}, {driver_paths[1]})"
+    )
+    driver_paths[1].touch()
+    assert environment.gpu_driver_absent() is None
+
+
+def test_installed_versions_are_keyed_by_the_name_asked_and_leave_out_what_is_not_installed():
+    assert installed_versions(["numpy", "no-such-distribution-here"]) == {"numpy": np.__version__}
+
+
+@pytest.mark.parametrize("framework", ["torch", "keras", "keras_jax", "jax"])
+def test_a_cuda_run_without_a_gpu_driver_is_skipped_without_importing_its_framework(
+    framework, no_gpu_driver, small_dataset, tmp_path
+):
+    out = tmp_path / "r.json"
+    unloadable = dataclasses.replace(backends.backend(framework), load=not_to_be_imported)
+    assert driver.run(unloadable, train.parse_args(cuda_args(framework, small_dataset, out))) == 0
+    record = read_record(out)
+    assert record["status"] == "skipped" and record["reason"] == no_gpu_driver
+    assert record["reason"].startswith("no CUDA device: no GPU driver on this machine (none of ")
+    assert record["timings"] == {"phases_s": {}} and record["quality"] is None  # not even an import timed
+    env = record["environment"]  # the framework's versions from its installed packages, no CUDA, no GPU
+    packages = catalogue.framework(framework).packages
+    assert env["versions"] == {"numpy": np.__version__} | installed_versions(packages)
+    assert env["cuda"] == NO_CUDA and env["gpu_name"] is None and record["load"]["peak_gpu_memory_mb"] is None
+
+
+def test_require_gpu_without_a_gpu_driver_fails_without_importing_the_framework(
+    no_gpu_driver, small_dataset, tmp_path, capsys
+):
+    out = tmp_path / "r.json"
+    unloadable = dataclasses.replace(backends.backend("keras"), load=not_to_be_imported)
+    args = train.parse_args(cuda_args("keras", small_dataset, out, "--require-gpu"))
+    assert driver.run(unloadable, args) == 1 and not out.exists()
+    said = capsys.readouterr().err
+    assert f"keras-cuda-seed-1: error: {no_gpu_driver}, and --require-gpu (config require_gpu) is set" in said
+
+
+@pytest.mark.parametrize("framework", [f.name for f in catalogue.FRAMEWORKS if f.probed])
+def test_a_cuda_probe_without_a_gpu_driver_is_skipped_or_required_without_importing_its_framework(
+    framework, no_gpu_driver, small_dataset, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(probe_fixed_costs, "open_torch", not_to_be_imported)
+    monkeypatch.setattr(probe_fixed_costs, "open_keras", not_to_be_imported)
+    out = tmp_path / "p.json"
+    args = cuda_args(framework, small_dataset, out)
+    assert probe_fixed_costs.main(args) == 0
+    record = probes.read_probe(out)
+    assert record["status"] == "skipped" and record["reason"] == no_gpu_driver and record["measurements"] == {}
+    env = record["environment"]
+    assert env["versions"] == {"numpy": np.__version__} | installed_versions(catalogue.framework(framework).packages)
+    assert env["cuda"] == NO_CUDA and record["load"]["peak_gpu_memory_mb"] is None
+    out.unlink()
+    assert probe_fixed_costs.main([*args, "--require-gpu"]) == 1 and not out.exists()
+    assert f"error: {no_gpu_driver}, and --require-gpu (config require_gpu) is set" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("job", ["train keras", "probe keras", "sweep"])
+def test_a_cuda_job_without_a_gpu_driver_imports_no_framework(job, small_dataset, tmp_path):
+    out = tmp_path / "r.json"
+    script, args, read = {
+        "train keras": ("train.py", cuda_args("keras", small_dataset, out), read_record),
+        "probe keras": ("probe_fixed_costs.py", cuda_args("keras", small_dataset, out), probes.read_probe),
+        "sweep": (
+            "sweep_crossover.py",
+            ["--device", "cuda", "--batch-sizes", "8", "--hidden-units", "4", "--output", out],
+            read_sweep,
+        ),
+    }[job]
+    done = run_seeing([tmp_path / "none"], script, *args)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "imported: []" in done.stderr, done.stderr[-2000:]
+    record = read(out)
+    assert record["status"] == "skipped" and record["reason"].startswith("no CUDA device: no GPU driver")
+
+
+@pytest.mark.parametrize("program", ["train.py", "probe_fixed_costs.py"])
+def test_where_a_gpu_driver_shows_torch_itself_says_whether_there_is_a_gpu(program, small_dataset, tmp_path, has_cuda):
+    if has_cuda:
+        pytest.skip("a CUDA device is present: torch finds it")
+    driver_sign = tmp_path / "nvidiactl"  # one sign of several is enough
+    driver_sign.touch()
+    out = tmp_path / "r.json"
+    done = run_seeing([tmp_path / "none", driver_sign], program, *cuda_args("torch", small_dataset, out))
+    assert done.returncode == 0 and "imported: ['torch']" in done.stderr, done.stderr[-2000:]
+    record = read_record(out) if program == "train.py" else probes.read_probe(out)
+    assert record["status"] == "skipped"
+    assert record["reason"].startswith("no CUDA device: torch.cuda.is_available() is False")
+    if program == "train.py":
+        assert list(record["timings"]["phases_s"]) == ["import"]
 
 
 @pytest.mark.slow

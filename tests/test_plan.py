@@ -64,8 +64,9 @@ def test_the_question_comes_first_then_what_no_gpu_measured_then_the_rest(archiv
     assert tiers["torch-cuda-graphed-1"] == tiers["numpy-cpu-fused-1"] == 3
     assert tiers["torch-cuda-fused_epoch-2"] == tiers["torch-cuda-seed-2"] == 3
     assert [p.tier for p in planned] == sorted(p.tier for p in planned)
-    # Per repeat torch 5 runs (graphed on cuda only), Keras 2, numpy 1; then 2 sweeps and 2 probes.
-    assert len(planned) == 2 * (5 + 2 + 1) + 2 + 2
+    # Per repeat torch 5 runs (graphed on cuda only), Keras 2, numpy 1; then 2 sweeps and 4 probes (torch's
+    # and Keras on JAX's, each on cpu and cuda).
+    assert len(planned) == 2 * (5 + 2 + 1) + 2 + 4
 
 
 def test_with_keras_on_tensorflow_in_the_study_the_question_is_the_askers_keras():

@@ -49,7 +49,8 @@ def test_asker_step_is_the_asker_wall_time_over_the_asker_steps():
     # The asker's run: 1000 epochs of 750 rows in batches of 64, whatever this run's epochs.
     assert plots.asker_step_s("torch-cpu") == pytest.approx(11 / 12000)
     assert plots.asker_step_s("torch-cuda") == pytest.approx(17 / 12000)
-    assert plots.asker_step_s("keras-cuda") == pytest.approx(9 / 12000)
+    assert plots.asker_step_s("tf_keras-cuda") == pytest.approx(9 / 12000)  # the asker's Keras: Keras 2
+    assert plots.asker_step_s("keras-cuda") is None  # Keras 3, today's tf.keras: the asker never ran it
     assert plots.asker_step_s("numpy-cpu") is None  # the asker ran no NumPy loop
 
 
@@ -82,9 +83,9 @@ def test_ladder_chart_without_cuda_runs_says_not_measured(tmp_path, drawn):
     # The asker's lines, cuda's too: 11 s, 17 s and 9 s over the asker's 1000 x 12 steps.
     assert figure["labels"] == [
         "asker, torch-cpu: 917 µs",
-        "asker, keras-cpu: 750 µs",
+        "asker, tf_keras-cpu: 750 µs",
         "asker, torch-cuda: 1,417 µs",
-        "asker, keras-cuda: 750 µs",
+        "asker, tf_keras-cuda: 750 µs",
     ]
 
 

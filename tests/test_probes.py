@@ -11,6 +11,7 @@ import pytest
 
 import probe_fixed_costs
 from conftest import run_script
+from test_cuda_paths import A_GPU_DRIVER, run_seeing
 from tiny_mlp_bench import probes
 from tiny_mlp_bench.dataset import read_dataset
 from tiny_mlp_bench.records import RecordError
@@ -40,7 +41,8 @@ def test_torch_cpu_probe_writes_a_valid_record(torch_cpu_record):
     assert record["record_type"] == "tiny-mlp-bench.probe" and record["schema_version"] == 1
     assert (record["framework"], record["device"], record["status"], record["reason"]) == ("torch", "cpu", "ok", None)
     found = record["measurements"]
-    assert set(found) == {"eager_op_us", "seed_step", "initialisation", "fused_epoch_call"}
+    # The fused_epoch rung's call is timed by its own runs (test_training), not compiled once more here.
+    assert set(found) == {"eager_op_us", "seed_step", "initialisation"}
     positive_timing(found["eager_op_us"])
     step = found["seed_step"]
     positive_timing(step)
@@ -50,11 +52,6 @@ def test_torch_cpu_probe_writes_a_valid_record(torch_cpu_record):
     assert "kernels_per_step" not in step  # cuda only
     init = found["initialisation"]
     assert init["draws"] == 1000 and 0 <= init["dead"] <= 1000
-    call = found["fused_epoch_call"]
-    positive_timing(call)
-    # The small dataset's 150 train rows make 3 steps an epoch; the kernel is part of the call, never all of it.
-    assert call["steps_per_call"] == 3 and call["profiled_calls"] == probes.FUSED_EPOCH_PROFILED
-    assert 0 < call["kernel_us"] < call["value_us"]
     assert record["environment"]["dataset_sha256"] and record["load"]["peak_host_memory_mb"] > 0
 
 
@@ -112,7 +109,7 @@ def test_torch_cuda_probe_without_a_gpu_is_skipped_or_required(small_dataset, tm
         pytest.skip("a CUDA device is present")
     out = tmp_path / "torch-cuda.json"
     args = ("--framework", "torch", "--device", "cuda", "--dataset", small_dataset, "--output", out)
-    probe(*args, check=True)
+    run_seeing(A_GPU_DRIVER, "probe_fixed_costs.py", *args, check=True)  # a GPU driver shows: torch is asked
     record = probes.read_probe(out)
     assert record["status"] == "skipped" and record["measurements"] == {}
     assert record["reason"].startswith("no CUDA device: torch.cuda.is_available() is False")
@@ -216,12 +213,20 @@ def test_time_calls_divides_by_calls_and_kernels():
 
 
 @pytest.mark.slow
-def test_keras_cpu_probe_writes_a_valid_record(small_dataset, tmp_path):
-    out = tmp_path / "keras-cpu.json"
-    result = probe("--framework", "keras", "--device", "cpu", "--dataset", small_dataset, "--output", out)
+@pytest.mark.parametrize(
+    ("framework", "backend", "keras_version"),
+    [
+        ("tf_keras", "tensorflow", ("tf_keras", "2.")),
+        ("keras", "tensorflow", ("keras", "3.")),
+        ("keras_jax", "jax", ("keras", "3.")),
+    ],
+)
+def test_keras_cpu_probe_writes_a_valid_record(small_dataset, tmp_path, framework, backend, keras_version):
+    out = tmp_path / f"{framework}-cpu.json"
+    result = probe("--framework", framework, "--device", "cpu", "--dataset", small_dataset, "--output", out)
     assert result.returncode == 0, result.stderr
     record = probes.read_probe(out)
-    assert (record["framework"], record["status"]) == ("keras", "ok"), record["reason"]
+    assert (record["framework"], record["status"]) == (framework, "ok"), record["reason"]
     fit = record["measurements"]["fit_epoch"]
     assert fit["steps_per_epoch"] == 3  # 150 train rows in batches of 64
     for size in ("one_step_epoch", "many_step_epoch"):
@@ -231,5 +236,6 @@ def test_keras_cpu_probe_writes_a_valid_record(small_dataset, tmp_path):
     assert fit["per_step_us"] == pytest.approx(
         (fit["many_step_epoch"]["value_us"] - fit["one_step_epoch"]["value_us"]) / 2, abs=1e-3
     )
-    assert record["environment"]["versions"]["keras_backend"] == "tensorflow"
+    versions = record["environment"]["versions"]
+    assert versions["keras_backend"] == backend and versions[keras_version[0]].startswith(keras_version[1])
     assert json.loads(out.read_text()) == record

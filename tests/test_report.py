@@ -60,7 +60,7 @@ def test_summary_medians_spread_and_counts():
     assert "torch-cuda" not in seed.index  # skipped runs are never timed
     # Ladder order, not alphabetical: seed, sync_free, compiled; pairs in the question's order.
     assert list(summary[summary["pair"] == "torch-cpu"]["variant"]) == ["seed", "sync_free", "compiled"]
-    assert list(dict.fromkeys(summary["pair"])) == ["torch-cpu", "keras-cpu", "numpy-cpu"]
+    assert list(dict.fromkeys(summary["pair"])) == ["torch-cpu", "tf_keras-cpu", "keras-cpu", "numpy-cpu"]
 
 
 def test_steady_step_time_counts_the_steps_of_multi_epoch_blocks():
@@ -75,19 +75,20 @@ def test_steady_step_time_counts_the_steps_of_multi_epoch_blocks():
 def test_question_table_and_ratios():
     machine = only_machine(synthetic_study())
     rows = {q.pair: q for q in machine.question}
-    assert list(rows) == ["torch-cuda", "torch-cpu", "keras-cpu", "keras-cuda"]
+    assert list(rows) == ["torch-cuda", "torch-cpu", "tf_keras-cpu", "tf_keras-cuda", "keras-cpu", "keras-cuda"]
+    assert rows["tf_keras-cpu"].asker_s == 9.0 and rows["keras-cpu"].asker_s is None  # the asker's is Keras 2
     torch = rows["torch-cpu"]
     assert (torch.asker_s, torch.median_s, torch.min_s, torch.max_s) == (11.0, 7.0, 6.0, 8.0)
     assert (torch.timed, torch.runs, torch.converged) == (3, 3, 2)
     cuda = rows["torch-cuda"]
     assert (cuda.timed, cuda.runs, cuda.median_s, cuda.statuses) == (0, 1, None, ("skipped",))
     ratios = {(r.numerator, r.denominator): r for r in machine.ratios}
-    torch_keras = ratios["torch-cpu", "keras-cpu"]
+    torch_keras = ratios["torch-cpu", "tf_keras-cpu"]
     assert torch_keras.asker == pytest.approx(11 / 9)
     assert torch_keras.ours == pytest.approx(7 / 4) and torch_keras.factor == pytest.approx(1.75)
     cuda_cpu = ratios["torch-cuda", "torch-cpu"]
     assert cuda_cpu.ours is None and cuda_cpu.missing == ["torch-cuda"]
-    assert ratios["torch-cuda", "keras-cuda"].missing == ["torch-cuda", "keras-cuda"]
+    assert ratios["torch-cuda", "tf_keras-cuda"].missing == ["torch-cuda", "tf_keras-cuda"]
 
 
 def test_ladder_speedups_spread_and_floors():
@@ -178,19 +179,21 @@ def test_a_target_the_floor_rules_out_says_so():
 
 
 def fused_epoch_study(call_us: float, kernel_us: float) -> Machine:
-    """The synthetic study with torch-cpu fused_epoch at 20 µs a step and its call probed as given."""
+    """The synthetic study with torch-cpu fused_epoch at 20 µs a step, its runs having timed its call as given
+    after their timed epochs (the probe of studies before them measures nothing of it here)."""
     fused = [synthetic_record("torch", "cpu", r, 2.0, variant="fused_epoch", step_ms=0.02) for r in (1, 2)]
-    study = synthetic_study() + fused
+    for record, call in zip(fused, (call_us * 0.9, call_us * 1.1), strict=True):  # median: call_us
+        record["parameters"]["variant_details"] |= {"epoch_call_us": str(call), "epoch_kernel_us": str(kernel_us)}
     probes = synthetic_probes()
-    probes[0]["measurements"]["fused_epoch_call"] |= {"value_us": call_us, "kernel_us": kernel_us}
-    return build_report(study, probes=probes).machines[0]
+    del probes[0]["measurements"]["fused_epoch_call"]
+    return build_report(synthetic_study() + fused, probes=probes).machines[0]
 
 
-def test_against_the_floor_the_probed_compiled_call_is_split_into_kernel_and_the_rest():
+def test_against_the_floor_the_measured_compiled_call_is_split_into_kernel_and_the_rest():
     (target,) = [t for t in fused_epoch_study(240.0, 120.0).targets if t.spec.baseline_variant == "fused"]
     assert (target.rung.variant, target.met) == ("fused_epoch", False) and target.ratio == pytest.approx(4.0)
     assert target.call_parts == pytest.approx((10e-6, 10e-6))  # per step: 120 of 240 µs in the kernel, 12 steps
-    floor = "the probed fused_epoch call: its fused kernel 10.00 µs/step (2.00× the floor), the rest of the call"
+    floor = "the measured fused_epoch call: its fused kernel 10.00 µs/step (2.00× the floor), the rest of the call"
     assert target_bound(target) == f"{floor} 10.00 µs/step (2.00×)"
     (call,) = [t for t in fused_epoch_study(240.0, 24.0).targets if t.spec.baseline_variant == "fused"]
     assert target_bound(call).startswith("impossible here with one compiled call per epoch: ")  # the rest: 3.6x
@@ -236,8 +239,12 @@ def test_the_answer_is_computed_from_the_run():
     assert (gpu.cuda_s, gpu.cpu_s) == (17.0, 7.0)  # seed medians
     assert gpu.kernels == 25 and gpu.launch_s == pytest.approx(25 * 9e-6) and gpu.arithmetic_s == pytest.approx(5e-6)
     keras = answer.keras
-    assert (keras.keras_s, keras.torch_s, keras.epoch_fixed_s) == (4.0, 7.0, pytest.approx(0.024))
-    assert keras.epoch_share == pytest.approx(0.024 / 12 / 2e-3)  # 2 ms of a 2 ms step is the epoch's cost
+    assert (keras.keras_s, keras.torch_s) == (4.0, 7.0)  # Keras 2's seed median: the asker's Keras
+    assert [v.framework for v in keras.versions] == ["tf_keras", "keras"]
+    assert keras.askers.fit.epoch_fixed_s == pytest.approx(0.003) and keras.todays.fit.step_s == pytest.approx(250e-6)
+    assert keras.todays.epoch_share == pytest.approx(0.024 / 12 / 2e-3)  # 2 ms of a 2 ms step is the epoch's cost
+    # Keras 3 over Keras 2 in 1000 epochs: 21 ms more per epoch, 50 µs less per step (12,000 steps).
+    assert keras.split == (pytest.approx(21.0), pytest.approx(-0.6))
     cpu, cuda = answer.fastest
     assert cpu.per_step == ("numpy-cpu", "fused", pytest.approx(5e-6)) and cpu.speedup == pytest.approx(1e-3 / 5e-6)
     assert cpu.to_result == ("numpy-cpu", "fused", 0.5)  # the timing point: one-time costs included
@@ -252,10 +259,15 @@ def test_the_answer_says_what_was_not_measured():
     answer = text.split("## The answer")[1].split("## The question's table")[0]
     assert "- **GPU against CPU**: not measured here: no completed torch cuda `seed` run." in answer
     assert "Kernels per step and their launch cost: not measured" in answer
-    assert "Keras is 1.75× faster here" in answer and "a fixed 24.0 ms whatever it runs" in answer
+    assert "Keras 2 is 1.75× faster here" in answer
+    assert "Keras 2 pays 3.0 ms at every `fit` epoch whatever it runs and 300 µs a step inside it" in answer
+    assert "Keras 3 on TensorFlow pays 24.0 ms at every `fit` epoch" in answer
+    assert "21.0 s slower than Keras 2 in fit's fixed cost per epoch" in answer
+    assert "0.6 s faster in its steps: the difference is mostly the cost per epoch" in answer
     assert "on cuda: not measured" in answer and "**Where the GPU starts to win**: not measured" in answer
     assert "in 315 of 1000 draws (32%)" in answer
-    assert ["fixed cost of a Keras fit epoch (ms)", "24.0"] in table_rows(text)
+    assert ["Keras 3 on TensorFlow: fixed cost of a fit epoch (ms)", "24.0"] in table_rows(text)
+    assert ["Keras 2: a step inside fit (µs)", "300.0"] in table_rows(text)
     assert "- torch cuda: skipped (no GPU: test)." in text
 
 
@@ -274,22 +286,28 @@ def test_crossovers_are_found_from_the_sweep():
 def test_runs_to_look_at_and_the_runs_table():
     report = build_report(synthetic_study())
     attention = report.machines[0].attention
-    assert list(attention["run_id"]) == ["keras-cuda-seed-1", "torch-cpu-seed-1", "torch-cuda-seed-1"]
-    assert list(attention["status"]) == ["skipped", "ok", "skipped"]
+    assert list(attention["run_id"]) == [
+        "keras-cuda-seed-1",
+        "tf_keras-cuda-seed-1",
+        "torch-cpu-seed-1",
+        "torch-cuda-seed-1",
+    ]
+    assert list(attention["status"]) == ["skipped", "skipped", "ok", "skipped"]
     assert report.machines[0].failed_runs == []
-    assert len(report.runs) == 16 and "step" not in report.runs.columns
+    assert len(report.runs) == 20 and "step" not in report.runs.columns
     assert {"pair", *(f"{phase}_s" for phase in PHASES), "step_s", "first_block_excess_s"} <= set(report.runs.columns)
 
 
 def test_report_states_ratios_and_lists_runs_to_look_at():
     text = render(synthetic_study())
     rows = table_rows(text)
-    assert ["torch-cpu / keras-cpu", "1.22", "1.75"] in rows  # asker 11/9, ours 7/4
-    assert "- torch-cpu took 7.00 s, 1.75× slower than keras-cpu (4.00 s)." in text
+    assert ["torch-cpu / tf_keras-cpu", "1.22", "1.75"] in rows  # asker 11/9, ours 7/4
+    assert "- torch-cpu took 7.00 s, 1.75× slower than tf_keras-cpu (4.00 s)." in text
     assert "- torch-cuda vs torch-cpu: not compared, no completed torch-cuda run." in text
     assert ["torch-cpu-seed-1", "not converged", "train R² -5.3500"] in rows
     assert ["torch-cuda-seed-1", "skipped", "no CUDA device: test"] in rows
-    assert ["torch-cuda", "17", "skipped", "–", "0/1", "–"] in rows
+    assert ["torch-cuda", "the asker's torch loop", "17", "skipped", "–", "0/1", "–"] in rows
+    assert ["keras-cpu", "Keras 3 on TensorFlow: today's tf.keras", "–", "4.00", "3.00–5.00", "3/3", "3/3"] in rows
     assert rows[0][0] == "framework-device"
 
 
@@ -339,16 +357,17 @@ def test_the_model_does_not_depend_on_record_order():
 def test_hosts_are_reported_apart():
     records = [*synthetic_study(), synthetic_record("torch", "cpu", 4, 1.0, host="other-node")]
     report = build_report(records)
-    assert [(m.label, len(m.runs)) for m in report.machines] == [("bench-host", 16), ("other-node", 1)]
+    assert [(m.label, len(m.runs)) for m in report.machines] == [("bench-host", 20), ("other-node", 1)]
     # Each host is summarised on its own: the other node's 1 s run is not averaged into 6/7/8 s.
     bench, other = ({q.pair: q for q in m.question}["torch-cpu"] for m in report.machines)
     assert (bench.median_s, bench.min_s, bench.max_s, bench.timed, bench.converged) == (7.0, 6.0, 8.0, 3, 2)
     assert (other.median_s, other.min_s, other.max_s, other.timed, other.converged) == (1.0, 1.0, 1.0, 1, 1)
     text = render_markdown(report)
-    assert "### Host `bench-host` (16 runs)" in text and "### Host `other-node` (1 runs)" in text
+    assert "### Host `bench-host` (20 runs)" in text and "### Host `other-node` (1 runs)" in text
     bench_text, other_text = text.split("# Results on host `bench-host`")[1].split("# Results on host `other-node`")
-    assert ["torch-cpu", "11", "7.00", "6.00–8.00", "3/3", "2/3"] in table_rows(bench_text)
-    assert ["torch-cpu", "11", "1.00", "1.00–1.00", "1/1", "1/1"] in table_rows(other_text)
+    torch_loop = "the asker's torch loop"
+    assert ["torch-cpu", torch_loop, "11", "7.00", "6.00–8.00", "3/3", "2/3"] in table_rows(bench_text)
+    assert ["torch-cpu", torch_loop, "11", "1.00", "1.00–1.00", "1/1", "1/1"] in table_rows(other_text)
 
 
 def test_machines_sharing_a_host_name_are_reported_apart():
@@ -408,7 +427,7 @@ def test_same_records_give_identical_files(tmp_path):
         build_report(synthetic_study(), synthetic_sweeps()), "report/t.png", "report/x.png"
     )
     frame = pd.read_parquet(tmp_path / "a" / "timings.parquet")
-    assert len(frame) == 16
+    assert len(frame) == 20
     assert list(frame["run_id"][:3]) == ["keras-cpu-seed-1", "keras-cpu-seed-2", "keras-cpu-seed-3"]
     assert list(frame["pair"][:3]) == ["keras-cpu"] * 3
 

@@ -9,6 +9,9 @@ import numpy as np
 import pytest
 
 from conftest import run_script
+from test_cuda_paths import A_GPU_DRIVER, run_seeing
+from tiny_mlp_bench import environment
+from tiny_mlp_bench.backends.torch_epoch import SPLIT_CALLS
 from tiny_mlp_bench.driver import Backend, EpochLoop, run, score
 from tiny_mlp_bench.records import read_record, read_sweep
 from tiny_mlp_bench.timing import SETUP_PARTS
@@ -145,10 +148,12 @@ def test_cuda_without_gpu_is_recorded_as_skipped(small_dataset, tmp_path, has_cu
     if has_cuda:
         pytest.skip("a CUDA device is present: the no-GPU path cannot be exercised here")
     out = tmp_path / "r.json"
-    train(framework, "--dataset", small_dataset, "--output", out, "--device", "cuda", check=True)
+    args = ("--framework", framework, "--dataset", small_dataset, "--output", out, "--device", "cuda")
+    # A GPU driver shows, so that the framework itself is asked (test_cuda_paths: a machine without one).
+    run_seeing(A_GPU_DRIVER, "train.py", *args, check=True)
     record = read_record(out)
     assert record["status"] == "skipped"
-    assert record["reason"].startswith("no CUDA device")
+    assert record["reason"].startswith("no CUDA device") and "no GPU driver" not in record["reason"]
     assert record["quality"] is None and list(record["timings"]) == ["phases_s"]
     assert list(record["timings"]["phases_s"]) == ["import"]  # skipped before any timed phase
 
@@ -269,7 +274,8 @@ def test_driver_times_every_phase_and_one_block_per_epoch(small_dataset, tmp_pat
     assert load["peak_host_memory_mb"] > 10 and load["peak_gpu_memory_mb"] is None
 
 
-def test_driver_records_an_unavailable_device_as_skipped(small_dataset, tmp_path):
+def test_driver_records_an_unavailable_device_as_skipped(small_dataset, tmp_path, monkeypatch):
+    monkeypatch.setattr(environment, "GPU_DRIVER_PATHS", tuple(map(str, A_GPU_DRIVER)))  # the backend is asked
     out = tmp_path / "r.json"
     backend = fake_backend(exact, gpu_missing="no CUDA device: fake")
     assert run(backend, run_args(small_dataset, out, "--device", "cuda")) == 0
@@ -377,6 +383,10 @@ def test_torch_variants_train_the_same_model(small_dataset, tmp_path, variant, d
     assert record["timings"]["steps_taken"] == 600  # counted by the rung's optimiser
     # Weight seed 7 + 3 - 1 keeps the final ReLU alive on this data: every variant must learn the target.
     assert record["quality"]["converged"], record["quality"]
+    if variant == "fused_epoch":  # its compiled call, timed after the run: the kernel is part of it, never all
+        details = record["parameters"]["variant_details"]
+        assert 0 < float(details["epoch_kernel_us"]) < float(details["epoch_call_us"]), details
+        assert details["split_calls"] == str(SPLIT_CALLS)
 
 
 def test_graphed_on_cpu_is_skipped_with_the_reason(small_dataset, tmp_path):
@@ -531,6 +541,7 @@ def test_jax_on_cuda_without_a_gpu_is_skipped_with_the_reason(small_dataset, tmp
     if has_cuda:
         pytest.skip("a CUDA device is present: the no-GPU path cannot be exercised here")
     out = tmp_path / "jax.json"
-    train("jax", "--dataset", small_dataset, "--output", out, "--device", "cuda", check=True)
+    args = ("--framework", "jax", "--dataset", small_dataset, "--output", out, "--device", "cuda")
+    run_seeing(A_GPU_DRIVER, "train.py", *args, check=True)  # a GPU driver shows: JAX itself is asked
     record = read_record(out)
     assert record["status"] == "skipped" and record["reason"].startswith("no CUDA device: JAX ")

@@ -3,8 +3,9 @@
 Each run starts from the same initial weights and takes its batches in an order the test injects;
 after three epochs every torch rung, the NumPy reference, the numba floor rung and both JAX rungs
 hold torch `seed`'s parameters within float32 tolerance. Keras `epoch_blocks`, whose order can be
-injected, holds those of Keras `seed`'s step fed the same order; every other Keras rung holds Keras
-`seed`'s, both shuffled by fit from one seed. Keras is not held to torch: its Adam adds epsilon to
+injected, holds those of Keras `seed`'s step fed the same order, and so does Keras 2's `seed`
+(tf_keras: the same model and compile, another Keras); every other rung of Keras 3 and Keras 2
+holds its own `seed`'s, both shuffled by fit from one seed. Keras is not held to torch: its Adam adds epsilon to
 the uncorrected second moment, 1e-7 where torch adds 1e-8 to the corrected one.
 scikit-learn's MLPRegressor is a different model (linear output, its own initialisation) and is
 not held to it.
@@ -121,51 +122,72 @@ def test_a_rung_that_does_less_is_caught(data, torch_seed_parameters, monkeypatc
     )
 
 
-def build_keras(variant: str, data):
+def build_keras(variant: str, data, framework: str = "keras"):
     """A Keras rung built from the shared weights, the shuffle seeded as every Keras run seeds it."""
-    chosen = backend("keras")
+    chosen = backend(framework)
     fw = chosen.load("cpu")
     spec = spec_for(variant, data)
     fw.keras.utils.set_random_seed(spec.init_seed)  # what prepare() seeds; fit draws its shuffles from it
     return chosen.build(fw, spec, data, Clock())
 
 
-def keras_parameters(variant: str, data) -> list[np.ndarray]:
+def keras_parameters(variant: str, data, framework: str = "keras") -> list[np.ndarray]:
     """Three epochs of a Keras rung, its weights after them."""
-    training = build_keras(variant, data)
-    training.fit(Clock(label=f"keras-{variant}", planned_epochs=EPOCHS), EPOCHS)
+    training = build_keras(variant, data, framework)
+    training.fit(Clock(label=f"{framework}-{variant}", planned_epochs=EPOCHS), EPOCHS)
     return training.model.get_weights()
 
 
-KERAS_RUNGS = [v.name for v in catalogue.ladder("keras") if v.name not in ("seed", "epoch_blocks")]
+def keras_seed_in_order(data, orders, framework: str = "keras"):
+    """A Keras `seed` rung whose own fit step is fed each epoch's rows in the injected order."""
+    seed = build_keras("seed", data, framework)
+    for order in orders:
+        rows = data.train[order]
+        seed.model.fit(rows[:, :2], rows[:, 2], batch_size=64, epochs=1, shuffle=False, verbose=0)
+    return seed
+
+
+def assert_same_keras_weights(got: list, want: list, data, label: str) -> None:
+    """Keras weights after training hold another run's, which moved from the shared start."""
+    start = spec_for("seed", data).weights.as_list()
+    for name, ours, theirs, initial in zip(("w1", "b1", "w2", "b2"), got, want, start, strict=True):
+        assert not np.allclose(theirs, initial), f"{name} did not move: the test would prove nothing"
+        np.testing.assert_allclose(ours, theirs, rtol=RTOL, atol=ATOL, err_msg=f"{label}: {name}")
+
+
+KERAS_RUNGS = [
+    (framework, v.name)
+    for framework in ("keras", "tf_keras")
+    for v in catalogue.ladder(framework)
+    if v.name not in ("seed", "epoch_blocks")
+]
 
 
 @pytest.mark.slow
 def test_keras_epoch_blocks_follows_keras_seed_in_the_same_order(data):
     orders = injected_orders(data)
-    keras_seed = build_keras("seed", data)
-    for order in orders:  # the seed rung's own step, fed each epoch's rows in the injected order
-        rows = data.train[order]
-        keras_seed.model.fit(rows[:, :2], rows[:, 2], batch_size=64, epochs=1, shuffle=False, verbose=0)
+    keras_seed = keras_seed_in_order(data, orders)
     blocks = build_keras("epoch_blocks", data)
     pending = iter(orders)
     blocks.draw_orders = lambda count: np.stack([next(pending) for _ in range(count)])
     blocks.fit(Clock(), EPOCHS)
-    start = spec_for("seed", data).weights.as_list()
-    for name, got, want, initial in zip(
-        ("w1", "b1", "w2", "b2"), blocks.model.get_weights(), keras_seed.model.get_weights(), start, strict=True
-    ):
-        assert not np.allclose(want, initial), f"{name} did not move: the test would prove nothing"
-        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"keras epoch_blocks: {name}")
+    assert_same_keras_weights(blocks.model.get_weights(), keras_seed.model.get_weights(), data, "keras epoch_blocks")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", KERAS_RUNGS)
-def test_every_keras_rung_follows_keras_seed(data, variant):
+def test_keras_2_seed_follows_keras_3_seed_in_the_same_order(data):
+    """Keras 2 is the same model, loss and Adam as Keras 3: fed the same batches, the same weights."""
+    orders = injected_orders(data)
+    keras_3, keras_2 = keras_seed_in_order(data, orders), keras_seed_in_order(data, orders, "tf_keras")
+    assert keras_2.keras.__version__.startswith("2."), f"tf_keras is Keras {keras_2.keras.__version__}, not 2"
+    assert keras_2.steps_taken() == EPOCHS * keras_2.steps_per_epoch  # its optimiser's own count
+    assert_same_keras_weights(keras_2.model.get_weights(), keras_3.model.get_weights(), data, "tf_keras seed")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("framework", "variant"), KERAS_RUNGS)
+def test_every_keras_rung_follows_its_keras_seed(data, framework, variant):
     # Keras's fit shuffles the rows itself, so the order is not injected: every rung draws it from the same
     # seed, and the parameters can only agree if the orders did.
-    expected, start = keras_parameters("seed", data), spec_for("seed", data).weights.as_list()
-    ours = keras_parameters(variant, data)
-    for name, got, want, initial in zip(("w1", "b1", "w2", "b2"), ours, expected, start, strict=True):
-        assert not np.allclose(want, initial), f"{name} did not move: the test would prove nothing"
-        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"keras {variant}: {name}")
+    expected = keras_parameters("seed", data, framework)
+    assert_same_keras_weights(keras_parameters(variant, data, framework), expected, data, f"{framework} {variant}")

@@ -21,6 +21,9 @@ class Framework:
     name: str
     image: str  # the key in the config's `images` of the image its steps run in
     backend: str  # the module in tiny_mlp_bench.backends that implements its variants
+    # The distributions whose versions a record names; a run skipped before importing the framework
+    # (no GPU driver on the machine) reads them from the installed packages' metadata.
+    packages: tuple[str, ...]
     probed: bool = False  # scripts/probe_fixed_costs.py measures its fixed costs
     default: bool = True  # in the default study (a config without `frameworks`)
 
@@ -45,14 +48,17 @@ class Variant:
 
 
 FRAMEWORKS = (
-    Framework("torch", image="torch", backend="torch_loops", probed=True),
-    Framework("keras", image="keras", backend="keras_fit", probed=True),  # Keras on TensorFlow, as the asker ran it
-    # Keras on its other backends: the torch image has JAX and torch, and Keras beside them.
-    Framework("keras_jax", image="torch", backend="keras_fit"),
-    Framework("keras_torch", image="torch", backend="keras_fit", default=False),  # the full study's
-    Framework("numpy", image="torch", backend="numpy_reference"),
-    Framework("sklearn", image="torch", backend="sklearn_mlp"),
-    Framework("jax", image="torch", backend="jax_loops"),
+    Framework("torch", image="torch", backend="torch_loops", packages=("torch",), probed=True),
+    # Keras 2, the tf-keras package: the asker's tf.keras in 2020, on TensorFlow.
+    Framework("tf_keras", image="keras", backend="keras_fit", packages=("tensorflow", "tf_keras"), probed=True),
+    # Keras 3 on TensorFlow: what tf.keras is today.
+    Framework("keras", image="keras", backend="keras_fit", packages=("tensorflow", "keras"), probed=True),
+    # Keras 3 on its other backends: the torch image has JAX and torch, and Keras beside them.
+    Framework("keras_jax", image="torch", backend="keras_fit", packages=("jax", "keras"), probed=True),
+    Framework("keras_torch", image="torch", backend="keras_fit", packages=("torch", "keras"), default=False),
+    Framework("numpy", image="torch", backend="numpy_reference", packages=("numba",)),
+    Framework("sklearn", image="torch", backend="sklearn_mlp", packages=("scikit-learn",)),
+    Framework("jax", image="torch", backend="jax_loops", packages=("jax", "optax")),
 )
 
 VARIANTS = (
@@ -95,7 +101,16 @@ VARIANTS = (
         ("cuda",),
         "per-step launches: the `fused_epoch` graph captured in one CUDA graph, one replay per epoch",
     ),
-    Variant("keras", "seed", DEVICES, "— (the asker's `fit`)"),
+    Variant("tf_keras", "seed", DEVICES, "— (the asker's `fit`, Keras 2 as the asker ran it)"),
+    Variant("tf_keras", "xla", DEVICES, "TensorFlow op dispatch, by compiling the step with XLA", default=False),
+    Variant(
+        "tf_keras",
+        "steps_per_execution",
+        DEVICES,
+        "per-step calls into the train function: one call per epoch",
+        default=False,
+    ),
+    Variant("keras", "seed", DEVICES, "— (the asker's `fit`, Keras 3 on TensorFlow)"),
     Variant("keras", "xla", DEVICES, "TensorFlow op dispatch, by compiling the step with XLA", default=False),
     Variant(
         "keras",

@@ -21,7 +21,7 @@ import numpy as np
 
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.dataset import Dataset, DatasetError, read_dataset
-from tiny_mlp_bench.environment import collect_environment
+from tiny_mlp_bench.environment import collect_environment, gpu_driver_absent, not_imported
 from tiny_mlp_bench.initial_weights import SCHEME, InitialWeights, live_initial_weights
 from tiny_mlp_bench.load import load_block, snapshot
 from tiny_mlp_bench.records import RECORD_TYPE, SCHEMA_VERSION, run_id, write_record
@@ -67,6 +67,9 @@ class Training(Protocol):
     def host_syncs_per_epoch(self) -> int | None:
         """Host synchronisations in one more, untimed epoch on a GPU; None where not counted."""
 
+    def after_timing(self) -> dict[str, str]:
+        """What the loop measures of itself after the timed run and the scoring, for its details."""
+
 
 class DeviceMissing(Exception):
     """The run's device cannot be used here; the message says why."""
@@ -93,6 +96,9 @@ class EpochLoop:
 
     def host_syncs_per_epoch(self) -> int | None:
         return None  # counted by the loops that run on a GPU
+
+    def after_timing(self) -> dict[str, str]:
+        return {}  # the fused_epoch rung times its compiled call here
 
 
 @dataclass(frozen=True)
@@ -140,7 +146,8 @@ def say(label: str, message: str) -> None:
 def time_and_score(backend: Backend, fw, spec: RunSpec, data: Dataset, clock: Clock, min_r2: float):
     """Set up, train and predict inside the timing point, then score; returns (quality, details, steps taken).
 
-    Host syncs are counted after the steps and the scoring, since counting them trains one more epoch.
+    Host syncs are counted, and what a loop measures of itself after timing is measured, after the
+    steps and the scoring, since both train further.
 
     Device start-up is the set-up's first part: the check that the device is there starts the
     runtime, so it runs inside the clock. Raises DeviceMissing when it is not there.
@@ -160,6 +167,7 @@ def time_and_score(backend: Backend, fw, spec: RunSpec, data: Dataset, clock: Cl
     quality, steps = score(training, data, min_r2), training.steps_taken()
     syncs = training.host_syncs_per_epoch()
     details = training.details if syncs is None else {**training.details, "host_syncs_per_epoch": str(syncs)}
+    details = {**details, **training.after_timing()}
     return quality, details, steps
 
 
@@ -188,14 +196,22 @@ def run(backend: Backend, args) -> int:
     )
 
     clock = Clock(label=label, planned_epochs=spec.epochs)
-    say(label, f"importing {backend.name}")
-    with clock.phase("import"):
-        fw = backend.load(spec.device)
-
     status, quality, details = "ok", None, {}
     # The catalogue decides which devices a variant runs on; starting the device, whether it is there.
     listed = catalogue.variant(backend.name, spec.variant)
     reason = None if listed.runs_on(spec.device) else listed.why_not_on(spec.device)
+    # A cuda job on a machine with no GPU driver at all would pay the framework's import (seconds) only
+    # to record skipped: it is skipped without importing it. Where there is a driver, the framework decides.
+    no_driver = gpu_driver_absent() if reason is None and spec.device == "cuda" else None
+    if no_driver and args.require_gpu:
+        say(label, f"error: {no_driver}, and --require-gpu (config require_gpu) is set")
+        return 1
+    if no_driver:
+        fw, reason = None, no_driver
+    else:
+        say(label, f"importing {backend.name}")
+        with clock.phase("import"):
+            fw = backend.load(spec.device)
     if reason is None:
         say(label, f"training {spec.epochs} epochs on {spec.device}")
         try:
@@ -212,7 +228,8 @@ def run(backend: Backend, args) -> int:
     if reason is not None and status == "ok":
         status = "skipped"
         say(label, f"skipped: {reason}")
-    timings = clock.timings() if status == "ok" else {"phases_s": {"import": clock.phases_s["import"]}}
+    imported = {} if no_driver else {"import": clock.phases_s["import"]}
+    timings = clock.timings() if status == "ok" else {"phases_s": imported}
     if quality is not None:
         # Every loop takes the train rows in batches of batch_size, the last one short; the optimiser's
         # own count shows it did, so that no rung is faster for doing less.
@@ -225,6 +242,10 @@ def run(backend: Backend, args) -> int:
             status, reason = "failed", "training diverged: the train MSE is not finite"
         say(label, f"{clock.timing_point_s:.2f} s, test MSE {quality['test_mse']}")
 
+    if no_driver:
+        described, peak_gpu_mb = not_imported(catalogue.framework(backend.name).packages), None
+    else:
+        described, peak_gpu_mb = backend.describe(fw, spec.device), backend.peak_gpu_memory_mb(fw, spec.device)
     record = {
         "record_type": RECORD_TYPE,
         "schema_version": SCHEMA_VERSION,
@@ -241,8 +262,8 @@ def run(backend: Backend, args) -> int:
         "parameters": parameters(spec, data.metadata, details, backend.own_init),
         "timings": timings,
         "quality": quality,
-        "environment": collect_environment(dataset_sha256=data.sha256, **backend.describe(fw, spec.device)),
-        "load": load_block(load_before, snapshot(), backend.peak_gpu_memory_mb(fw, spec.device)),
+        "environment": collect_environment(dataset_sha256=data.sha256, **described),
+        "load": load_block(load_before, snapshot(), peak_gpu_mb),
     }
     write_record(record, args.output)
     return 0

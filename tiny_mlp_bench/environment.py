@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib.metadata
 import os
 import platform
 import socket
@@ -14,6 +16,22 @@ THREAD_ENV_PREFIXES = ("OMP_", "MKL_", "OPENBLAS_", "GOTO_", "VECLIB_", "NUMEXPR
 ENGINE_ENV = "TINY_MLP_BENCH_CONTAINER_ENGINE"
 IMAGE_ENV = "TINY_MLP_BENCH_IMAGE"
 IMAGE_ID_ENV = "TINY_MLP_BENCH_IMAGE_ID"
+
+# Signs of a GPU driver on this machine. Where none of them exists, a cuda job is skipped before its
+# framework is imported; where any does, the framework's own check decides. No environment variable
+# counts: a CUDA simulator (NUMBA_ENABLE_CUDASIM) or CUDA_VISIBLE_DEVICES is no driver.
+GPU_DRIVER_PATHS = (
+    # The NVIDIA kernel driver's /proc entry: a container sees it even without GPU passthrough, so such
+    # a container falls back to the framework's own check.
+    "/proc/driver/nvidia",
+    # Its device nodes, which nvidia-modprobe creates lazily on some hosts (hence the /proc entry too).
+    "/dev/nvidiactl",
+    "/dev/nvidia0",
+    "/dev/dxg",  # WSL2: CUDA reaches the Windows host's driver through it
+    "/dev/kfd",  # AMD ROCm's kernel driver: torch's "cuda" device on a ROCm build
+)
+# What a framework that was never imported says of CUDA: nothing.
+NO_CUDA = {"build_cuda": None, "build_cudnn": None, "driver": None}
 
 
 def cpu_model() -> str:
@@ -73,6 +91,27 @@ def slurm_gpus(environ=os.environ) -> str | None:
         if environ.get(name):
             return environ[name]
     return None
+
+
+def gpu_driver_absent() -> str | None:
+    """Why no cuda job can run here when the machine shows no sign of a GPU driver at all, else None."""
+    if any(Path(path).exists() for path in GPU_DRIVER_PATHS):
+        return None
+    return f"no CUDA device: no GPU driver on this machine (none of {', '.join(GPU_DRIVER_PATHS)})"
+
+
+def installed_versions(packages) -> dict[str, str]:
+    """The installed version of each distribution, keyed by its name as given; those not installed are left out."""
+    found = {}
+    for name in packages:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            found[name] = importlib.metadata.version(name)
+    return found
+
+
+def not_imported(packages) -> dict:
+    """A backend's describe() of a framework that was not imported: its packages' installed versions."""
+    return {"versions": installed_versions(packages), "threads": {}, "cuda": dict(NO_CUDA), "gpu_name": None}
 
 
 def nvidia_driver() -> str | None:

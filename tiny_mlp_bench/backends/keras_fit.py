@@ -1,14 +1,15 @@
-"""Keras 3 on its three backends: the question's MLP trained with the asker's ``compile`` and ``fit``.
+"""Keras 2 and Keras 3: the question's MLP trained with the asker's ``compile`` and ``fit``.
 
-One framework per backend, so the backend is in every run id: ``keras`` is Keras on TensorFlow,
-as the asker ran it; ``keras_jax`` and ``keras_torch`` are the same code on JAX and on PyTorch.
-Variants: seed (the asker's ``compile("mse", "adam")`` and ``fit``), xla (``jit_compile=True``,
-TensorFlow only: JAX always compiles), steps_per_execution (one whole epoch per call into the
-compiled train function; not on PyTorch, where Keras allows one step per call) and epoch_blocks
-(TensorFlow only: a block of epochs per ``fit`` epoch and per call, over a ``tf.data`` pipeline of
-the epochs' permutations, so fit's fixed per-epoch cost is paid once a block). Keras resolves the
-asker's default ``jit_compile="auto"`` by backend and device; the record states what each run
-resolved to.
+One framework per Keras and backend, so both are in every run id: ``tf_keras`` is Keras 2 (the
+tf-keras package) on TensorFlow, the asker's ``tf.keras`` in 2020; ``keras`` is Keras 3 on
+TensorFlow, today's ``tf.keras``; ``keras_jax`` and ``keras_torch`` are Keras 3 on JAX and on
+PyTorch. The same code runs on all four. Variants: seed (the asker's ``compile("mse", "adam")`` and
+``fit``), xla (``jit_compile=True``, TensorFlow only: JAX always compiles), steps_per_execution (one
+whole epoch per call into the compiled train function; not on PyTorch, where Keras allows one step
+per call) and epoch_blocks (Keras 3 on TensorFlow only: a block of epochs per ``fit`` epoch and per
+call, over a ``tf.data`` pipeline of the epochs' permutations, so fit's fixed per-epoch cost is paid
+once a block). Keras 3 resolves the asker's default ``jit_compile="auto"`` by backend and device,
+Keras 2 compiles with XLA only when asked; the record states what each run used.
 
 The asker's ``fit`` call is unchanged: the timing module's callback closes a block at every epoch's
 end. What each backend needs around the training (importing it, threads and devices, starting and
@@ -32,7 +33,13 @@ from tiny_mlp_bench.backends.keras_runtime import (
 )
 from tiny_mlp_bench.driver import Backend, RunSpec
 
-KERAS_BACKENDS = {"keras": "tensorflow", "keras_jax": "jax", "keras_torch": "torch"}  # framework -> backend
+# framework -> (backend, the module Keras is imported as)
+KERAS_BACKENDS = {
+    "tf_keras": ("tensorflow", "tf_keras"),
+    "keras": ("tensorflow", "keras"),
+    "keras_jax": ("jax", "keras"),
+    "keras_torch": ("torch", "keras"),
+}
 
 EPOCHS_PER_BLOCK = 50  # epochs per fit epoch (and per call into the train function) of the epoch_blocks rung
 
@@ -95,17 +102,29 @@ class FitRun:
         return self.history.history["loss"][-1]
 
     def steps_taken(self) -> int:
-        return int(self.keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        iterations = self.model.optimizer.iterations
+        if self.fw.keras_2:  # a tf.Variable; Keras 2 has no keras.ops
+            return int(iterations.numpy())
+        return int(self.keras.ops.convert_to_numpy(iterations))
 
     def host_syncs_per_epoch(self) -> int | None:
         return None  # TensorFlow has no sync debug mode to count them with
 
+    def after_timing(self) -> dict[str, str]:
+        return {}
+
     @property
     def details(self) -> dict[str, str]:
+        # Keras 2 keeps steps_per_execution in a variable of its own; Keras 3 in a plain attribute.
+        steps_per_execution = (
+            int(self.model._steps_per_execution.numpy()) if self.fw.keras_2 else self.model.steps_per_execution
+        )
         return {
+            "keras": f"{self.keras.__version__} ({'Keras 2, tf-keras' if self.fw.keras_2 else 'Keras 3'})",
             "keras_backend": self.fw.backend,
-            "jit_compile": str(self.model.jit_compile),
-            "steps_per_execution": str(self.model.steps_per_execution),
+            # Keras 2's default None compiles without XLA.
+            "jit_compile": str(bool(self.model.jit_compile) if self.fw.keras_2 else self.model.jit_compile),
+            "steps_per_execution": str(steps_per_execution),
             "adam_epsilon": str(self.model.optimizer.epsilon),
             "shuffle": "fit shuffles the rows each epoch",
         }
@@ -174,14 +193,19 @@ def build(fw, spec: RunSpec, data, clock):
 
 def keras_backend(framework: str) -> Backend:
     """The Backend of Keras on one of its backends (the catalogue lists which variants each runs)."""
-    backend = KERAS_BACKENDS[framework]
-    # xla and epoch_blocks are TensorFlow's (JAX always compiles; epoch_blocks feeds tf.data);
-    # Keras on PyTorch refuses steps_per_execution above 1.
-    variants = {"tensorflow": tuple(COMPILE_OPTIONS), "jax": ("seed", "steps_per_execution"), "torch": ("seed",)}
+    backend, keras_module = KERAS_BACKENDS[framework]
+    # xla and epoch_blocks are TensorFlow's (JAX always compiles; epoch_blocks feeds tf.data, on
+    # Keras 3: its tf.data fit is the one timed here); Keras on PyTorch refuses steps_per_execution above 1.
+    variants = {
+        "tf_keras": ("seed", "xla", "steps_per_execution"),
+        "keras": tuple(COMPILE_OPTIONS),
+        "keras_jax": ("seed", "steps_per_execution"),
+        "keras_torch": ("seed",),
+    }
     return Backend(
         name=framework,
-        variants=variants[backend],
-        load=loader(backend),
+        variants=variants[framework],
+        load=loader(backend, keras_module),
         prepare=prepare,
         start_device=start_device,
         build=build,

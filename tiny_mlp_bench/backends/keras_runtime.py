@@ -1,5 +1,6 @@
-"""Keras 3 on TensorFlow, JAX or PyTorch around a run: importing the backend and Keras on it,
-pinning threads and devices, starting the device and waiting for it, and describing what ran.
+"""Keras around a run, Keras 3 on TensorFlow, JAX or PyTorch and Keras 2 (tf-keras) on TensorFlow:
+importing the backend and Keras on it, pinning threads and devices, starting the device and waiting
+for it, and describing what ran.
 
 A cpu run hides the GPUs from its backend before they start, and a cuda run is skipped (or fails
 with --require-gpu) when the backend sees none. JAX and PyTorch are described and started as their
@@ -8,6 +9,7 @@ own backends (jax_loops, torch_common) do it; TensorFlow, which only Keras runs 
 
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import dataclass
 
@@ -17,14 +19,21 @@ from tiny_mlp_bench.environment import nvidia_driver
 
 @dataclass(frozen=True)
 class KerasRuntime:
-    """What load() returns: keras, the backend's name and its own module (tf, jax or torch)."""
+    """What load() returns: keras (Keras 3's module, or tf_keras for Keras 2), the backend's name and its
+    own module (tf, jax or torch)."""
 
     keras: object
     backend: str
     lib: object
 
+    @property
+    def keras_2(self) -> bool:
+        return self.keras.__name__ == "tf_keras"
 
-def loader(backend: str):
+
+def loader(backend: str, keras_module: str = "keras"):
+    """load() of Keras on ``backend``; ``keras_module`` "tf_keras" is Keras 2, TensorFlow's only."""
+
     def load(device: str) -> KerasRuntime:
         """Import the backend, then Keras on it. A cpu run hides the GPUs here where the backend wants
         that before it starts (JAX, torch); TensorFlow allows it later, in prepare()."""
@@ -43,7 +52,9 @@ def loader(backend: str):
             # Keras on torch picks its device when imported: cuda wherever torch sees a GPU.
             os.environ["KERAS_TORCH_DEVICE"] = "cuda" if device == "cuda" else "cpu"
             lib = torch_common.load(device)  # a cpu run's torch sees no GPU
-        import keras
+        # Keras 2 is its own package, tf_keras: importing it needs no TF_USE_LEGACY_KERAS, which only
+        # redirects tf.keras, and leaves Keras 3 (installed beside it) alone.
+        keras = importlib.import_module(keras_module)
 
         return KerasRuntime(keras, backend, lib)
 
@@ -104,7 +115,11 @@ def prepare(fw: KerasRuntime, spec: RunSpec):
 
 
 def describe(fw: KerasRuntime, device: str) -> dict:
-    keras_versions = {"keras": fw.keras.__version__, "keras_backend": fw.keras.backend.backend()}
+    # Keras 2 is the tf-keras package, so its version is named by that package's name.
+    keras_versions = {
+        "tf_keras" if fw.keras_2 else "keras": fw.keras.__version__,
+        "keras_backend": fw.keras.backend.backend(),
+    }
     if fw.backend in ("jax", "torch"):  # the framework's own description, with Keras's versions added
         from tiny_mlp_bench.backends import jax_loops, torch_common
 

@@ -11,10 +11,9 @@ writes the results as a probe record, validated against probe_record.schema.json
 - torch, cuda (torch_cuda): an empty synchronize, one replay of a one-kernel CUDA graph, and the
   cost of each kernel inside a graph of many.
 - torch, cpu (torch_cpu): how often the question's initialisation is dead at start (the last ReLU
-  never fires on the training rows, so no gradient ever flows and the model predicts 0); and the
-  ``fused_epoch`` rung's compiled call, with its one fused kernel's share of it.
-- keras (keras_epoch): the fixed cost of each ``fit`` epoch, from epochs of one step and of every
-  train row.
+  never fires on the training rows, so no gradient ever flows and the model predicts 0).
+- Keras (keras_epoch; Keras 2 and Keras 3 on TensorFlow, Keras 3 on JAX): the fixed cost of each
+  ``fit`` epoch and a step's cost inside it, from epochs of one step and of every train row.
 
 torch_suite runs every torch probe of a device; measure times the calls; record validates, writes
 and reads the probe record.
@@ -30,13 +29,10 @@ from tiny_mlp_bench.probes.record import (
     write_probe,
 )
 from tiny_mlp_bench.probes.torch_cpu import (
-    FUSED_EPOCH_CALLS,
-    FUSED_EPOCH_PROFILED,
     INIT_DRAWS,
     INIT_SCHEME,
     count_dead_inits,
     dead_at_start,
-    fused_epoch_call,
 )
 from tiny_mlp_bench.probes.torch_cuda import (
     GRAPH_KERNEL_REPLAYS,
@@ -66,8 +62,6 @@ __all__ = [
     "EAGER_CALLS",
     "FIT_EPOCHS",
     "FIT_ROUNDS",
-    "FUSED_EPOCH_CALLS",
-    "FUSED_EPOCH_PROFILED",
     "GRAPH_KERNELS",
     "GRAPH_KERNEL_REPLAYS",
     "GRAPH_REPLAYS",
@@ -90,7 +84,6 @@ __all__ = [
     "dead_at_start",
     "eager_op",
     "epoch_times_us",
-    "fused_epoch_call",
     "graph_kernel_inside",
     "graph_replay_one_kernel",
     "is_kernel",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tiny_mlp_bench.probes.measure import Say, quiet
-from tiny_mlp_bench.probes.torch_cpu import INIT_DRAWS, INIT_SCHEME, count_dead_inits, fused_epoch_call
+from tiny_mlp_bench.probes.torch_cpu import INIT_DRAWS, INIT_SCHEME, count_dead_inits
 from tiny_mlp_bench.probes.torch_cuda import GRAPH_KERNELS, graph_kernel_inside, graph_replay_one_kernel, sync_empty
 from tiny_mlp_bench.probes.torch_step import eager_op, seed_step
 
@@ -18,13 +18,11 @@ def torch_probes(
     weights,
     found: dict,
     say: Say = quiet,
-    spec=None,
 ) -> dict:
     """Run every torch probe of ``device``, adding each result to ``found`` as it is measured; returns ``found``.
 
     Threads are the caller's to set; the timed step starts from ``weights`` (the runs' InitialWeights).
-    ``found`` keeps what was measured if a later probe raises. With ``spec`` (the run spec the probe
-    script builds) the cpu probes also time the fused_epoch rung's compiled call.
+    ``found`` keeps what was measured if a later probe raises.
     """
     from tiny_mlp_bench.backends.torch_common import device_sync
 
@@ -49,8 +47,4 @@ def torch_probes(
         dead = count_dead_inits(torch, hidden_units, data.train[:, :2])
         found["initialisation"] = {"draws": INIT_DRAWS, "dead": dead, "scheme": INIT_SCHEME}
         say(f"initialisation dead at start in {dead} of {INIT_DRAWS} draws")
-        if spec is not None:
-            say("compiling the fused_epoch rung's epoch (cold) to time its call")
-            call = found["fused_epoch_call"] = fused_epoch_call(torch, spec, data)
-            say(f"fused_epoch call {call['value_us']:.1f} µs, its fused kernel {call['kernel_us']:.1f} µs")
     return found

@@ -11,11 +11,18 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor
+from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor, KerasFit
 from tiny_mlp_bench.report.ladder import Ladder, Rung
 
 HAND_WRITTEN = "numpy"  # the framework of the hand-written reference and floor loops
-KERAS_BACKENDS = {"keras": "TensorFlow", "keras_jax": "JAX", "keras_torch": "PyTorch"}  # framework -> backend
+KERAS_BACKENDS = {
+    "keras": "TensorFlow",
+    "keras_jax": "JAX",
+    "keras_torch": "PyTorch",
+}  # Keras 3's: framework -> backend
+ASKERS_KERAS = "tf_keras"  # Keras 2: the asker's tf.keras in 2020
+# The Keras frameworks the answer sets side by side, Keras 2 first.
+KERAS_NAMES = {"tf_keras": "Keras 2", "keras": "Keras 3 on TensorFlow", "keras_jax": "Keras 3 on JAX"}
 
 
 @dataclass(frozen=True)
@@ -53,22 +60,56 @@ class ArchivedGpu:
 
 
 @dataclass(frozen=True)
-class KerasAnswer:
-    """Keras's `fit` against torch's loop on the same device, and Keras's cost per epoch."""
+class KerasVersion:
+    """One Keras's `fit` on cpu: its seed runs and what the Keras probe measured of it."""
 
-    device: str
-    keras_s: float | None  # seed timing points (medians)
-    torch_s: float | None
-    keras_step_s: float | None  # Keras seed's steady-state step (median)
-    epoch_fixed_s: float | None  # the probe's fixed cost of one fit epoch
-    steps_per_epoch: int | None
+    framework: str
+    name: str  # Keras 2, Keras 3 on TensorFlow, Keras 3 on JAX
+    seed_s: float | None  # the seed runs' timing point (median)
+    step_s: float | None  # their steady-state step (median)
+    fit: KerasFit | None  # the probe's fixed cost per fit epoch and cost of a step inside fit
 
     @property
     def epoch_share(self) -> float | None:
-        """The part of a Keras step that is its epoch's fixed cost spread over the epoch's steps."""
-        if not (self.epoch_fixed_s and self.steps_per_epoch and self.keras_step_s):
+        """The part of a step that is its epoch's fixed cost spread over the epoch's steps."""
+        if not (self.fit and self.step_s):
             return None
-        return self.epoch_fixed_s / self.steps_per_epoch / self.keras_step_s
+        return self.fit.epoch_fixed_s / self.fit.steps_per_epoch / self.step_s
+
+
+@dataclass(frozen=True)
+class KerasAnswer:
+    """The asker's Keras (Keras 2) against torch's loop on cpu, and each Keras's cost per epoch and step."""
+
+    device: str
+    keras_s: float | None  # Keras 2's seed timing point (median)
+    torch_s: float | None
+    versions: tuple[KerasVersion, ...]  # Keras 2, Keras 3 on TensorFlow, on JAX: those in the study
+
+    def version(self, framework: str) -> KerasVersion | None:
+        return next((v for v in self.versions if v.framework == framework), None)
+
+    @property
+    def askers(self) -> KerasVersion | None:
+        return self.version(ASKERS_KERAS)
+
+    @property
+    def todays(self) -> KerasVersion | None:
+        """Keras 3 on TensorFlow: today's tf.keras."""
+        return self.version("keras")
+
+    @property
+    def split(self) -> tuple[float, float] | None:
+        """How much longer Keras 3 on TensorFlow takes than Keras 2 over the question's 1000 epochs, in
+        seconds, from the probes: (fit's fixed cost per epoch x epochs, the cost of a step x steps)."""
+        old, new = self.askers, self.todays
+        if not (old and new and old.fit and new.fit):
+            return None
+        epochs, steps = 1000, 1000 * new.fit.steps_per_epoch
+        return (
+            (new.fit.epoch_fixed_s - old.fit.epoch_fixed_s) * epochs,
+            (new.fit.step_s - old.fit.step_s) * steps,
+        )
 
 
 @dataclass(frozen=True)
@@ -157,17 +198,25 @@ def answer(
         eager_op_s=cuda_costs.eager_op_s if cuda_costs else None,
         arithmetic_s=floors["cpu"].step_s if "cpu" in floors else None,
     )
-    keras_seed = seed_of(by_pair, "keras-cpu")
     keras = KerasAnswer(
         device="cpu",
-        keras_s=timing_points.get("keras-cpu"),
+        keras_s=timing_points.get(f"{ASKERS_KERAS}-cpu"),
         torch_s=timing_points.get("torch-cpu"),
-        keras_step_s=keras_seed.step_s if keras_seed else None,
-        epoch_fixed_s=cpu_costs.keras_epoch_s if cpu_costs else None,
-        steps_per_epoch=cpu_costs.keras_steps_per_epoch if cpu_costs else None,
+        versions=keras_versions(by_pair, timing_points, cpu_costs),
     )
     choices = tuple(fastest(summary, device, seed_of(by_pair, f"torch-{device}")) for device in ("cpu", "cuda"))
     return Answer(gpu, keras, keras_backends(by_pair), choices)
+
+
+def keras_versions(by_pair: dict[str, Ladder], timing_points: dict[str, float], cpu_costs: FixedCosts | None):
+    """Keras 2, Keras 3 on TensorFlow and on JAX on cpu, each where a seed run or its probe measured it."""
+    found = []
+    for framework, name in KERAS_NAMES.items():
+        seed, fit = seed_of(by_pair, f"{framework}-cpu"), cpu_costs.keras(framework) if cpu_costs else None
+        if seed or fit:
+            step_s = seed.step_s if seed else None
+            found.append(KerasVersion(framework, name, timing_points.get(f"{framework}-cpu"), step_s, fit))
+    return tuple(found)
 
 
 def keras_backends(by_pair: dict[str, Ladder]) -> tuple[KerasBackend, ...]:

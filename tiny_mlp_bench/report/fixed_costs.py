@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from tiny_mlp_bench import catalogue
+
 US = 1e-6
 
 
@@ -34,6 +36,16 @@ class Floor:
 
 
 @dataclass(frozen=True)
+class KerasFit:
+    """What the Keras probe measured of one Keras framework's ``fit``, in seconds."""
+
+    framework: str  # tf_keras (Keras 2), keras (Keras 3 on TensorFlow), keras_jax (Keras 3 on JAX)
+    epoch_fixed_s: float  # the fixed cost of one fit epoch, whatever it runs
+    step_s: float  # a step inside fit
+    steps_per_epoch: int
+
+
+@dataclass(frozen=True)
 class FixedCosts:
     """One device's probe numbers, in seconds; None where not measured there."""
 
@@ -44,12 +56,15 @@ class FixedCosts:
     sync_s: float | None = None  # an empty torch.cuda.synchronize()
     graph_replay_s: float | None = None  # replay of a one-kernel CUDA graph
     graph_kernel_s: float | None = None  # one kernel inside a graph of many
-    keras_epoch_s: float | None = None  # the fixed cost of one Keras fit epoch
-    keras_step_s: float | None = None  # a step inside Keras fit
-    keras_steps_per_epoch: int | None = None
-    fused_call_s: float | None = None  # one compiled call of torch's fused_epoch rung: an epoch of steps
+    keras_fit: tuple[KerasFit, ...] = ()  # per Keras framework probed, in the catalogue's order
+    # One compiled call of torch's fused_epoch rung (an epoch of steps): the medians its runs measured
+    # after timing, or, in studies before they did, the torch-cpu probe's.
+    fused_call_s: float | None = None
     fused_kernel_s: float | None = None  # the part of that call inside its one fused kernel
     fused_steps_per_call: int | None = None
+
+    def keras(self, framework: str) -> KerasFit | None:
+        return next((k for k in self.keras_fit if k.framework == framework), None)
 
 
 @dataclass(frozen=True)
@@ -78,8 +93,8 @@ def microseconds(block: dict | None, key: str = "value_us") -> float | None:
     return None if block is None or block.get(key) is None else block[key] * US
 
 
-def fixed_costs(probes: list[dict]) -> dict[str, FixedCosts]:
-    """Per device, what the completed probes measured."""
+def fixed_costs(probes: list[dict], runs: pd.DataFrame | None = None) -> dict[str, FixedCosts]:
+    """Per device, what the completed probes measured, and the fused_epoch call its cpu runs measured."""
     found: dict[str, dict] = {}
     for probe in probes:
         if probe["status"] != "ok":
@@ -101,13 +116,29 @@ def fixed_costs(probes: list[dict]) -> dict[str, FixedCosts]:
                     "fused_kernel_s": microseconds(call, "kernel_us"),
                     "fused_steps_per_call": call["steps_per_call"],
                 }
-        elif probe["framework"] == "keras" and "fit_epoch" in m:
+        elif "fit_epoch" in m:  # a Keras probe
             epoch = m["fit_epoch"]
-            costs |= {
-                "keras_epoch_s": microseconds(epoch, "fixed_per_epoch_us"),
-                "keras_step_s": microseconds(epoch, "per_step_us"),
-                "keras_steps_per_epoch": epoch["steps_per_epoch"],
-            }
+            fit = KerasFit(
+                probe["framework"],
+                microseconds(epoch, "fixed_per_epoch_us"),
+                microseconds(epoch, "per_step_us"),
+                epoch["steps_per_epoch"],
+            )
+            fits = sorted(
+                (*costs.get("keras_fit", ()), fit), key=lambda k: catalogue.framework_names().index(k.framework)
+            )
+            costs["keras_fit"] = tuple(fits)
+    if runs is not None and "epoch_call_us" in runs:
+        ran = runs[(runs["pair"] == "torch-cpu") & (runs["variant"] == "fused_epoch") & (runs["status"] == "ok")]
+        ran = ran.dropna(subset=["epoch_call_us", "epoch_kernel_us"])
+        if len(ran):
+            found.setdefault("cpu", {}).update(
+                {
+                    "fused_call_s": float(ran["epoch_call_us"].median()) * US,
+                    "fused_kernel_s": float(ran["epoch_kernel_us"].median()) * US,
+                    "fused_steps_per_call": int(ran["steps_per_epoch"].iloc[0]),
+                }
+            )
     return {device: FixedCosts(device, **costs) for device, costs in sorted(found.items())}
 
 

@@ -127,7 +127,7 @@ class Target:
     ratio: float | None
     met: bool | None
     bound: float | None = None  # for a speed-up, the most the device's floor allows: baseline / floor
-    # For torch-cpu fused_epoch against the floor: its probed call per step, split into the fused
+    # For torch-cpu fused_epoch against the floor: its measured call per step, split into the fused
     # kernel and the rest of the call (Dynamo's guards, the wrapper), each in seconds per step.
     call_parts: tuple[float, float] | None = None
 
@@ -220,6 +220,6 @@ def epoch_floors(found: tuple[Ladder, ...]) -> tuple[EpochFloor, ...]:
     floors = []
     for ladder in found:
         seed, one_call = ladder.rung("seed"), ladder.rung("steps_per_execution")
-        if ladder.pair.startswith("keras") and seed and one_call:
+        if "keras" in ladder.pair.split("-")[0] and seed and one_call:  # Keras 2 (tf_keras) and Keras 3
             floors.append(EpochFloor(ladder.pair, one_call.step_s, one_call.vs_seed, seed.step_s / 10))
     return tuple(floors)

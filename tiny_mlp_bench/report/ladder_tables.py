@@ -75,7 +75,7 @@ def target_measured(target: Target) -> str:
 def target_bound(target: Target) -> str:
     """What the device's floor allows a speed-up target, and whether that makes it impossible here.
 
-    Against the floor rung, what the probed compiled call of fused_epoch is made of, per step: where
+    Against the floor rung, what the measured compiled call of fused_epoch is made of, per step: where
     the call without its kernel exceeds the goal, no kernel could meet it with a call per epoch; where
     the kernel alone does, the rung cannot meet it until the compiler emits a faster kernel.
     """
@@ -83,7 +83,7 @@ def target_bound(target: Target) -> str:
         kernel, rest = target.call_parts
         floor = target.baseline.step_s
         parts = (
-            f"the probed {target.rung.variant} call: its fused kernel {us(kernel, 2)} µs/step "
+            f"the measured {target.rung.variant} call: its fused kernel {us(kernel, 2)} µs/step "
             f"({num(kernel / floor)}× the floor), the rest of the call {us(rest, 2)} µs/step ({num(rest / floor)}×)"
         )
         if rest / floor >= target.spec.goal:

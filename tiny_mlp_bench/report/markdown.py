@@ -13,6 +13,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
+from tiny_mlp_bench.report.answer import KERAS_NAMES
 from tiny_mlp_bench.report.cells import num, pct, table, us
 from tiny_mlp_bench.report.environment_table import environment_table
 from tiny_mlp_bench.report.ladder import CV_WARNING
@@ -31,9 +32,9 @@ def question_table(m: Machine) -> str:
             numbers.append(f"{q.converged}/{q.timed}")
         else:
             numbers = [", ".join(q.statuses), "–", f"0/{q.runs}", "–"]
-        rows.append([q.pair, num(q.asker_s, 0), *numbers])
-    header = ["framework-device", "asker (s)", "ours, median (s)", "ours, min–max (s)", "runs timed", "converged"]
-    return table(header, rows, "lrrrrr")
+        rows.append([q.pair, q.what, num(q.asker_s, 0), *numbers])
+    header = ["framework-device", "what", "asker (s)", "ours, median (s)", "ours, min–max (s)", "runs timed"]
+    return table([*header, "converged"], rows, "llrrrrr")
 
 
 def ratio_table(m: Machine) -> str:
@@ -66,23 +67,40 @@ def views_table(m: Machine) -> str:
 
 
 def fixed_costs_table(m: Machine) -> str:
-    """What the probes measured, one column per device."""
+    """What the probes measured, one column per device; a pair of rows per Keras probed."""
     if not m.costs:
         return ""
     devices = list(m.costs)
+
+    def field(key: str):
+        return lambda costs: getattr(costs, key)
+
+    def keras_fit(framework: str, key: str):
+        return lambda costs: getattr(costs.keras(framework), key) if costs.keras(framework) else None
+
+    def ms(value):
+        return num(None if value is None else value * 1e3, 1)
+
+    keras_probed = list(dict.fromkeys(k.framework for costs in m.costs.values() for k in costs.keras_fit))
+    keras_rows = []
+    for framework in keras_probed:
+        name = KERAS_NAMES.get(framework, framework)
+        keras_rows += [
+            (f"{name}: fixed cost of a fit epoch (ms)", keras_fit(framework, "epoch_fixed_s"), ms),
+            (f"{name}: a step inside fit (µs)", keras_fit(framework, "step_s"), us),
+        ]
     readings = [
-        ("one eager torch op (µs)", "eager_op_s", us),
-        ("ops the asker's step runs (cpu: leaf aten ops; cuda: kernels)", "ops_per_step", lambda v: num(v, 0)),
-        ("the asker's step on a batch already on the device (µs)", "seed_step_s", us),
-        ("empty torch.cuda.synchronize() (µs)", "sync_s", us),
-        ("replay of a one-kernel CUDA graph (µs)", "graph_replay_s", us),
-        ("one kernel inside a CUDA graph (µs)", "graph_kernel_s", lambda v: us(v, 2)),
-        ("fixed cost of a Keras fit epoch (ms)", "keras_epoch_s", lambda v: num(None if v is None else v * 1e3, 1)),
-        ("a step inside Keras fit (µs)", "keras_step_s", us),
-        ("torch `fused_epoch`: one compiled epoch call (µs)", "fused_call_s", us),
-        ("… of which inside its one fused kernel (µs)", "fused_kernel_s", us),
+        ("one eager torch op (µs)", field("eager_op_s"), us),
+        ("ops the asker's step runs (cpu: leaf aten ops; cuda: kernels)", field("ops_per_step"), lambda v: num(v, 0)),
+        ("the asker's step on a batch already on the device (µs)", field("seed_step_s"), us),
+        ("empty torch.cuda.synchronize() (µs)", field("sync_s"), us),
+        ("replay of a one-kernel CUDA graph (µs)", field("graph_replay_s"), us),
+        ("one kernel inside a CUDA graph (µs)", field("graph_kernel_s"), lambda v: us(v, 2)),
+        *keras_rows,
+        ("torch `fused_epoch` runs: one compiled epoch call (µs)", field("fused_call_s"), us),
+        ("… of which inside its one fused kernel (µs)", field("fused_kernel_s"), us),
     ]
-    rows = [[label, *(show(getattr(m.costs[d], key)) for d in devices)] for label, key, show in readings]
+    rows = [[label, *(show(read(m.costs[d])) for d in devices)] for label, read, show in readings]
     return table(["", *devices], rows, "l" + "r" * len(devices))
 
 

@@ -79,7 +79,7 @@ def machine(label: str, records: list[dict], sweeps: list[dict], probes: list[di
     runs = pd.DataFrame([run_row(r, label) for r in records])
     runs = runs.sort_values(["framework", "device", "variant", "repeat"], kind="stable").reset_index(drop=True)
     summary = summarize(runs)
-    costs = fixed_costs.fixed_costs(probes)
+    costs = fixed_costs.fixed_costs(probes, runs)
     floors = fixed_costs.floors(summary, costs)
     found = ladders(summary, floors)
     by_pair = {ladder.pair: ladder for ladder in found}

@@ -13,7 +13,8 @@ from tiny_mlp_bench.timing import PHASES, steady_step_s
 
 # Pairs in the question's order, then the NumPy reference and what a user might pick instead; others follow.
 PAIR_ORDER = [
-    *("torch-cuda", "torch-cpu", "keras-cpu", "keras-cuda", "keras_jax-cpu", "keras_jax-cuda"),
+    *("torch-cuda", "torch-cpu", "tf_keras-cpu", "tf_keras-cuda", "keras-cpu", "keras-cuda"),
+    *("keras_jax-cpu", "keras_jax-cuda"),
     *("keras_torch-cpu", "keras_torch-cuda", "numpy-cpu", "sklearn-cpu", "jax-cpu", "jax-cuda"),
 ]
 
@@ -46,9 +47,9 @@ def load_columns(load: dict | None) -> dict:
     }
 
 
-def host_syncs(details: dict) -> float:
-    """The host synchronisations a torch cuda run counted in its extra epoch; NaN where not counted."""
-    found = details.get("host_syncs_per_epoch")
+def detail_number(details: dict, key: str) -> float:
+    """A number a run measured after timing, kept in its variant details; NaN where it did not."""
+    found = details.get(key)
     return math.nan if found is None else float(found)
 
 
@@ -75,7 +76,12 @@ def run_row(record: dict, machine: str) -> dict:
         "steps_per_epoch": steps,
         **{key: params[key] for key in ("epochs", "batch_size", "hidden_units", "threads")},
         "dead_draws_skipped": (params.get("init") or {}).get("dead_draws_skipped"),  # None before version 5
-        "host_syncs_per_epoch": host_syncs(params["variant_details"]),
+        # Measured after timing: host syncs in an extra epoch (torch, cuda); the fused_epoch rung's
+        # compiled call and the part of it in its fused kernel (torch, cpu).
+        **{
+            key: detail_number(params["variant_details"], key)
+            for key in ("host_syncs_per_epoch", "epoch_call_us", "epoch_kernel_us")
+        },
         **load_columns(record["load"]),
         "machine": machine,
         **{key: env[key] for key in ("host", "cpu_model", "logical_cpus", "gpu_name")},
