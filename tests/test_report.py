@@ -245,6 +245,7 @@ def test_the_answer_is_computed_from_the_run():
     assert keras.todays.epoch_share == pytest.approx(0.024 / 12 / 2e-3)  # 2 ms of a 2 ms step is the epoch's cost
     # Keras 3 over Keras 2 in 1000 epochs: 21 ms more per epoch, 50 µs less per step (12,000 steps).
     assert keras.split == (pytest.approx(21.0), pytest.approx(-0.6))
+    assert keras.seed_difference_s == 0.0  # both seed medians 4 s: what the split is read against
     cpu, cuda = answer.fastest
     assert cpu.per_step == ("numpy-cpu", "fused", pytest.approx(5e-6)) and cpu.speedup == pytest.approx(1e-3 / 5e-6)
     assert cpu.to_result == ("numpy-cpu", "fused", 0.5)  # the timing point: one-time costs included

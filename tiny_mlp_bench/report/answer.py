@@ -99,13 +99,20 @@ class KerasAnswer:
         return self.version("keras")
 
     @property
+    def seed_difference_s(self) -> float | None:
+        """How much longer Keras 3 on TensorFlow's seed runs took than Keras 2's (timing points, medians):
+        what the probes' split is to be read against."""
+        old, new = self.askers, self.todays
+        return new.seed_s - old.seed_s if old and new and old.seed_s and new.seed_s else None
+
+    @property
     def split(self) -> tuple[float, float] | None:
         """How much longer Keras 3 on TensorFlow takes than Keras 2 over the question's 1000 epochs, in
         seconds, from the probes: (fit's fixed cost per epoch x epochs, the cost of a step x steps)."""
         old, new = self.askers, self.todays
         if not (old and new and old.fit and new.fit):
             return None
-        epochs, steps = 1000, 1000 * new.fit.steps_per_epoch
+        epochs, steps = 1000, 1000 * new.fit.steps_per_epoch  # the question's: the probes' epochs may be other
         return (
             (new.fit.epoch_fixed_s - old.fit.epoch_fixed_s) * epochs,
             (new.fit.step_s - old.fit.step_s) * steps,
