@@ -17,7 +17,7 @@ from tiny_mlp_bench.backends.torch_captured import FunctionalLoop
 # Measured on the 2-core VM (200 epochs, one run each): 22.5 µs per step with the Python wrapper,
 # 20.2 with the C++ one; with the job's two threads 25.9, and 21.3 with single-threaded kernels.
 # Kernel profiling names the fused kernel in torch.profiler, so that the run can split its call into
-# the kernel and the rest after timing (call_split); unprofiled, it costs one check per call.
+# the kernel and the rest after timing (after_timing); unprofiled, it costs one check per call.
 COMPILER_OPTIONS = {"cpu": {"cpp_wrapper": True, "cpp.threads": 1, "cpp.enable_kernel_profile": True}, "cuda": {}}
 SPLIT_CALLS = 100  # epoch calls timed, then as many profiled, after the run
 

@@ -15,11 +15,8 @@ from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor, KerasFit
 from tiny_mlp_bench.report.ladder import Ladder, Rung
 
 HAND_WRITTEN = "numpy"  # the framework of the hand-written reference and floor loops
-KERAS_BACKENDS = {
-    "keras": "TensorFlow",
-    "keras_jax": "JAX",
-    "keras_torch": "PyTorch",
-}  # Keras 3's: framework -> backend
+# Keras 3's backends: framework -> backend.
+KERAS_BACKENDS = {"keras": "TensorFlow", "keras_jax": "JAX", "keras_torch": "PyTorch"}
 ASKERS_KERAS = "tf_keras"  # Keras 2: the asker's tf.keras in 2020
 # The Keras frameworks the answer sets side by side, Keras 2 first.
 KERAS_NAMES = {"tf_keras": "Keras 2", "keras": "Keras 3 on TensorFlow", "keras_jax": "Keras 3 on JAX"}
