@@ -5,8 +5,9 @@
 #   podman build -f docker/torch.Dockerfile -t ghcr.io/tiny-mlp-bench/torch:0.1.0 \
 #     --secret id=ca_bundle,src=/etc/ssl/certs/ca-certificates.crt .
 # FLAVOR=cuda (default): exactly requirements/torch-cuda.txt, the image's own lock (`make
-# lock-cuda`): torch==2.13.0 from PyPI, the CUDA 13 build, with its nvidia-* wheels, and JAX's
-# CUDA 13 plugin for the jax steps, every wheel checked against its hash. FLAVOR=cpu: the names in
+# lock-cuda`): torch==2.13.0 from PyPI, the CUDA 13 build, with its nvidia-* wheels, JAX's
+# CUDA 13 plugin for the jax steps and numba's CUDA target (numba-cuda, with NVVM) for the numpy
+# fused rung's kernel, every wheel checked against its hash. FLAVOR=cpu: the names in
 # docker/torch.requirements.txt at requirements/runtime.txt's versions; pip also reads
 # wheelhouse/cpu/, where `make images FLAVOR=cpu` puts the torch-2.13.0+cpu wheel, and takes it
 # (a local version sorts higher). The build fails unless torch is the FLAVOR's build.

@@ -67,7 +67,10 @@ class Target:
 
 
 TARGETS = {
-    "torch-cuda": Target("3.11", ("docker/torch.requirements.txt", "jax[cuda13]"), "torch-cuda.txt"),
+    # numba-cuda: numba's CUDA target, for the numpy fused rung's kernel on cuda, with the NVVM it compiles with.
+    "torch-cuda": Target(
+        "3.11", ("docker/torch.requirements.txt", "jax[cuda13]", "numba-cuda[cu13]"), "torch-cuda.txt"
+    ),
     "keras-cuda": Target("3.11", ("docker/keras.requirements.txt", "tensorflow[and-cuda]"), "keras-cuda.txt"),
     "gpu-kit": Target("3.12", ("requirements/gpu-kit.in",), "gpu-kit.txt", present="requirements/gpu-present.txt"),
 }

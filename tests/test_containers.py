@@ -327,7 +327,7 @@ def test_tiny_study_runs_every_job_in_its_image(engine, workflow_dir):
     assert result.returncode == 0, result.stderr[-5000:]
     ids = {name: engine_image_id(engine, image) for name, image in CPU_IMAGES.items()}
     records = sorted((workflow_dir / "results" / "runs").glob("*.json"))
-    assert len(records) == 30
+    assert len(records) == 32
     for path in records:
         record = read_record(path)
         image = catalogue.framework(record["identity"]["framework"]).image

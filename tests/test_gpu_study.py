@@ -79,7 +79,7 @@ def test_the_gpu_config_runs_every_rung_but_tensorflows_on_both_devices():
     assert config["frameworks"] == list(expected)
     assert {fw: catalogue.study_variants(config["variants"])[fw] for fw in expected} == expected
     runs = [(fw, v, d) for fw in expected for v in catalogue.ladder(fw) for d in v.devices]
-    assert len(runs) == 27  # as docs/gpu-kit.md says
+    assert len(runs) == 28  # as docs/gpu-kit.md says
 
 
 def test_the_gpu_study_dry_runs(tmp_path):
@@ -88,7 +88,7 @@ def test_the_gpu_study_dry_runs(tmp_path):
     done = run_snakemake(directory, "-n", "--cores", 16, "--configfile", "config/gpu.yaml")
     assert done.returncode == 0, done.stderr[-3000:]
     planned = dict(re.findall(r"^(\w+)\s+(\d+)$", done.stdout + done.stderr, re.MULTILINE))
-    assert planned["train"] == "27" and planned["sweep_crossover"] == "2" and planned["probe_fixed_costs"] == "4"
+    assert planned["train"] == "28" and planned["sweep_crossover"] == "2" and planned["probe_fixed_costs"] == "4"
 
 
 def most_jobs_at_once(jobs: list[dict], by_device: bool = True):
@@ -374,7 +374,7 @@ def test_the_whole_command_rehearsed_where_python3_is_a_venv_holding_torch(tmp_p
     assert most_jobs_at_once(timing["jobs"]) == {"cpu": 1, "cuda": 1}
     assert most_jobs_at_once(timing["jobs"], by_device=False) == 2
     records = [json.loads(p.read_text()) for p in sorted((folder / "runs").glob("*.json"))]
-    assert len(records) == 4  # torch seed on both devices, numpy's two rungs on cpu
+    assert len(records) == 5  # torch seed on both devices, numpy's two rungs on cpu and its fused on cuda
     readme = (folder / "README.md").read_text()
     assert "The whole study of the config: every job finished." in readme
     assert f"then the jobs {timing['jobs_wall_s']} s" in readme

@@ -60,13 +60,15 @@ def test_the_question_comes_first_then_what_no_gpu_measured_then_the_rest(archiv
     # fused_epoch, the sweeps and the probes: no GPU measured them; the cpu twin comes with each.
     assert {tiers["torch-cuda-fused_epoch-1"], tiers["torch-cpu-fused_epoch-1"]} == {2}
     assert {tiers["sweep-cuda"], tiers["probe-torch-cpu"], tiers["probe-torch-cuda"]} == {2}
-    # measured before, a cpu-only rung, or a repeat after the first (the question's too): the rest.
-    assert tiers["torch-cuda-graphed-1"] == tiers["numpy-cpu-fused-1"] == 3
+    # The numba floor on cuda neither, and its cpu twin comes with it.
+    assert tiers["numpy-cuda-fused-1"] == tiers["numpy-cpu-fused-1"] == 2
+    # measured before, or a repeat after the first (the question's too): the rest.
+    assert tiers["torch-cuda-graphed-1"] == 3
     assert tiers["torch-cuda-fused_epoch-2"] == tiers["torch-cuda-seed-2"] == 3
     assert [p.tier for p in planned] == sorted(p.tier for p in planned)
-    # Per repeat torch 5 runs (graphed on cuda only), Keras 2, numpy 1; then 2 sweeps and 4 probes (torch's
-    # and Keras on JAX's, each on cpu and cuda).
-    assert len(planned) == 2 * (5 + 2 + 1) + 2 + 4
+    # Per repeat torch 5 runs (graphed on cuda only), Keras 2, numpy's fused 2; then 2
+    # sweeps and 4 probes (torch's and Keras on JAX's, each on cpu and cuda).
+    assert len(planned) == 2 * (5 + 2 + 2) + 2 + 4
 
 
 def test_with_keras_on_tensorflow_in_the_study_the_question_is_the_askers_keras():

@@ -233,6 +233,23 @@ def test_the_cuda_floor_is_kernels_times_the_in_graph_kernel_cost():
     assert cuda.rungs[0].above_floor == pytest.approx(1.4e-3 / (25 * 0.9e-6))
 
 
+def test_a_measured_cuda_floor_stands_beside_the_computed_one_and_splits_the_askers_cuda_step():
+    # The numpy fused rung's CUDA kernel at 0.05 ms a step: the cuda floor is measured, not computed.
+    kernel = [synthetic_record("numpy", "cuda", r, 0.6, variant="fused", step_ms=0.05) for r in (1, 2, 3)]
+    report = build_report(gpu_study() + kernel, probes=synthetic_probes(cuda=True))
+    machine = report.machines[0]
+    floor = machine.floors["cuda"]
+    assert (floor.kind, floor.step_s) == ("fused", pytest.approx(0.05e-3))
+    assert floor.computed_s == pytest.approx(25 * 0.9e-6)  # the probes' kernels x in-graph kernel, beside it
+    (cuda,) = [ladder for ladder in machine.ladders if ladder.pair == "torch-cuda"]
+    assert cuda.rungs[0].above_floor == pytest.approx(1.4e-3 / 0.05e-3)
+    arithmetic, driving = machine.answer.gpu.gpu_split
+    assert (arithmetic, driving) == (pytest.approx(0.05e-3), pytest.approx(1.35e-3))
+    text = render_markdown(report)
+    assert "takes 50.00 µs: 3.6% of the asker's 1400.0 µs cuda step. The other 1350.0 µs (96.4%)" in text
+    assert "; computed from the probes: 25 kernels × 0.90 µs per kernel inside a CUDA graph = 22.50 µs." in text
+
+
 def test_the_answer_is_computed_from_the_run():
     answer = build_report(gpu_study(), probes=synthetic_probes(cuda=True)).machines[0].answer
     gpu = answer.gpu

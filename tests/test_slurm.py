@@ -73,7 +73,7 @@ def test_tiny_study_on_slurm(slurm, workflow_dir):
     result = run_on_slurm(workflow_dir, "tiny.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
     records = {p.stem: read_record(p) for p in (workflow_dir / "results" / "runs").glob("*.json")}
-    assert len(records) == 30  # the tiny study: 15 framework-device-variant runs, 2 repeats
+    assert len(records) == 32  # the tiny study: 16 framework-device-variant runs, 2 repeats
     for run_id, record in records.items():
         env = record["environment"]
         assert env["slurm_job_id"] and env["slurm_node"], run_id
@@ -83,7 +83,7 @@ def test_tiny_study_on_slurm(slurm, workflow_dir):
         else:
             assert env["slurm_gpus"] is None and record["status"] == "ok", run_id
     # Submitted as Slurm jobs, each with its own job ID.
-    assert len({r["environment"]["slurm_job_id"] for r in records.values()}) == 30
+    assert len({r["environment"]["slurm_job_id"] for r in records.values()}) == 32
     for device in ("cpu", "cuda"):
         assert read_sweep(workflow_dir / "results" / "sweep" / f"{device}.json")["environment"]["slurm_job_id"]
     rows = table_rows((workflow_dir / "results" / "report.md").read_text())

@@ -177,6 +177,27 @@ def test_torch_cuda_run_on_a_gpu(small_dataset, tmp_path, has_cuda):
     assert record["status"] == "ok" and record["environment"]["gpu_name"]
 
 
+def test_the_numba_cuda_floor_run_on_a_gpu(small_dataset, tmp_path, has_cuda):
+    if not has_cuda:
+        pytest.skip("no CUDA device on this machine: the numba CUDA kernel is run only where one exists")
+    out = tmp_path / "r.json"
+    args = ("--variant", "fused", "--epochs", 200, "--require-gpu")
+    train("numpy", "--dataset", small_dataset, "--output", out, "--device", "cuda", *args, check=True)
+    record = read_record(out)
+    assert record["status"] == "ok" and record["environment"]["gpu_name"]
+    assert record["timings"]["block_epochs"] == [100, 100]  # one launch per block of 100 epochs
+    assert record["timings"]["steps_taken"] == 200 * record["timings"]["steps_per_epoch"]  # the kernel's count
+
+
+def test_a_cuda_floor_run_on_a_machine_without_a_gpu_is_skipped_saying_why(small_dataset, tmp_path, has_cuda):
+    if has_cuda:
+        pytest.skip("a CUDA device is present: the no-GPU path cannot be exercised here")
+    out = tmp_path / "r.json"
+    train("numpy", "--dataset", small_dataset, "--output", out, "--device", "cuda", "--variant", "fused", check=True)
+    record = read_record(out)
+    assert record["status"] == "skipped" and "no CUDA device" in record["reason"]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("framework", "backend", "threads"),

@@ -1,8 +1,9 @@
 """No rung is faster because it does less: every rung follows its framework's `seed` step for step.
 
 Each run starts from the same initial weights and takes its batches in an order the test injects;
-after three epochs every torch rung, the NumPy reference, the numba floor rung and both JAX rungs
-hold torch `seed`'s parameters within float32 tolerance. Keras `epoch_blocks`, whose order can be
+after three epochs every torch rung, the NumPy reference, the numba floor rung (on cpu, and its
+cuda kernel under numba's CUDA simulator) and both JAX rungs hold torch `seed`'s parameters within
+float32 tolerance. Keras `epoch_blocks`, whose order can be
 injected, holds those of Keras `seed`'s step fed the same order, and so does Keras 2's `seed`
 (tf_keras: the same model and compile, another Keras); every other rung of Keras 3 and Keras 2
 holds its own `seed`'s, both shuffled by fit from one seed. Keras is not held to torch: its Adam adds epsilon to
@@ -12,6 +13,11 @@ not held to it.
 """
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,14 +33,14 @@ EPOCHS = 3
 RTOL, ATOL = 1e-4, 1e-6  # float32 arithmetic in another order, over 3 epochs of Adam steps
 
 
-def spec_for(variant: str, data, seed: int = 5) -> RunSpec:
+def spec_for(variant: str, data, seed: int = 5, device: str = "cpu", epochs: int = EPOCHS) -> RunSpec:
     return RunSpec(
-        device="cpu",
+        device=device,
         variant=variant,
         repeat=1,
         init_seed=seed,
         weights=live_initial_weights(seed, 20, data.train[:, :2]),
-        epochs=EPOCHS,
+        epochs=epochs,
         batch_size=64,
         learning_rate=0.01,  # larger than the question's, so three epochs move the weights visibly
         hidden_units=20,
@@ -82,12 +88,17 @@ def train(framework: str, variant: str, data, orders, monkeypatch, epochs: int =
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
+def dataset_file(tmp_path_factory) -> Path:
     from tiny_mlp_bench.dataset import make_dataset, write_dataset
 
     path = tmp_path_factory.mktemp("trajectory") / "dataset.parquet"
     write_dataset(make_dataset(seed=42, n_rows=1000), path)  # the question's 750 training rows: 12 batches an epoch
-    return read_dataset(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def data(dataset_file):
+    return read_dataset(dataset_file)
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +122,29 @@ def test_every_rung_follows_torch_seed(data, torch_seed_parameters, framework, v
     for name, got, expected, initial in zip(("w1", "b1", "w2", "b2"), ours, torch_seed_parameters, start, strict=True):
         assert not np.allclose(expected, initial), f"{name} did not move: the test would prove nothing"
         np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL, err_msg=f"{framework} {variant}: {name}")
+
+
+@pytest.mark.slow
+def test_the_cuda_floor_kernel_follows_torch_seed_under_the_simulator(
+    data, dataset_file, torch_seed_parameters, tmp_path
+):
+    """The numpy `fused` rung's CUDA kernel, run by numba's CUDA simulator on the CPU (in a process of
+    its own: the simulator is chosen when numba is imported), takes torch `seed`'s steps, and its own
+    step count is the epochs' steps; the rung still refuses the simulator as a GPU."""
+    orders = np.stack(injected_orders(data))
+    np.save(tmp_path / "orders.npy", orders)
+    script = Path(__file__).with_name("cuda_simulator_run.py")
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    cmd = [sys.executable, str(script), str(dataset_file), str(tmp_path / "orders.npy"), str(tmp_path / "out.npz")]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = np.load(tmp_path / "out.npz")
+    assert int(out["steps"]) == EPOCHS * 12  # 750 rows in batches of 64: 12 steps an epoch, counted by the kernel
+    assert "simulator" in str(out["refused"])
+    start = spec_for("fused", data).weights.as_list()
+    for name, expected, initial in zip(("w1", "b1", "w2", "b2"), torch_seed_parameters, start, strict=True):
+        assert not np.allclose(expected, initial), f"{name} did not move: the test would prove nothing"
+        np.testing.assert_allclose(out[name], expected, rtol=RTOL, atol=ATOL, err_msg=f"numpy cuda fused: {name}")
 
 
 def test_a_rung_that_does_less_is_caught(data, torch_seed_parameters, monkeypatch):

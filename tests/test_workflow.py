@@ -64,6 +64,7 @@ def test_tiny_study_end_to_end(tiny_run):
         "keras_jax-cpu-seed",
         "keras_jax-cuda-seed",
         "numpy-cpu-fused",
+        "numpy-cuda-fused",
         "sklearn-cpu-mlp_regressor",
         "tf_keras-cpu-seed",
         "tf_keras-cuda-seed",

@@ -138,12 +138,14 @@ VARIANTS = (
     # Keras on PyTorch allows steps_per_execution=1 only: its one rung is the asker's.
     Variant("keras_torch", "seed", DEVICES, "— (the asker's `fit`, Keras on PyTorch)"),
     Variant("numpy", "reference", ("cpu",), "the framework itself: hand-written forward, backward and Adam"),
+    # On cuda the same arithmetic in one numba CUDA kernel: the framework is the hand-written loops,
+    # NumPy's and numba's, so its name stays (and so do the archives' run ids).
     Variant(
         "numpy",
         "fused",
-        ("cpu",),
-        "every per-operation call: forward, backward and Adam fused into one numba-compiled loop "
-        "(the arithmetic floor of the cpu rungs)",
+        DEVICES,
+        "every per-operation call and launch: forward, backward and Adam fused into one numba-compiled loop "
+        "on cpu, one numba CUDA kernel per 100 epochs on cuda (each device's floor)",
     ),
     Variant(
         "sklearn",

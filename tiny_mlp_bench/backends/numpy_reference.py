@@ -3,26 +3,34 @@
 Variant ``reference``: forward, backward and Adam written out in float32 NumPy, from the run's
 shared initial weights (initial_weights.py), a fresh permutation of the rows every
 epoch and the same batch size, learning rate and Adam constants (betas 0.9/0.999, eps 1e-8).
-It runs on the CPU only.
+It runs on the CPU only. The framework's floor rung, ``fused``, is the same arithmetic compiled by
+numba: on cpu one loop (numpy_fused.py), on cuda one kernel (numba_cuda_fused.py).
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib.metadata
 from types import SimpleNamespace
 
 import numpy as np
 
 from tiny_mlp_bench.driver import Backend, EpochLoop, RunSpec
+from tiny_mlp_bench.environment import NO_CUDA, nvidia_driver
 
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
 
 
-def load(device: str | None = None):  # the same import for every device
-    """threadpoolctl to pin NumPy's BLAS threads, and numba for the fused rung (imported here, outside the clock)."""
+def load(device: str | None = None):
+    """threadpoolctl to pin NumPy's BLAS threads, numba for the fused rung and, on cuda, its CUDA
+    target (imported here, outside the clock)."""
     import numba
     import threadpoolctl
 
-    return SimpleNamespace(threadpoolctl=threadpoolctl, numba=numba)
+    cuda = None
+    if device == "cuda":
+        from numba import cuda
+    return SimpleNamespace(threadpoolctl=threadpoolctl, numba=numba, cuda=cuda)
 
 
 def forward(p: dict, x: np.ndarray):
@@ -103,16 +111,53 @@ class ReferenceRun(EpochLoop):
 
 def prepare(fw, spec: RunSpec):
     fw.threadpoolctl.threadpool_limits(spec.threads)
-    return None  # NumPy computes synchronously
+    return fw.cuda.synchronize if spec.device == "cuda" else None  # NumPy computes synchronously
+
+
+def gpu_missing(fw) -> str | None:
+    """Why numba cannot run a kernel on a GPU here, or None. Its CUDA simulator runs kernels on the
+    CPU, in Python: it is never taken for a GPU."""
+    from tiny_mlp_bench.backends.numba_cuda_fused import simulated
+
+    if simulated(fw.numba):
+        return "no CUDA device: numba's CUDA simulator is on (NUMBA_ENABLE_CUDASIM), which runs kernels on the CPU"
+    if not fw.cuda.is_available():
+        return "no CUDA device: numba's CUDA target finds no usable GPU (numba.cuda.is_available() is False)"
+    return None
+
+
+def start_device(fw, spec: RunSpec) -> str | None:
+    """On cuda, the GPU's context (timed, as the asker's device start is); plain NumPy starts nothing."""
+    if spec.device != "cuda":
+        return None
+    if missing := gpu_missing(fw):
+        return missing
+    fw.cuda.current_context()
+    return None
 
 
 def describe(fw, device: str) -> dict:
     pools = {f"{p['internal_api']}": p["num_threads"] for p in fw.threadpoolctl.threadpool_info()}
-    return {"versions": {"numba": fw.numba.__version__}, "threads": pools, "cuda": {}, "gpu_name": None}
+    versions = {"numba": fw.numba.__version__}
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):  # numba's CUDA target, where installed
+        versions["numba-cuda"] = importlib.metadata.version("numba-cuda")
+    on_gpu = device == "cuda" and fw.cuda is not None and gpu_missing(fw) is None
+    gpu_name = fw.cuda.get_current_device().name if on_gpu else None
+    return {
+        "versions": versions,
+        "threads": pools,
+        "cuda": {**NO_CUDA, "driver": nvidia_driver()} if on_gpu else {},
+        "gpu_name": gpu_name.decode() if isinstance(gpu_name, bytes) else gpu_name,
+    }
 
 
 def build(fw, spec: RunSpec, data, clock):
-    from tiny_mlp_bench.backends.numpy_fused import FusedRun  # it builds on ReferenceRun, defined here
+    # Both fused rungs build on ReferenceRun, defined here.
+    if spec.variant == "fused" and spec.device == "cuda":
+        from tiny_mlp_bench.backends.numba_cuda_fused import CudaFusedRun
+
+        return CudaFusedRun(fw, spec, data, clock)
+    from tiny_mlp_bench.backends.numpy_fused import FusedRun
 
     return {"reference": ReferenceRun, "fused": FusedRun}[spec.variant](fw, spec, data, clock)
 
@@ -122,7 +167,7 @@ BACKEND = Backend(
     variants=("reference", "fused"),
     load=load,
     prepare=prepare,
-    start_device=lambda fw, spec: None,  # plain NumPy: nothing to start; the catalogue keeps it on cpu
+    start_device=start_device,
     build=build,
     describe=describe,
     peak_gpu_memory_mb=lambda fw, device: None,

@@ -33,11 +33,20 @@ class GpuAnswer:
     kernels: int | None  # kernels the asker's step runs on cuda (profiler)
     eager_op_s: float | None  # one eager cuda op
     arithmetic_s: float | None  # the whole step's arithmetic on this CPU: the numba floor rung
+    gpu_arithmetic_s: float | None = None  # the same on the GPU: the numba floor rung's CUDA kernel, per step
 
     @property
     def launch_s(self) -> float | None:
         """The step's launch cost: its kernels at one eager op each."""
         return self.kernels * self.eager_op_s if self.kernels and self.eager_op_s else None
+
+    @property
+    def gpu_split(self) -> tuple[float, float] | None:
+        """The asker's cuda step as (the GPU's arithmetic, the way the loop drives the GPU), in seconds per
+        step: the floor kernel's step, and the rest of the asker's."""
+        if not (self.gpu_arithmetic_s and self.cuda_step_s):
+            return None
+        return self.gpu_arithmetic_s, self.cuda_step_s - self.gpu_arithmetic_s
 
 
 @dataclass(frozen=True)
@@ -201,6 +210,7 @@ def answer(
         kernels=cuda_costs.ops_per_step if cuda_costs else None,
         eager_op_s=cuda_costs.eager_op_s if cuda_costs else None,
         arithmetic_s=floors["cpu"].step_s if "cpu" in floors else None,
+        gpu_arithmetic_s=floors["cuda"].step_s if "cuda" in floors and floors["cuda"].kind == "fused" else None,
     )
     keras = KerasAnswer(
         device="cpu",

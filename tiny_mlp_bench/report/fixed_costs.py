@@ -7,8 +7,11 @@ size. So the floors are of that kind:
 
 - cpu: the measured time per step of the numpy ``fused`` rung, forward, backward and Adam in one
   numba-compiled loop: what the arithmetic costs on this CPU when every per-op call is gone.
-- cuda: the kernels the asker's step runs (counted by torch's profiler) times the cost of one kernel
-  inside a CUDA graph: what the step's kernels cost when launching them costs nothing more.
+- cuda: measured where the numpy ``fused`` rung ran there, one numba CUDA kernel for a block of
+  epochs: what the GPU itself needs for the step once launches, copies and the Python loop are gone.
+  Computed beside it, and the floor where the rung did not run: the kernels the asker's step runs
+  (counted by torch's profiler) times the cost of one kernel inside a CUDA graph, what the step's
+  kernels cost when launching them costs nothing more.
 
 Numbers only: no wording and no formatting.
 """
@@ -30,9 +33,10 @@ class Floor:
 
     device: str
     step_s: float
-    kind: str  # "fused": the cpu floor rung's time; "kernels": kernels per step x in-graph kernel cost
+    kind: str  # "fused": the floor rung's measured time; "kernels": kernels per step x in-graph kernel cost
     kernels: int | None = None
     kernel_s: float | None = None
+    computed_s: float | None = None  # cuda: kernels x in-graph kernel cost, beside a measured floor
 
 
 @dataclass(frozen=True)
@@ -157,14 +161,16 @@ def not_measured(probes: list[dict]) -> tuple[ProbeStatus, ...]:
 
 
 def floors(summary: pd.DataFrame, costs: dict[str, FixedCosts]) -> dict[str, Floor]:
-    """Each device's floor: the cpu floor rung's median step, and cuda's kernels x in-graph kernel cost."""
+    """Each device's floor: the numpy fused rung's median step where it ran (cpu: its compiled loop;
+    cuda: its kernel), else on cuda the asker's kernels x in-graph kernel cost, also kept beside it."""
     found = {}
-    fused = summary[(summary["pair"] == "numpy-cpu") & (summary["variant"] == "fused")]["step_s"].dropna()
-    if len(fused):
-        found["cpu"] = Floor("cpu", float(fused.iloc[0]), "fused")
+    for device in ("cpu", "cuda"):
+        fused = summary[(summary["pair"] == f"numpy-{device}") & (summary["variant"] == "fused")]["step_s"].dropna()
+        if len(fused):
+            found[device] = Floor(device, float(fused.iloc[0]), "fused")
     cuda = costs.get("cuda")
     if cuda and cuda.ops_per_step and cuda.graph_kernel_s:
-        found["cuda"] = Floor(
-            "cuda", cuda.ops_per_step * cuda.graph_kernel_s, "kernels", cuda.ops_per_step, cuda.graph_kernel_s
-        )
+        computed = cuda.ops_per_step * cuda.graph_kernel_s
+        kernels = {"kernels": cuda.ops_per_step, "kernel_s": cuda.graph_kernel_s, "computed_s": computed}
+        found["cuda"] = Floor(**{**vars(found.get("cuda") or Floor("cuda", computed, "kernels")), **kernels})
     return found

@@ -201,7 +201,7 @@ def judge(spec: TargetSpec, by_pair: dict[str, Ladder], costs: dict[str, FixedCo
         return Target(spec, rung, baseline, None, None)
     if spec.kind == "speedup":
         ratio = baseline.step_s / rung.step_s
-        # The cpu floor is arithmetic, any framework's; the cuda floor counts the asker's torch kernels.
+        # A measured floor is arithmetic, any framework's; a computed cuda floor counts the asker's torch kernels.
         floor = ladder.floor
         applies = floor is not None and (floor.kind == "fused" or spec.pair.startswith("torch"))
         bound = baseline.step_s / floor.step_s if applies else None

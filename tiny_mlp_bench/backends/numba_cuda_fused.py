@@ -1,0 +1,185 @@
+"""The GPU's own floor: the numpy ``fused`` rung on cuda, the whole training in numba CUDA kernel launches.
+
+One thread block trains the network: each thread holds one row of the batch, runs its forward and
+backward, and writes its share of the gradient to shared memory; after a barrier, each of the
+first threads sums one parameter's column and takes Adam's step on it (torch.optim.Adam's formula,
+as the cpu floor rung writes it). A launch runs a block of epochs, all their steps, in order: the
+rows and every epoch's permutation (drawn in NumPy from the run's seed, as the cpu rung draws them)
+are copied to the device in set-up, and the weights and Adam's state stay there between launches.
+No framework, no per-step launch, no copy: what is left is the arithmetic and the barriers of one
+block, what the GPU itself needs for this network. Numba compiles the kernel at its first launch,
+inside the first block (no on-disk cache: every run compiles cold).
+
+Under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) the same kernel runs on the CPU, in Python;
+the trajectory test uses it. A run never takes the simulator for a GPU (``simulated``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+from numba import cuda, float32  # a kernel must name the module itself: the simulator swaps it in its globals
+
+from tiny_mlp_bench.backends.numpy_reference import BETA1, BETA2, EPS, ReferenceRun
+
+EPOCHS_PER_LAUNCH = 100  # 1200 steps per launch: the clock times each launch (a block)
+MAX_THREADS = 1024  # one thread per row of a batch, in one block
+
+
+def simulated(numba) -> bool:
+    """Whether numba's CUDA target is its simulator, which runs kernels on the CPU (numba and the
+    numba-cuda package both read NUMBA_ENABLE_CUDASIM)."""
+    from_environment = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+    return bool(getattr(numba.config, "ENABLE_CUDASIM", 0)) or from_environment
+
+
+def threads_for(batch_size: int) -> int:
+    """Threads of the block: the batch's rows, rounded up to whole warps."""
+    if batch_size > MAX_THREADS:
+        raise ValueError(f"the cuda fused rung takes batches of {MAX_THREADS} rows at most, not {batch_size}")
+    return 32 * math.ceil(batch_size / 32)
+
+
+def fused_kernel(hidden: int, threads: int):
+    """The kernel ``train(w1, b1, w2, b2, m, v, step, loss, rows, orders, batch_size, lr)`` for one width.
+
+    ``hidden`` and ``threads`` size its shared and local arrays, so they are compile-time constants.
+    ``step`` (one int64) and ``loss`` (one float32) are device arrays it updates: Adam's step count
+    and the last batch's loss.
+    """
+    params = 4 * hidden + 1  # w1 (2 x hidden), b1, w2 (hidden x 1), b2
+    columns = params + 1  # each row's gradient of every parameter, and its squared error
+
+    @cuda.jit
+    def train(w1, b1, w2, b2, m, v, step, loss, rows, orders, batch_size, lr):
+        t = cuda.threadIdx.x
+        share = cuda.shared.array((columns, threads), float32)
+        z1 = cuda.local.array(hidden, float32)
+        n = orders.shape[1]
+        for epoch in range(orders.shape[0]):
+            for start in range(0, n, batch_size):
+                count = min(batch_size, n - start)
+                # Forward and backward of this thread's row: its gradient of every parameter.
+                if t < count:
+                    r = orders[epoch, start + t]
+                    x0, x1, y = rows[r, 0], rows[r, 1], rows[r, 2]
+                    z2 = b2[0]
+                    for j in range(hidden):
+                        z1[j] = x0 * w1[0, j] + x1 * w1[1, j] + b1[j]
+                        if z1[j] > 0:
+                            z2 += z1[j] * w2[j, 0]
+                    diff = max(z2, float32(0.0)) - y
+                    scale = float32(2.0 / count)  # d(mean squared error)/d(prediction)
+                    dz2 = scale * diff if z2 > 0 else float32(0.0)  # the final ReLU passes it only where open
+                    for j in range(hidden):
+                        dz1 = dz2 * w2[j, 0] if z1[j] > 0 else float32(0.0)
+                        share[j, t] = x0 * dz1
+                        share[hidden + j, t] = x1 * dz1
+                        share[2 * hidden + j, t] = dz1
+                        share[3 * hidden + j, t] = max(z1[j], float32(0.0)) * dz2
+                    share[4 * hidden, t] = dz2
+                    share[params, t] = diff * diff
+                cuda.syncthreads()
+                # Adam on the parameters this thread owns, from the batch's summed gradient.
+                count_after = step[0] + 1
+                c1 = 1.0 - BETA1**count_after
+                c2 = 1.0 - BETA2**count_after
+                for k in range(t, columns, threads):
+                    grad = float32(0.0)
+                    for i in range(count):
+                        grad += share[k, i]
+                    if k == params:
+                        loss[0] = grad / count
+                    else:
+                        m[k] = BETA1 * m[k] + (1 - BETA1) * grad
+                        v[k] = BETA2 * v[k] + (1 - BETA2) * grad * grad
+                        update = float32((lr / c1) * m[k] / (math.sqrt(v[k] / c2) + EPS))
+                        if k < 2 * hidden:
+                            w1[k // hidden, k % hidden] -= update
+                        elif k < 3 * hidden:
+                            b1[k - 2 * hidden] -= update
+                        elif k < 4 * hidden:
+                            w2[k - 3 * hidden, 0] -= update
+                        else:
+                            b2[0] -= update
+                cuda.syncthreads()  # every owner read step[0] and the shared gradient before they change
+                if t == 0:
+                    step[0] = count_after
+                cuda.syncthreads()
+
+    return train
+
+
+class CudaFusedRun(ReferenceRun):
+    """The reference's set-up on the host; rows, permutations, weights and Adam's state on the device."""
+
+    epochs_per_block = EPOCHS_PER_LAUNCH
+    on_gpu = True  # the clock waits for the GPU at each block's end
+
+    def __init__(self, fw, spec, data, clock):
+        super().__init__(fw, spec, data, clock)
+        self.threads = threads_for(spec.batch_size)
+        with clock.phase("data"):  # every epoch's permutation, drawn now, and the rows: one copy each
+            self.rows_device = cuda.to_device(self.rows)
+            self.orders_device = cuda.to_device(self.draw_orders(spec.epochs).astype(np.int32))
+        with clock.phase("model"):
+            self.device_params = {name: cuda.to_device(value) for name, value in self.params.items()}
+        with clock.phase("optimizer"):
+            size = sum(p.size for p in self.params.values())
+            self.m = cuda.to_device(np.zeros(size, np.float32))
+            self.v = cuda.to_device(np.zeros(size, np.float32))
+            self.step = cuda.to_device(np.zeros(1, np.int64))
+            self.loss_device = cuda.to_device(np.full(1, np.nan, np.float32))
+            self.train = fused_kernel(spec.hidden_units, self.threads)
+            cuda.synchronize()
+        self.numba_version = fw.numba.__version__
+        self.epochs_done = 0
+
+    def draw_orders(self, epochs: int) -> np.ndarray:
+        """One permutation of the rows per epoch, (epochs, rows), from the run's seed (a test replaces it)."""
+        return np.stack([self.rng.permutation(len(self.rows)) for _ in range(epochs)])
+
+    def run_epochs(self, epochs: int) -> None:
+        """One launch for ``epochs`` epochs, the next ones of the permutations copied in set-up."""
+        orders = self.orders_device[self.epochs_done : self.epochs_done + epochs]
+        if orders.shape[0] != epochs:
+            drawn, wanted = self.orders_device.shape[0], self.epochs_done + epochs
+            raise ValueError(f"set-up drew {drawn} epochs' permutations, not {wanted}")
+        p = self.device_params
+        self.train[1, self.threads](
+            p["w1"], p["b1"], p["w2"], p["b2"], self.m, self.v, self.step, self.loss_device,
+            self.rows_device, orders, self.spec.batch_size, np.float32(self.spec.learning_rate),
+        )  # fmt: skip
+        self.epochs_done += epochs
+
+    def to_host(self) -> None:
+        """The trained weights back into the host arrays the reference predicts with (waits for the GPU)."""
+        for name, value in self.device_params.items():
+            value.copy_to_host(self.params[name])
+
+    def predict_test_batch(self) -> None:
+        self.to_host()
+        super().predict_test_batch()
+
+    def predict(self, features):
+        self.to_host()
+        return super().predict(features)
+
+    def final_train_loss(self) -> float:
+        return float(self.loss_device.copy_to_host()[0])
+
+    def steps_taken(self) -> int:
+        return int(self.step.copy_to_host()[0])
+
+    @property
+    def details(self) -> dict[str, str]:
+        return {
+            "implementation": "numba CUDA kernel: one thread block, a thread per row of the batch, "
+            "the gradient summed in shared memory, Adam on the device",
+            "adam": "written out, torch's constants",
+            "compiled": f"numba {self.numba_version}, {EPOCHS_PER_LAUNCH} epochs per launch, "
+            f"{self.threads} threads, no disk cache",
+            "data": "rows and every epoch's permutation copied to the device in set-up",
+        }
