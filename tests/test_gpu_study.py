@@ -379,7 +379,7 @@ def test_the_whole_command_rehearsed_where_python3_is_a_venv_holding_torch(tmp_p
     assert "The whole study of the config: every job finished." in readme
     assert f"then the jobs {timing['jobs_wall_s']} s" in readme
     torch_version = records[-1]["environment"]["versions"]["torch"]  # torch-cuda-seed-1, sorted last
-    assert f"torch {torch_version}." in readme and "4 run records (3 ok, 1 skipped)" in readme
+    assert f"torch {torch_version}." in readme and "5 run records (3 ok, 2 skipped)" in readme
     report = (folder / "report.md").read_text()
     answer = report.split("## The answer\n", 1)[1].split("\n## ", 1)[0].strip()
     assert answer and answer in readme
