@@ -147,6 +147,16 @@ def test_the_cuda_floor_kernel_follows_torch_seed_under_the_simulator(
         np.testing.assert_allclose(out[name], expected, rtol=RTOL, atol=ATOL, err_msg=f"numpy cuda fused: {name}")
 
 
+def test_the_cuda_floor_kernel_refuses_what_one_block_cannot_hold():
+    from tiny_mlp_bench.backends.numba_cuda_fused import threads_for
+
+    assert (threads_for(64, 20), threads_for(50, 20)) == (64, 64)  # the batch's rows in whole warps
+    with pytest.raises(ValueError, match="1024 rows at most, not 2048"):
+        threads_for(2048, 20)
+    with pytest.raises(ValueError, match="256 hidden units at batch 64 need 256 KiB, over the 48 KiB"):
+        threads_for(64, 256)
+
+
 def test_a_rung_that_does_less_is_caught(data, torch_seed_parameters, monkeypatch):
     # The same check on a run that stops one epoch (12 steps) early must fail, or it would prove nothing.
     ours = train("numpy", "reference", data, injected_orders(data), monkeypatch, epochs=EPOCHS - 1)

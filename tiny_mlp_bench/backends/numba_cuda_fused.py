@@ -26,6 +26,7 @@ from tiny_mlp_bench.backends.numpy_reference import BETA1, BETA2, EPS, Reference
 
 EPOCHS_PER_LAUNCH = 100  # 1200 steps per launch: the clock times each launch (a block)
 MAX_THREADS = 1024  # one thread per row of a batch, in one block
+SHARED_BYTES = 48 * 1024  # the shared memory any CUDA GPU gives a block without opting in to more
 
 
 def simulated(numba) -> bool:
@@ -35,11 +36,19 @@ def simulated(numba) -> bool:
     return bool(getattr(numba.config, "ENABLE_CUDASIM", 0)) or from_environment
 
 
-def threads_for(batch_size: int) -> int:
-    """Threads of the block: the batch's rows, rounded up to whole warps."""
+def threads_for(batch_size: int, hidden: int) -> int:
+    """Threads of the block: the batch's rows, rounded up to whole warps. Raises ValueError where the
+    batch's gradient terms (every row's, every parameter's) do not fit in one block's shared memory."""
     if batch_size > MAX_THREADS:
         raise ValueError(f"the cuda fused rung takes batches of {MAX_THREADS} rows at most, not {batch_size}")
-    return 32 * math.ceil(batch_size / 32)
+    threads = 32 * math.ceil(batch_size / 32)
+    needed = (4 * hidden + 2) * threads * 4  # float32 terms: the parameters' and the squared error, per row
+    if needed > SHARED_BYTES:
+        raise ValueError(
+            f"the cuda fused rung keeps a batch's gradient in one block's shared memory: {hidden} hidden units at "
+            f"batch {batch_size} need {needed // 1024} KiB, over the {SHARED_BYTES // 1024} KiB a block has"
+        )
+    return threads
 
 
 def fused_kernel(hidden: int, threads: int):
@@ -120,7 +129,7 @@ class CudaFusedRun(ReferenceRun):
 
     def __init__(self, fw, spec, data, clock):
         super().__init__(fw, spec, data, clock)
-        self.threads = threads_for(spec.batch_size)
+        self.threads = threads_for(spec.batch_size, spec.hidden_units)
         with clock.phase("data"):  # every epoch's permutation, drawn now, and the rows: one copy each
             self.rows_device = cuda.to_device(self.rows)
             self.orders_device = cuda.to_device(self.draw_orders(spec.epochs).astype(np.int32))
