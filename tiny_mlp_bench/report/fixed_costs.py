@@ -18,7 +18,7 @@ Numbers only: no wording and no formatting.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
@@ -171,6 +171,6 @@ def floors(summary: pd.DataFrame, costs: dict[str, FixedCosts]) -> dict[str, Flo
     cuda = costs.get("cuda")
     if cuda and cuda.ops_per_step and cuda.graph_kernel_s:
         computed = cuda.ops_per_step * cuda.graph_kernel_s
-        kernels = {"kernels": cuda.ops_per_step, "kernel_s": cuda.graph_kernel_s, "computed_s": computed}
-        found["cuda"] = Floor(**{**vars(found.get("cuda") or Floor("cuda", computed, "kernels")), **kernels})
+        floor = found.get("cuda") or Floor("cuda", computed, "kernels")
+        found["cuda"] = replace(floor, kernels=cuda.ops_per_step, kernel_s=cuda.graph_kernel_s, computed_s=computed)
     return found
