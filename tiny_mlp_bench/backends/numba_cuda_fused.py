@@ -146,10 +146,6 @@ class CudaFusedRun(ReferenceRun):
         self.numba_version = fw.numba.__version__
         self.epochs_done = 0
 
-    def draw_orders(self, epochs: int) -> np.ndarray:
-        """One permutation of the rows per epoch, (epochs, rows), from the run's seed (a test replaces it)."""
-        return np.stack([self.rng.permutation(len(self.rows)) for _ in range(epochs)])
-
     def run_epochs(self, epochs: int) -> None:
         """One launch for ``epochs`` epochs, the next ones of the permutations copied in set-up."""
         orders = self.orders_device[self.epochs_done : self.epochs_done + epochs]

@@ -111,7 +111,7 @@ class FusedRun(ReferenceRun):
         self.numba_version = fw.numba.__version__
 
     def run_epochs(self, epochs: int) -> None:
-        orders = np.stack([self.rng.permutation(len(self.rows)) for _ in range(epochs)])
+        orders = self.draw_orders(epochs)
         p = self.params
         self.loss = float(
             self.train(

@@ -92,6 +92,10 @@ class ReferenceRun(EpochLoop):
                 self.loss, grads = loss_and_grads(self.params, batch[:, :2], batch[:, 2])
                 self.adam.step(self.params, grads)
 
+    def draw_orders(self, epochs: int) -> np.ndarray:
+        """The fused rungs' permutations: one of the rows per epoch, (epochs, rows), from the run's stream."""
+        return np.stack([self.rng.permutation(len(self.rows)) for _ in range(epochs)])
+
     def predict_test_batch(self) -> None:
         self.predict(self.data.test[: self.spec.batch_size, :2])
 
