@@ -15,7 +15,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_bench package beside scripts/
 
 from tiny_mlp_bench import catalogue, driver
-from tiny_mlp_bench.backends import backend
 from tiny_mlp_bench.cli import positive_float, positive_int
 
 
@@ -55,15 +54,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
-    try:
-        return driver.run(backend(args.framework), args)
-    except OSError as err:
-        if err.filename != str(args.output):
-            raise
-        # The record could not be written (a full disk, say): one clear line naming it, no traceback.
-        print(f"train.py: error: cannot write the run record {args.output}: {err.strerror}", file=sys.stderr)
-        return 1
+    return driver.run(parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.test_trajectory import spec_for
-from tiny_mlp_bench.backends import backend
+from tiny_mlp_bench.backends import backend, loop
 from tiny_mlp_bench.backends.numba_cuda_fused import CudaFusedRun
 from tiny_mlp_bench.dataset import read_dataset
 from tiny_mlp_bench.timing import Clock
@@ -28,7 +28,7 @@ def main(dataset: str, orders_path: str, output: str) -> None:
     # The permutations are drawn in set-up: the injected ones replace them before the rung is built.
     CudaFusedRun.draw_orders = lambda self, epochs: orders[:epochs]
     # start_device() refuses the simulator (it is no GPU), so the rung is built directly.
-    training = numpy.build(fw, spec, data, Clock())
+    training = loop("numpy", "fused")(fw, spec, data, Clock())
     training.fit(Clock(), len(orders))
     training.to_host()
     np.savez(

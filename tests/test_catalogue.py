@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 import yaml
 
 import variant_table
 from conftest import ROOT
-from tiny_mlp_bench import catalogue
-from tiny_mlp_bench.backends import backend
+from tiny_mlp_bench import backends, catalogue
 
 
 def test_the_readme_table_is_the_catalogues_as_make_variant_table_writes_it(tmp_path):
@@ -26,10 +29,34 @@ def test_the_readme_table_is_the_catalogues_as_make_variant_table_writes_it(tmp_
     assert stale.read_text() == f"intro\n{variant_table.BEGIN}\n{variant_table.table()}\n{variant_table.END}\nafter\n"
 
 
-@pytest.mark.parametrize("framework", catalogue.framework_names())
-def test_each_backend_implements_exactly_its_catalogue_variants(framework):
-    assert backend(framework).name == framework
-    assert list(backend(framework).variants) == catalogue.variant_names(framework)
+def test_the_backend_modules_register_exactly_the_catalogue_and_import_no_framework():
+    # One process imports every backend module the catalogue names; the registry then holds each
+    # framework's backend and one loop per rung, and none of the frameworks themselves was imported.
+    program = f"""
+import json, sys
+sys.path.insert(0, {str(ROOT)!r})
+from tiny_mlp_bench import backends, catalogue
+for framework in catalogue.framework_names():
+    backends.import_backend_module(framework)
+    assert backends.backend(framework).name == framework
+frameworks = {{"torch", "tensorflow", "tf_keras", "keras", "jax", "optax", "numba", "sklearn"}}
+print(json.dumps({{"registered": backends.registered(), "imported": sorted(frameworks & set(sys.modules))}}))
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    found = json.loads(done.stdout)
+    assert found["imported"] == []
+    registered = {framework: sorted(variants) for framework, variants in found["registered"].items()}
+    assert registered == {f: sorted(catalogue.variant_names(f)) for f in catalogue.framework_names()}
+
+
+def test_a_loop_the_catalogue_does_not_list_cannot_be_registered():
+    backends.import_backend_module("torch")  # torch's loops are registered (importing torch_loops imports no torch)
+    with pytest.raises(catalogue.UnknownVariant, match="unknown torch variant 'turbo'"):
+        backends.register_loops("torch", {"turbo": object})
+    with pytest.raises(ValueError, match="a loop for torch seed is registered already"):
+        backends.register_loops("torch", {"seed": object})
+    with pytest.raises(backends.NotRegistered, match="registers no loop for keras_torch xla"):
+        backends.loop("keras_torch", "xla")
 
 
 def test_the_study_configs_leave_the_variants_to_the_catalogue():

@@ -18,7 +18,7 @@ import probe_fixed_costs
 import train
 from conftest import ROOT, SCRIPTS, synthetic_probes, synthetic_record, synthetic_study
 from tiny_mlp_bench import backends, catalogue, driver, environment, lanes, probes
-from tiny_mlp_bench.driver import GPU_EPOCHS_PER_BLOCK, EpochLoop, RunSpec
+from tiny_mlp_bench.backends.contract import GPU_EPOCHS_PER_BLOCK, EpochLoop, RunSpec
 from tiny_mlp_bench.environment import installed_versions
 from tiny_mlp_bench.initial_weights import live_initial_weights
 from tiny_mlp_bench.records import read_record, read_sweep
@@ -137,7 +137,7 @@ def test_a_cuda_run_without_a_gpu_driver_is_skipped_without_importing_its_framew
 ):
     out = tmp_path / "r.json"
     unloadable = dataclasses.replace(backends.backend(framework), load=not_to_be_imported)
-    assert driver.run(unloadable, train.parse_args(cuda_args(framework, small_dataset, out))) == 0
+    assert driver.run(train.parse_args(cuda_args(framework, small_dataset, out)), unloadable) == 0
     record = read_record(out)
     assert record["status"] == "skipped" and record["reason"] == no_gpu_driver
     assert record["reason"].startswith("no CUDA device: no GPU driver on this machine (none of ")
@@ -154,7 +154,7 @@ def test_require_gpu_without_a_gpu_driver_fails_without_importing_the_framework(
     out = tmp_path / "r.json"
     unloadable = dataclasses.replace(backends.backend("keras"), load=not_to_be_imported)
     args = train.parse_args(cuda_args("keras", small_dataset, out, "--require-gpu"))
-    assert driver.run(unloadable, args) == 1 and not out.exists()
+    assert driver.run(args, unloadable) == 1 and not out.exists()
     said = capsys.readouterr().err
     assert f"keras-cuda-seed-1: error: {no_gpu_driver}, and --require-gpu (config require_gpu) is set" in said
 
@@ -163,8 +163,7 @@ def test_require_gpu_without_a_gpu_driver_fails_without_importing_the_framework(
 def test_a_cuda_probe_without_a_gpu_driver_is_skipped_or_required_without_importing_its_framework(
     framework, no_gpu_driver, small_dataset, tmp_path, monkeypatch, capsys
 ):
-    monkeypatch.setattr(probe_fixed_costs, "open_torch", not_to_be_imported)
-    monkeypatch.setattr(probe_fixed_costs, "open_keras", not_to_be_imported)
+    monkeypatch.setattr(probe_fixed_costs.FixedCostsProbe, "load", not_to_be_imported)
     out = tmp_path / "p.json"
     args = cuda_args(framework, small_dataset, out)
     assert probe_fixed_costs.main(args) == 0
@@ -269,10 +268,10 @@ def spec_for(variant: str, device: str = "cpu", epochs: int = 2) -> RunSpec:
 def test_the_compiled_rungs_counted_epoch_trains_and_compiles_nothing_new(monkeypatch):
     from torch._dynamo.utils import counters
 
-    from tiny_mlp_bench.backends import torch_common, torch_loops
+    from tiny_mlp_bench.backends import torch_common
 
     torch = torch_common.load("cpu")
-    loop = torch_loops.build(torch, spec_for("compiled"), question_sized_data(), Clock())
+    loop = backends.loop("torch", "compiled")(torch, spec_for("compiled"), question_sized_data(), Clock())
     loop.fit(Clock(), 2)
     loop.predict_test_batch()  # as the driver does before counting: the model is left in eval mode
     assert not loop.model.training
@@ -348,7 +347,7 @@ def test_each_jax_set_up_part_ends_when_the_device_is_done(monkeypatch):
     monkeypatch.setattr(jax, "block_until_ready", recorded_wait)
     spec = spec_for("seed")
     jax_loops.prepare(fw, spec)
-    jax_loops.build(fw, spec, question_sized_data(), PhaseLog(events))
+    backends.loop("jax", "seed")(fw, spec, question_sized_data(), PhaseLog(events))
     assert [waited_inside(events, part) for part in ("data", "model", "optimizer")] == [True, True, True]
 
 
@@ -359,10 +358,10 @@ def test_each_keras_set_up_part_that_puts_work_on_the_device_waits_for_it(monkey
     events = []
     monkeypatch.setattr(keras_fit, "wait_for_device", lambda fw, device: events.append(("wait",)))
     # Keras on TensorFlow: a process has one Keras backend, and the other in-process Keras tests use it.
-    backend, spec = keras_fit.BACKENDS["keras"], spec_for("seed")
+    backend, spec = backends.backend("keras"), spec_for("seed")
     fw = backend.load("cpu")
     backend.prepare(fw, spec)
-    backend.build(fw, spec, question_sized_data(), PhaseLog(events))
+    backends.loop("keras", "seed")(fw, spec, question_sized_data(), PhaseLog(events))
     assert [waited_inside(events, part) for part in ("model", "optimizer")] == [True, True]
 
 

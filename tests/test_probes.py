@@ -164,24 +164,12 @@ def test_read_probe_names_an_unreadable_file(tmp_path):
 
 
 @pytest.mark.slow
-def test_an_error_while_measuring_is_recorded_as_failed_with_what_was_measured(
-    torch_cpu_record, small_dataset, tmp_path, monkeypatch
-):
-    environment = torch_cpu_record["environment"]
-    backend = types.SimpleNamespace(
-        describe=lambda fw, device: {
-            "versions": {"torch": "test"},
-            **{key: environment[key] for key in ("threads", "cuda", "gpu_name")},
-        },
-        peak_gpu_memory_mb=lambda fw, device: None,
-    )
-
+def test_an_error_while_measuring_is_recorded_as_failed_with_what_was_measured(small_dataset, tmp_path, monkeypatch):
     def half_way(torch, device, data, *args, **kwargs):
         found = args[-2]
         found["eager_op_us"] = {"value_us": 4.0, "calls": 10, "repeats": 1, "repeat_us": [4.0]}
         raise RuntimeError("the device fell over")
 
-    monkeypatch.setattr(probe_fixed_costs, "open_torch", lambda args: (None, None, backend))
     monkeypatch.setattr(probes, "torch_probes", half_way)
     out = tmp_path / "torch-cpu.json"
     argv = ["--framework", "torch", "--device", "cpu", "--dataset", str(small_dataset), "--output", str(out)]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import numpy as np
@@ -11,8 +10,9 @@ import pytest
 from conftest import run_script
 from test_cuda_paths import A_GPU_DRIVER, run_seeing
 from tiny_mlp_bench import environment
+from tiny_mlp_bench.backends.contract import Backend, EpochLoop
 from tiny_mlp_bench.backends.torch_epoch import SPLIT_CALLS
-from tiny_mlp_bench.driver import Backend, EpochLoop, run, score
+from tiny_mlp_bench.driver import run, score
 from tiny_mlp_bench.records import read_record, read_sweep
 from tiny_mlp_bench.timing import SETUP_PARTS
 from train import parse_args
@@ -243,8 +243,20 @@ def test_keras_on_jax_has_no_tensorflow_only_rung(small_dataset, tmp_path):
     assert result.returncode != 0 and "unknown keras_jax variant 'epoch_blocks'" in result.stderr
 
 
-def fake_backend(predict, gpu_missing=None) -> Backend:
-    """A framework-free backend, to test the driver's own decisions in-process; its set-up has every part."""
+def fake_backend(gpu_missing=None) -> Backend:
+    """A framework-free backend, to test the driver's own decisions in-process."""
+    return Backend(
+        name="torch",
+        load=lambda device: None,
+        prepare=lambda fw, spec: None,
+        start_device=lambda fw, spec: gpu_missing if spec.device == "cuda" else None,
+        describe=lambda fw, device: {"versions": {}, "threads": {}, "cuda": {}, "gpu_name": None},
+        peak_gpu_memory_mb=lambda fw, device: None,
+    )
+
+
+def fake_loop(predict):
+    """A framework-free loop whose set-up has every part."""
 
     def build(fw, spec, data, clock):
         for part in ("data", "model", "optimizer"):
@@ -252,16 +264,7 @@ def fake_backend(predict, gpu_missing=None) -> Backend:
                 pass
         return result_predicting(predict)
 
-    return Backend(
-        name="torch",
-        variants=("seed",),
-        load=lambda device: None,
-        prepare=lambda fw, spec: None,
-        start_device=lambda fw, spec: gpu_missing if spec.device == "cuda" else None,
-        build=build,
-        describe=lambda fw, device: {"versions": {}, "threads": {}, "cuda": {}, "gpu_name": None},
-        peak_gpu_memory_mb=lambda fw, device: None,
-    )
+    return build
 
 
 def run_args(small_dataset, out, *extra):
@@ -270,8 +273,7 @@ def run_args(small_dataset, out, *extra):
 
 def test_driver_records_a_diverged_run_as_failed(small_dataset, tmp_path):
     out = tmp_path / "r.json"
-    backend = fake_backend(lambda f: np.full(len(f), np.inf))
-    assert run(backend, run_args(small_dataset, out)) == 0
+    assert run(run_args(small_dataset, out), fake_backend(), fake_loop(lambda f: np.full(len(f), np.inf))) == 0
     record = read_record(out)
     assert record["status"] == "failed" and "not finite" in record["reason"]
     assert record["quality"]["converged"] is False
@@ -279,7 +281,7 @@ def test_driver_records_a_diverged_run_as_failed(small_dataset, tmp_path):
 
 def test_driver_times_every_phase_and_one_block_per_epoch(small_dataset, tmp_path):
     out = tmp_path / "r.json"
-    assert run(fake_backend(lambda f: np.zeros(len(f))), run_args(small_dataset, out, "--epochs", 5)) == 0
+    assert run(run_args(small_dataset, out, "--epochs", 5), fake_backend(), fake_loop(lambda f: np.zeros(len(f)))) == 0
     record = read_record(out)
     assert record["status"] == "ok", record["reason"]
     timings = record["timings"]
@@ -298,19 +300,18 @@ def test_driver_times_every_phase_and_one_block_per_epoch(small_dataset, tmp_pat
 def test_driver_records_an_unavailable_device_as_skipped(small_dataset, tmp_path, monkeypatch):
     monkeypatch.setattr(environment, "GPU_DRIVER_PATHS", tuple(map(str, A_GPU_DRIVER)))  # the backend is asked
     out = tmp_path / "r.json"
-    backend = fake_backend(exact, gpu_missing="no CUDA device: fake")
-    assert run(backend, run_args(small_dataset, out, "--device", "cuda")) == 0
+    backend = fake_backend(gpu_missing="no CUDA device: fake")
+    assert run(run_args(small_dataset, out, "--device", "cuda"), backend, fake_loop(exact)) == 0
     assert read_record(out)["reason"] == "no CUDA device: fake"
 
 
 def test_a_loop_that_skips_steps_is_recorded_as_failed(small_dataset, tmp_path):
     # 150 train rows in batches of 64 are 3 steps an epoch; a loop that takes 2 does less work.
-    backend = dataclasses.replace(
-        fake_backend(lambda f: np.zeros(len(f))),
-        build=lambda fw, spec, data, clock: FakeTraining(lambda f: np.zeros(len(f)), steps_per_epoch=2),
-    )
+    def short(fw, spec, data, clock):
+        return FakeTraining(lambda f: np.zeros(len(f)), steps_per_epoch=2)
+
     out = tmp_path / "r.json"
-    assert run(backend, run_args(small_dataset, out, "--epochs", 4)) == 0
+    assert run(run_args(small_dataset, out, "--epochs", 4), fake_backend(), short) == 0
     record = read_record(out)
     assert (
         record["status"] == "failed" and record["reason"] == "the loop took 8 optimiser steps, not the 12 of its epochs"
@@ -320,7 +321,8 @@ def test_a_loop_that_skips_steps_is_recorded_as_failed(small_dataset, tmp_path):
 def test_the_catalogue_decides_where_a_variant_runs(small_dataset, tmp_path):
     # graphed is listed for cuda only: on cpu it is skipped before the backend is asked anything.
     out = tmp_path / "r.json"
-    assert run(fake_backend(exact), run_args(small_dataset, out, "--variant", "graphed", "--require-gpu")) == 0
+    args = run_args(small_dataset, out, "--variant", "graphed", "--require-gpu")
+    assert run(args, fake_backend(), fake_loop(exact)) == 0
     record = read_record(out)
     assert record["status"] == "skipped" and record["reason"] == "torch graphed runs on cuda only"
 
@@ -525,8 +527,7 @@ def test_driver_records_an_exception_as_failed(small_dataset, tmp_path):
         raise RuntimeError("CUDA out of memory (test)")
 
     out = tmp_path / "r.json"
-    backend = dataclasses.replace(fake_backend(exact), build=broken)
-    assert run(backend, run_args(small_dataset, out)) == 0
+    assert run(run_args(small_dataset, out), fake_backend(), broken) == 0
     record = read_record(out)
     assert record["status"] == "failed" and record["reason"] == "RuntimeError: CUDA out of memory (test)"
     assert record["quality"] is None and set(record["timings"]) == {"phases_s"}

@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 
 from tiny_mlp_bench import catalogue
-from tiny_mlp_bench.backends import backend
+from tiny_mlp_bench.backends import backend, loop
+from tiny_mlp_bench.backends.contract import RunSpec
 from tiny_mlp_bench.dataset import read_dataset
-from tiny_mlp_bench.driver import RunSpec
 from tiny_mlp_bench.initial_weights import live_initial_weights
 from tiny_mlp_bench.timing import Clock
 
@@ -60,7 +60,7 @@ def train(framework: str, variant: str, data, orders, monkeypatch, epochs: int =
     spec = spec_for(variant, data)
     clock = Clock(label=f"{framework}-{variant}", planned_epochs=EPOCHS)
     chosen.start_device(fw, spec)  # not prepare(): thread pools are set once per process, and cpu needs no sync
-    training = chosen.build(fw, spec, data, clock)
+    training = loop(framework, variant)(fw, spec, data, clock)
     pending = iter(orders)
     if framework == "torch":
         # Every torch rung, and the asker's SubsetRandomSampler, draws its epoch's order with torch.randperm.
@@ -172,7 +172,7 @@ def build_keras(variant: str, data, framework: str = "keras"):
     fw = chosen.load("cpu")
     spec = spec_for(variant, data)
     fw.keras.utils.set_random_seed(spec.init_seed)  # what prepare() seeds; fit draws its shuffles from it
-    return chosen.build(fw, spec, data, Clock())
+    return loop(framework, variant)(fw, spec, data, Clock())
 
 
 def keras_parameters(variant: str, data, framework: str = "keras") -> list[np.ndarray]:

@@ -13,6 +13,7 @@ import statistics
 from tiny_mlp_bench.backends.torch_common import build_model
 from tiny_mlp_bench.timing import Clock
 
+VARIANT = "sync_free"  # the torch rung whose step each point times, named in the sweep record
 BLOCKS = 3
 WARMUP_STEPS = 2
 MATMUL_REPEATS = 3

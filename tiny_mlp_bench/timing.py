@@ -2,7 +2,7 @@
 
 A training run is timed in phases (PHASES, in the order they run) and its fit in *blocks*: one
 epoch per block for loops that run an epoch per call, several for rungs that run several epochs
-per call and for every loop on a GPU (driver.GPU_EPOCHS_PER_BLOCK), and one per ``fit`` epoch for
+per call and for every loop on a GPU (backends.contract.GPU_EPOCHS_PER_BLOCK), and one per ``fit`` epoch for
 Keras, through the callback :meth:`Clock.keras_callback` provides. Callers say what to run; they
 never read a clock or pass readings around. Where the device runs asynchronously the caller sets
 ``sync``, which is called before every reading.

@@ -20,7 +20,8 @@ import re
 
 import numpy as np
 
-from tiny_mlp_bench.driver import Backend, EpochLoop, RunSpec
+from tiny_mlp_bench.backends import register_backend, register_loops
+from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
 from tiny_mlp_bench.environment import nvidia_driver
 
 SCAN_EPOCHS_PER_BLOCK = 50  # epochs per compiled call of the scan rung
@@ -213,13 +214,6 @@ class ScanLoop(JaxRun):
         }
 
 
-LOOPS = {"seed": SeedLoop, "scan": ScanLoop}
-
-
-def build(fw, spec: RunSpec, data, clock):
-    return LOOPS[spec.variant](fw, spec, data, clock)
-
-
 def describe(fw, device_name: str) -> dict:
     """``fw``: (jax, optax), or (jax, None) for Keras on JAX, which has no optax."""
     jax, optax = fw
@@ -241,13 +235,14 @@ def peak_gpu_memory_mb(fw, device_name: str) -> float | None:
     return stats["peak_bytes_in_use"] / 2**20 if "peak_bytes_in_use" in stats else None
 
 
-BACKEND = Backend(
-    name="jax",
-    variants=tuple(LOOPS),
-    load=load,
-    prepare=prepare,
-    start_device=start_device,
-    build=build,
-    describe=describe,
-    peak_gpu_memory_mb=peak_gpu_memory_mb,
+register_backend(
+    Backend(
+        name="jax",
+        load=load,
+        prepare=prepare,
+        start_device=start_device,
+        describe=describe,
+        peak_gpu_memory_mb=peak_gpu_memory_mb,
+    )
 )
+register_loops("jax", {"seed": SeedLoop, "scan": ScanLoop})

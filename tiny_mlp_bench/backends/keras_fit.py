@@ -22,6 +22,8 @@ import math
 
 import numpy as np
 
+from tiny_mlp_bench.backends import register_backend, register_loops
+from tiny_mlp_bench.backends.contract import Backend, RunSpec
 from tiny_mlp_bench.backends.keras_runtime import (
     KerasRuntime,
     describe,
@@ -31,7 +33,6 @@ from tiny_mlp_bench.backends.keras_runtime import (
     start_device,
     wait_for_device,
 )
-from tiny_mlp_bench.driver import Backend, RunSpec
 
 # framework -> (backend, the module Keras is imported as)
 KERAS_BACKENDS = {
@@ -187,31 +188,35 @@ class EpochBlocksRun(FitRun):
         }
 
 
-def build(fw, spec: RunSpec, data, clock):
-    return (EpochBlocksRun if spec.variant == "epoch_blocks" else FitRun)(fw, spec, data, clock)
-
-
 def keras_backend(framework: str) -> Backend:
-    """The Backend of Keras on one of its backends (the catalogue lists which variants each runs)."""
+    """The Backend of Keras on one of its backends."""
     backend, keras_module = KERAS_BACKENDS[framework]
-    # xla and epoch_blocks are TensorFlow's (JAX always compiles; epoch_blocks feeds tf.data, on
-    # Keras 3: its tf.data fit is the one timed here); Keras on PyTorch refuses steps_per_execution above 1.
-    variants = {
-        "tf_keras": ("seed", "xla", "steps_per_execution"),
-        "keras": tuple(COMPILE_OPTIONS),
-        "keras_jax": ("seed", "steps_per_execution"),
-        "keras_torch": ("seed",),
-    }
     return Backend(
         name=framework,
-        variants=variants[framework],
         load=loader(backend, keras_module),
         prepare=prepare,
         start_device=start_device,
-        build=build,
         describe=describe,
         peak_gpu_memory_mb=peak_gpu_memory_mb,
     )
 
 
-BACKENDS = {framework: keras_backend(framework) for framework in KERAS_BACKENDS}
+def register(framework: str) -> None:
+    """Keras on one backend, and the rungs it can run."""
+    register_backend(keras_backend(framework))
+    loops = {"seed": FitRun}  # every Keras runs the asker's fit
+    if backend_of(framework) == "tensorflow":  # JAX always compiles: xla is TensorFlow's
+        loops["xla"] = FitRun
+    if backend_of(framework) != "torch":  # Keras on PyTorch refuses steps_per_execution above 1
+        loops["steps_per_execution"] = FitRun
+    if framework == "keras":  # a tf.data pipeline into Keras 3's fit on TensorFlow, the one timed here
+        loops["epoch_blocks"] = EpochBlocksRun
+    register_loops(framework, loops)
+
+
+def backend_of(framework: str) -> str:
+    return KERAS_BACKENDS[framework][0]
+
+
+for keras_framework in KERAS_BACKENDS:
+    register(keras_framework)

@@ -13,7 +13,7 @@ import importlib
 import os
 from dataclasses import dataclass
 
-from tiny_mlp_bench.driver import RunSpec
+from tiny_mlp_bench.backends.contract import RunSpec
 from tiny_mlp_bench.environment import nvidia_driver
 
 

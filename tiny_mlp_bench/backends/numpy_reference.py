@@ -15,7 +15,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from tiny_mlp_bench.driver import Backend, EpochLoop, RunSpec
+from tiny_mlp_bench.backends import register_backend, register_loops
+from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
 from tiny_mlp_bench.environment import NO_CUDA, nvidia_driver
 
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
@@ -155,24 +156,26 @@ def describe(fw, device: str) -> dict:
     }
 
 
-def build(fw, spec: RunSpec, data, clock):
-    # Both fused rungs build on ReferenceRun, defined here.
-    if spec.variant == "fused" and spec.device == "cuda":
+def fused(fw, spec: RunSpec, data, clock):
+    """The floor rung: numba's compiled loop on cpu, its CUDA kernel on cuda. Both build on ReferenceRun,
+    defined here, and are imported only when they run: the CUDA kernel's module imports numba."""
+    if spec.device == "cuda":
         from tiny_mlp_bench.backends.numba_cuda_fused import CudaFusedRun
 
         return CudaFusedRun(fw, spec, data, clock)
     from tiny_mlp_bench.backends.numpy_fused import FusedRun
 
-    return {"reference": ReferenceRun, "fused": FusedRun}[spec.variant](fw, spec, data, clock)
+    return FusedRun(fw, spec, data, clock)
 
 
-BACKEND = Backend(
-    name="numpy",
-    variants=("reference", "fused"),
-    load=load,
-    prepare=prepare,
-    start_device=start_device,
-    build=build,
-    describe=describe,
-    peak_gpu_memory_mb=lambda fw, device: None,
+register_backend(
+    Backend(
+        name="numpy",
+        load=load,
+        prepare=prepare,
+        start_device=start_device,
+        describe=describe,
+        peak_gpu_memory_mb=lambda fw, device: None,
+    )
 )
+register_loops("numpy", {"reference": ReferenceRun, "fused": fused})

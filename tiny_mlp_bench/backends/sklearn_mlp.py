@@ -13,7 +13,8 @@ from __future__ import annotations
 import warnings
 from types import SimpleNamespace
 
-from tiny_mlp_bench.driver import Backend, EpochLoop, RunSpec
+from tiny_mlp_bench.backends import register_backend, register_loops
+from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
 
 
 def load(device: str | None = None):  # the same import for every device
@@ -84,14 +85,17 @@ def describe(fw, device: str) -> dict:
     return {"versions": {"scikit-learn": fw.sklearn.__version__}, "threads": pools, "cuda": {}, "gpu_name": None}
 
 
-BACKEND = Backend(
-    name="sklearn",
-    variants=("mlp_regressor",),
-    load=load,
-    prepare=prepare,
-    start_device=lambda fw, spec: None,  # CPU only: the catalogue keeps it on cpu
-    build=MLPRegressorRun,
-    describe=describe,
-    peak_gpu_memory_mb=lambda fw, device: None,
-    own_init="scikit-learn's own: Glorot-uniform weights and biases from the run's seed (the output unit is linear)",
+register_backend(
+    Backend(
+        name="sklearn",
+        load=load,
+        prepare=prepare,
+        start_device=lambda fw, spec: None,  # CPU only: the catalogue keeps it on cpu
+        describe=describe,
+        peak_gpu_memory_mb=lambda fw, device: None,
+        own_init=(
+            "scikit-learn's own: Glorot-uniform weights and biases from the run's seed (the output unit is linear)"
+        ),
+    )
 )
+register_loops("sklearn", {"mlp_regressor": MLPRegressorRun})

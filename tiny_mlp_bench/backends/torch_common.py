@@ -11,7 +11,7 @@ import os
 import sys
 import warnings
 
-from tiny_mlp_bench.driver import EpochLoop, RunSpec
+from tiny_mlp_bench.backends.contract import EpochLoop, RunSpec
 from tiny_mlp_bench.environment import nvidia_driver
 from tiny_mlp_bench.timing import Clock
 

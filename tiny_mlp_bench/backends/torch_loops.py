@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from functools import partial
 
+from tiny_mlp_bench.backends import register_backend, register_loops
+from tiny_mlp_bench.backends.contract import Backend
 from tiny_mlp_bench.backends.torch_captured import CompiledLoop, GraphedLoop
 from tiny_mlp_bench.backends.torch_common import (
     TorchLoop,
@@ -39,7 +41,6 @@ from tiny_mlp_bench.backends.torch_common import (
     start_device,
 )
 from tiny_mlp_bench.backends.torch_epoch import FusedEpochLoop, GraphedEpochLoop
-from tiny_mlp_bench.driver import Backend, RunSpec
 
 
 class LoaderLoop(TorchLoop):
@@ -125,30 +126,26 @@ class SyncFreeLoop(ResidentLoop):
         }
 
 
-# One loop per variant the catalogue lists for torch (a test holds the two together).
-LOOPS = {
-    "seed": partial(LoaderLoop, batched=False),
-    "batched_fetch": partial(LoaderLoop, batched=True),
-    "resident": ResidentLoop,
-    "sync_free": SyncFreeLoop,
-    "compiled": CompiledLoop,
-    "graphed": GraphedLoop,
-    "fused_epoch": FusedEpochLoop,
-    "graphed_epoch": GraphedEpochLoop,
-}
-
-
-def build(torch, spec: RunSpec, data, clock):
-    return LOOPS[spec.variant](torch, spec, data, clock)
-
-
-BACKEND = Backend(
-    name="torch",
-    variants=tuple(LOOPS),
-    load=load,
-    prepare=prepare,
-    start_device=start_device,
-    build=build,
-    describe=describe,
-    peak_gpu_memory_mb=peak_gpu_memory_mb,
+register_backend(
+    Backend(
+        name="torch",
+        load=load,
+        prepare=prepare,
+        start_device=start_device,
+        describe=describe,
+        peak_gpu_memory_mb=peak_gpu_memory_mb,
+    )
+)
+register_loops(
+    "torch",
+    {
+        "seed": partial(LoaderLoop, batched=False),
+        "batched_fetch": partial(LoaderLoop, batched=True),
+        "resident": ResidentLoop,
+        "sync_free": SyncFreeLoop,
+        "compiled": CompiledLoop,
+        "graphed": GraphedLoop,
+        "fused_epoch": FusedEpochLoop,
+        "graphed_epoch": GraphedEpochLoop,
+    },
 )

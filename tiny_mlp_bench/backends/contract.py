@@ -1,0 +1,110 @@
+"""The backend contract: what a framework's backend module gives the job that runs it.
+
+A backend module supplies two things, and registers both when it is imported (tiny_mlp_bench.backends):
+
+- one :class:`Backend` per framework: importing the framework, threads and seeds, starting the device,
+  describing the environment and the GPU memory the run used;
+- one loop per variant: a callable ``(fw, spec, data, clock) -> Training`` whose call is the run's
+  set-up and whose result the clock runs (:class:`EpochLoop` is the base of most of them).
+
+Nothing here imports a framework: the module that registers a loop imports its framework inside
+``load``, so the keras image never imports torch and a skipped job imports nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from tiny_mlp_bench.dataset import Dataset
+from tiny_mlp_bench.initial_weights import InitialWeights
+from tiny_mlp_bench.timing import Clock
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a backend needs to know about the run it is asked to do."""
+
+    device: str
+    variant: str
+    repeat: int
+    init_seed: int
+    weights: InitialWeights  # every framework and rung starts from these (initial_weights.py)
+    epochs: int
+    batch_size: int
+    learning_rate: float
+    hidden_units: int
+    threads: int
+
+
+class Training(Protocol):
+    """A built training run: what the clock runs after set-up."""
+
+    details: dict[str, str]  # what the variant used, e.g. which Adam
+
+    def fit(self, clock: Clock, epochs: int) -> None:
+        """Train ``epochs`` epochs, letting ``clock`` time them in blocks."""
+
+    def predict_test_batch(self) -> None:
+        """The asker's closing prediction of one batch of test rows (timed)."""
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        """Predictions for any feature rows (untimed, for scoring)."""
+
+    def final_train_loss(self) -> float:
+        """The last training loss the framework reported."""
+
+    def steps_taken(self) -> int:
+        """Optimiser steps the run took, as the optimiser itself counted them."""
+
+    def host_syncs_per_epoch(self) -> int | None:
+        """Host synchronisations in one more, untimed epoch on a GPU; None where not counted."""
+
+    def after_timing(self) -> dict[str, str]:
+        """What the loop measures of itself after the timed run and the scoring, for its details."""
+
+
+# A variant's loop: called inside the run's set-up phase, it builds what the clock then runs.
+Loop = Callable[[object, RunSpec, Dataset, Clock], Training]
+
+# Epochs per block of every loop on a GPU. The clock waits for the device at each block's end, so the
+# host cannot queue the next block's work while the device finishes the last; a rung whose host work
+# hides behind the device's (a graph replayed per epoch) would have that hiding undone at every epoch.
+GPU_EPOCHS_PER_BLOCK = 50
+
+
+class EpochLoop:
+    """Base of the loops that run a number of epochs per call; the clock times each call as a block."""
+
+    epochs_per_block = 1  # on a CPU, where reading the clock waits for nothing
+    on_gpu = False  # a loop that runs on a GPU sets it
+
+    def fit(self, clock: Clock, epochs: int) -> None:
+        per_block = max(self.epochs_per_block, GPU_EPOCHS_PER_BLOCK) if self.on_gpu else self.epochs_per_block
+        clock.run_blocks(self.run_epochs, epochs, per_block)
+
+    def run_epochs(self, epochs: int) -> None:
+        raise NotImplementedError
+
+    def host_syncs_per_epoch(self) -> int | None:
+        return None  # counted by the loops that run on a GPU
+
+    def after_timing(self) -> dict[str, str]:
+        return {}  # the fused_epoch rung times its compiled call here
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A framework's part of every job that runs it. ``fw`` below is whatever ``load()`` returned."""
+
+    name: str
+    load: Callable[[str], object]  # (device) -> fw; some backends must hide a GPU before they are imported
+    prepare: Callable[[object, RunSpec], Callable[[], object] | None]  # threads and seeds; returns the device sync
+    # Start the runtime on the run's device (timed, as for the asker); returns why it cannot be used, or None.
+    start_device: Callable[[object, RunSpec], str | None]
+    describe: Callable[[object, str], dict]  # (fw, device) -> versions, threads, cuda, gpu_name
+    peak_gpu_memory_mb: Callable[[object, str], float | None]  # (fw, device) -> what the run allocated at most
+    own_init: str | None = None  # how the framework draws its own weights, where it ignores the shared draw

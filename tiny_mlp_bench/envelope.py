@@ -1,0 +1,134 @@
+"""The job envelope: what every timed job (a training run, a probe, a sweep) does around what it measures.
+
+A job's program parses its command line, then hands :func:`run_job` a :class:`Measurement`, which
+supplies only what that kind of job measures and how its record is shaped. The envelope does the rest,
+the same way for every kind:
+
+1. the machine's load before anything else, and the dataset where the job reads one;
+2. a job the catalogue does not run on its device is skipped before anything is imported;
+3. a cuda job on a machine with no GPU driver at all is skipped without paying its framework's import
+   (seconds) only to find no GPU, or fails with ``--require-gpu``;
+4. the measurement: a :class:`DeviceMissing` it raises is a skip (a failure with ``--require-gpu``),
+   any other exception a ``failed`` record, so the other jobs finish;
+5. the record: the measurement's fields, its status and reason, the environment and the load, validated
+   and written atomically. Where it cannot be written (a full disk), one line names it.
+
+Every line the job logs goes through :meth:`Measurement.say`, prefixed with the job's label.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from tiny_mlp_bench import backends, catalogue
+from tiny_mlp_bench.dataset import Dataset, DatasetError, read_dataset
+from tiny_mlp_bench.environment import collect_environment, gpu_driver_absent, not_imported
+from tiny_mlp_bench.load import load_block, snapshot
+
+REASON_CHARS = 500  # a failed record's reason: the exception's first characters
+
+
+class DeviceMissing(Exception):
+    """The job's device cannot be used here; the message says why."""
+
+
+class Measurement:
+    """What one kind of job measures. The envelope calls, in order: ``not_on_device``, ``load``,
+    ``measure`` and ``record``; a subclass overrides what its kind does differently."""
+
+    label: str  # the job's name in its log lines: the run id, probe-<pair>, sweep-<device>
+    kind: str  # what its record is called in messages: "run", "probe", "sweep"
+    framework: str  # whose backend imports, prepares and describes it
+    device: str
+    require_gpu: bool
+    output: Path
+    dataset: Path | None = None  # the dataset the job reads, if any
+    write: Callable[[dict, Path], None]  # validates against the kind's schema and writes atomically
+
+    def say(self, message: str) -> None:
+        print(f"{self.label}: {message}", file=sys.stderr, flush=True)
+
+    @property
+    def backend(self) -> backends.Backend:
+        return backends.backend(self.framework)
+
+    def read(self, data: Dataset | None) -> None:
+        """What the job derives from its dataset before anything is imported (the run's spec)."""
+
+    def not_on_device(self) -> str | None:
+        """Why the job never runs on its device, whatever the machine; None where it does."""
+        return None
+
+    def load(self) -> object:
+        """Import the framework; returns what the backend's functions take as ``fw``."""
+        return self.backend.load(self.device)
+
+    def measure(self, fw, data: Dataset | None) -> None:
+        """Measure, keeping the results for ``record``; raise DeviceMissing where the device is not there."""
+        raise NotImplementedError
+
+    def record(self, status: str, reason: str | None) -> dict:
+        """The record's own fields, with ``status`` and ``reason`` (a kind may judge the run failed)."""
+        raise NotImplementedError
+
+    def description(self, fw) -> tuple[dict, float | None]:
+        """The backend's account of the environment, and the GPU memory the job used at most."""
+        if fw is None:  # not imported: the framework's versions from its installed packages
+            return not_imported(catalogue.framework(self.framework).packages), None
+        return self.backend.describe(fw, self.device), self.backend.peak_gpu_memory_mb(fw, self.device)
+
+
+def run_job(job: Measurement) -> int:
+    """Run one job and write its record; returns the program's exit status (1: nothing was written)."""
+    load_before = snapshot()
+    data = None
+    if job.dataset is not None:
+        try:
+            data = read_dataset(job.dataset)
+        except DatasetError as err:
+            job.say(f"error: {err}")
+            return 1
+    job.read(data)
+    status, fw = "ok", None
+    reason = job.not_on_device()
+    no_driver = gpu_driver_absent() if reason is None and job.device == "cuda" else None
+    if no_driver and job.require_gpu:
+        return refuse(job, no_driver)
+    reason = reason or no_driver
+    if reason is None:
+        job.say(f"importing {job.framework}")
+        fw = job.load()
+        try:
+            job.measure(fw, data)
+        except DeviceMissing as missing:
+            if job.require_gpu:
+                return refuse(job, str(missing))
+            reason = str(missing)
+        except Exception as err:  # any error inside the framework: record it, let the other jobs finish
+            traceback.print_exc()
+            status, reason = "failed", f"{type(err).__name__}: {err}".strip()[:REASON_CHARS]
+            job.say(f"recorded as failed: {reason}")
+    if reason is not None and status == "ok":
+        status = "skipped"
+        job.say(f"skipped: {reason}")
+    record = job.record(status, reason)
+    described, peak_gpu_mb = job.description(fw)
+    record["environment"] = collect_environment(dataset_sha256=data.sha256 if data else None, **described)
+    record["load"] = load_block(load_before, snapshot(), peak_gpu_mb)
+    try:
+        job.write(record, job.output)
+    except OSError as err:
+        if err.filename != str(job.output):
+            raise
+        job.say(f"error: cannot write the {job.kind} record {job.output}: {err.strerror}")
+        return 1
+    return 0
+
+
+def refuse(job: Measurement, missing: str) -> int:
+    """``--require-gpu`` and no usable GPU: the job fails, writing nothing."""
+    job.say(f"error: {missing}, and --require-gpu (config require_gpu) is set")
+    return 1
