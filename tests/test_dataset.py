@@ -11,7 +11,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import MinMaxScaler
 
 from conftest import run_script
-from tiny_mlp_bench.dataset import DatasetError, file_sha256, make_dataset, read_dataset, write_dataset
+from tiny_mlp_bench.dataset import DatasetError, file_sha256, make_dataset, read_dataset, train_rows, write_dataset
 
 # sha256 of the default dataset (seed 42, 1000 rows) written with the versions pinned in
 # requirements/runtime.txt. If a lock update changes it, the Parquet bytes changed: check
@@ -46,6 +46,11 @@ def test_split_sizes_and_batches_follow_scikit_learn_defaults(tmp_path):
     data = read_dataset(path)
     assert (len(data.train), len(data.test)) == (750, 250)
     assert -(-len(data.train) // 64) == 12  # 12 batches of 64 per epoch, as in the question
+
+
+@pytest.mark.parametrize("n_rows", [10, 101, 1000, 1003])
+def test_train_rows_counts_the_splits_training_rows_without_making_it(n_rows):
+    assert train_rows(n_rows) == make_dataset(seed=42, n_rows=n_rows)["split"].to_pylist().count("train")
 
 
 def test_metadata_inverts_the_scaling_to_the_question_formula(tmp_path):

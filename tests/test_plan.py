@@ -71,13 +71,29 @@ def test_the_question_comes_first_then_what_no_gpu_measured_then_the_rest(archiv
     assert len(planned) == 2 * (5 + 2 + 2) + 2 + 4
 
 
-def test_with_keras_on_tensorflow_in_the_study_the_question_is_the_askers_keras():
-    config = CONFIG | {
-        "frameworks": ["torch", "keras", "keras_jax"],
-        "variants": {**CONFIG["variants"], "keras": ["seed"]},
-    }
-    tiers = {p.job.name: p.tier for p in plan.plan(config, Path("/nonexistent"), None)}
-    assert tiers["keras-cuda-seed-1"] == 1 and tiers["keras_jax-cuda-seed-1"] == 2
+def first_tier(frameworks: list[str]) -> list[str]:
+    variants = {**CONFIG["variants"], "tf_keras": ["seed"], "keras": ["seed"]}
+    config = CONFIG | {"frameworks": frameworks, "variants": variants}
+    return [p.job.name for p in plan.plan(config, Path("/nonexistent"), None) if p.tier == 1]
+
+
+def test_with_keras_2_in_the_study_the_question_is_the_askers_keras():
+    # Keras 2 (tf_keras) is the asker's tf.keras: Keras 3, on TensorFlow or JAX, waits for a later tier.
+    assert first_tier(["torch", "tf_keras", "keras", "keras_jax"]) == [
+        "torch-cpu-seed-1",
+        "torch-cuda-seed-1",
+        "tf_keras-cpu-seed-1",
+        "tf_keras-cuda-seed-1",
+    ]
+
+
+def test_without_keras_2_the_question_is_keras_3_on_jax_even_beside_keras_3_on_tensorflow():
+    assert first_tier(["torch", "keras", "keras_jax"]) == [
+        "torch-cpu-seed-1",
+        "torch-cuda-seed-1",
+        "keras_jax-cpu-seed-1",
+        "keras_jax-cuda-seed-1",
+    ]
 
 
 def test_expected_times_come_from_the_newest_archive_of_this_machine_kind(archives):

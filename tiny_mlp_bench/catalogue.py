@@ -1,17 +1,41 @@
 """The catalogue of frameworks and their training-loop variants: the one list everything reads.
 
 The rules expand runs from it, the config check validates against it, the training driver refuses
-and skips by it, the backends implement what it names, the report orders its ladders and says what
-each rung removes from it, and the README's table is generated from it (``make variant-table``). A
-config that leaves out ``frameworks`` or ``variants`` runs the default study marked here, so a new
-rung is one entry here plus its loop in the framework's backend.
+and skips by it, the backends implement what it names and run as many epochs per call as it says,
+the report orders its ladders, names its frameworks and says what each rung removes from it, the
+report and the GPU study's plan find the rungs they single out by their role here, and the README's
+table is generated from it (``make variant-table``). A config that leaves out ``frameworks`` or
+``variants`` runs the default study marked here, so a new rung is one entry here plus its loop in
+the framework's backend.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 DEVICES = ("cpu", "cuda")
+
+# Epochs one call into a loop runs, where it is more than one: the backends run these, and the
+# rungs' descriptions below state them.
+KERAS_EPOCHS_PER_FIT_EPOCH = 50  # keras epoch_blocks: epochs per `fit` epoch, one call each
+JAX_SCAN_EPOCHS_PER_CALL = 50  # jax scan: epochs per jitted call
+NUMBA_EPOCHS_PER_CALL = 20  # numpy fused on cpu: epochs per compiled call
+NUMBA_CUDA_EPOCHS_PER_LAUNCH = 100  # numpy fused on cuda: epochs per kernel launch
+
+
+class Role(Enum):
+    """What a rung is to the study, for the rungs the report and the GPU study's plan single out:
+    they look a rung up by its role, never by its name, so that renaming a rung is an edit here."""
+
+    ASKERS = "the asker's loop"  # the question's own loop (or its shape): each ladder's baseline
+    REFERENCE = "the reference"  # the hand-written loop, no framework: forward, backward and Adam by hand
+    FLOOR = "the floor"  # every per-operation call gone: the least a step costs on each device
+    COMPILED_EPOCH = "the compiled epoch"  # torch's epoch in one compiled call, timed in kernel and the rest
+    ONE_CALL_PER_EPOCH = "one call per epoch"  # Keras's train function called once an epoch
+
+
+ROLES = tuple(Role)  # the closed list
 
 
 @dataclass(frozen=True)
@@ -19,6 +43,7 @@ class Framework:
     """A framework the study trains with."""
 
     name: str
+    label: str  # what the report calls it
     image: str  # the key in the config's `images` of the image its steps run in
     backend: str  # the module in tiny_mlp_bench.backends that implements its variants
     # The distributions whose versions a record names; a run skipped before importing the framework
@@ -26,6 +51,9 @@ class Framework:
     packages: tuple[str, ...]
     probed: bool = False  # scripts/probe_fixed_costs.py measures its fixed costs
     default: bool = True  # in the default study (a config without `frameworks`)
+    keras: int | None = None  # the major version of Keras it is; None: not Keras
+    keras_backend: str | None = None  # what that Keras runs on, as the report names it
+    hand_written: bool = False  # loops written by hand, not a library a user would pick up
 
 
 @dataclass(frozen=True)
@@ -37,9 +65,18 @@ class Variant:
     devices: tuple[str, ...]
     removes: str  # what this rung takes away compared with the rung before it (Markdown)
     default: bool = True  # in the default study (a config without this framework's `variants`)
+    role: Role | None = None  # what the report and the plan single it out as; None: an ordinary rung
+    # Epochs one call into its loop runs: one number, or (device, number) pairs where it differs by device.
+    call_epochs: int | tuple[tuple[str, int], ...] = 1
 
     def runs_on(self, device: str) -> bool:
         return device in self.devices
+
+    def epochs_per_call(self, device: str) -> int:
+        """How many epochs one call into this rung's loop runs on ``device``."""
+        if not self.runs_on(device):
+            raise ValueError(self.why_not_on(device))
+        return self.call_epochs if isinstance(self.call_epochs, int) else dict(self.call_epochs)[device]
 
     def why_not_on(self, device: str) -> str:
         """Why this variant cannot run on ``device``, for a skipped record."""
@@ -48,21 +85,64 @@ class Variant:
 
 
 FRAMEWORKS = (
-    Framework("torch", image="torch", backend="torch_loops", packages=("torch",), probed=True),
+    Framework("torch", "torch", image="torch", backend="torch_loops", packages=("torch",), probed=True),
     # Keras 2, the tf-keras package: the asker's tf.keras in 2020, on TensorFlow.
-    Framework("tf_keras", image="keras", backend="keras_fit", packages=("tensorflow", "tf_keras"), probed=True),
+    Framework(
+        "tf_keras",
+        "Keras 2",
+        image="keras",
+        backend="keras_fit",
+        packages=("tensorflow", "tf_keras"),
+        probed=True,
+        keras=2,
+        keras_backend="TensorFlow",
+    ),
     # Keras 3 on TensorFlow: what tf.keras is today.
-    Framework("keras", image="keras", backend="keras_fit", packages=("tensorflow", "keras"), probed=True),
+    Framework(
+        "keras",
+        "Keras 3 on TensorFlow",
+        image="keras",
+        backend="keras_fit",
+        packages=("tensorflow", "keras"),
+        probed=True,
+        keras=3,
+        keras_backend="TensorFlow",
+    ),
     # Keras 3 on its other backends: the torch image has JAX and torch, and Keras beside them.
-    Framework("keras_jax", image="torch", backend="keras_fit", packages=("jax", "keras"), probed=True),
-    Framework("keras_torch", image="torch", backend="keras_fit", packages=("torch", "keras"), default=False),
-    Framework("numpy", image="torch", backend="numpy_reference", packages=("numba",)),
-    Framework("sklearn", image="torch", backend="sklearn_mlp", packages=("scikit-learn",)),
-    Framework("jax", image="torch", backend="jax_loops", packages=("jax", "optax")),
+    Framework(
+        "keras_jax",
+        "Keras 3 on JAX",
+        image="torch",
+        backend="keras_fit",
+        packages=("jax", "keras"),
+        probed=True,
+        keras=3,
+        keras_backend="JAX",
+    ),
+    Framework(
+        "keras_torch",
+        "Keras 3 on PyTorch",
+        image="torch",
+        backend="keras_fit",
+        packages=("torch", "keras"),
+        default=False,
+        keras=3,
+        keras_backend="PyTorch",
+    ),
+    Framework(
+        "numpy",
+        "NumPy and numba (hand-written)",
+        image="torch",
+        backend="numpy_reference",
+        packages=("numba",),
+        hand_written=True,
+    ),
+    Framework("sklearn", "scikit-learn", image="torch", backend="sklearn_mlp", packages=("scikit-learn",)),
+    Framework("jax", "JAX", image="torch", backend="jax_loops", packages=("jax", "optax")),
 )
 
 VARIANTS = (
-    Variant("torch", "seed", DEVICES, "— (the asker's loop)"),
+    Variant("torch", "seed", DEVICES, "— (the asker's loop)", role=Role.ASKERS),
     # batched_fetch and resident are in the full study only: the report's answer does not need them.
     Variant(
         "torch",
@@ -94,6 +174,7 @@ VARIANTS = (
         DEVICES,
         "per-step calls: the forward as broadcast products the compiler fuses (no matmul calls), the epoch's "
         "gather and all its steps in one compiled call (on cpu with Inductor's C++ wrapper)",
+        role=Role.COMPILED_EPOCH,
     ),
     Variant(
         "torch",
@@ -101,7 +182,7 @@ VARIANTS = (
         ("cuda",),
         "per-step launches: the `fused_epoch` graph captured in one CUDA graph, one replay per epoch",
     ),
-    Variant("tf_keras", "seed", DEVICES, "— (the asker's `fit`, Keras 2 as the asker ran it)"),
+    Variant("tf_keras", "seed", DEVICES, "— (the asker's `fit`, Keras 2 as the asker ran it)", role=Role.ASKERS),
     Variant("tf_keras", "xla", DEVICES, "TensorFlow op dispatch, by compiling the step with XLA", default=False),
     Variant(
         "tf_keras",
@@ -109,8 +190,9 @@ VARIANTS = (
         DEVICES,
         "per-step calls into the train function: one call per epoch",
         default=False,
+        role=Role.ONE_CALL_PER_EPOCH,
     ),
-    Variant("keras", "seed", DEVICES, "— (the asker's `fit`, Keras 3 on TensorFlow)"),
+    Variant("keras", "seed", DEVICES, "— (the asker's `fit`, Keras 3 on TensorFlow)", role=Role.ASKERS),
     Variant("keras", "xla", DEVICES, "TensorFlow op dispatch, by compiling the step with XLA", default=False),
     Variant(
         "keras",
@@ -118,26 +200,35 @@ VARIANTS = (
         DEVICES,
         "per-step calls into the train function: one call per epoch",
         default=False,  # full study only: the report's answer takes Keras's per-epoch cost from the Keras probe
+        role=Role.ONE_CALL_PER_EPOCH,
     ),
     Variant(
         "keras",
         "epoch_blocks",
         DEVICES,
-        "fit's fixed cost per epoch: 50 epochs per `fit` epoch from a `tf.data` pipeline of each epoch's own "
-        "permutation, a block's steps in one XLA-compiled call",
+        f"fit's fixed cost per epoch: {KERAS_EPOCHS_PER_FIT_EPOCH} epochs per `fit` epoch from a `tf.data` "
+        "pipeline of each epoch's own permutation, a block's steps in one XLA-compiled call",
         default=False,  # full study only: the Keras probes measure fit's fixed cost per epoch in the default one
+        call_epochs=KERAS_EPOCHS_PER_FIT_EPOCH,
     ),
-    Variant("keras_jax", "seed", DEVICES, "— (the asker's `fit`, Keras on JAX)"),
+    Variant("keras_jax", "seed", DEVICES, "— (the asker's `fit`, Keras on JAX)", role=Role.ASKERS),
     Variant(
         "keras_jax",
         "steps_per_execution",
         DEVICES,
         "per-step calls into the train function: one call per epoch",
         default=False,
+        role=Role.ONE_CALL_PER_EPOCH,
     ),
     # Keras on PyTorch allows steps_per_execution=1 only: its one rung is the asker's.
-    Variant("keras_torch", "seed", DEVICES, "— (the asker's `fit`, Keras on PyTorch)"),
-    Variant("numpy", "reference", ("cpu",), "the framework itself: hand-written forward, backward and Adam"),
+    Variant("keras_torch", "seed", DEVICES, "— (the asker's `fit`, Keras on PyTorch)", role=Role.ASKERS),
+    Variant(
+        "numpy",
+        "reference",
+        ("cpu",),
+        "the framework itself: hand-written forward, backward and Adam",
+        role=Role.REFERENCE,
+    ),
     # On cuda the same arithmetic in one numba CUDA kernel: the framework is the hand-written loops,
     # NumPy's and numba's, so its name stays (and so do the archives' run ids).
     Variant(
@@ -145,8 +236,11 @@ VARIANTS = (
         "fused",
         DEVICES,
         "every per-operation call and launch: forward, backward and Adam fused into one numba-compiled loop "
-        "on cpu, one numba CUDA kernel per 100 epochs on cuda (each device's floor)",
+        f"on cpu, one numba CUDA kernel per {NUMBA_CUDA_EPOCHS_PER_LAUNCH} epochs on cuda (each device's floor)",
+        role=Role.FLOOR,
+        call_epochs=(("cpu", NUMBA_EPOCHS_PER_CALL), ("cuda", NUMBA_CUDA_EPOCHS_PER_LAUNCH)),
     ),
+    # scikit-learn's own loop, not the asker's: no role, so its ladder has no asker's rung to be measured against.
     Variant(
         "sklearn",
         "mlp_regressor",
@@ -154,12 +248,20 @@ VARIANTS = (
         "— (scikit-learn's `MLPRegressor`, one `partial_fit` epoch per call: a linear output layer, "
         "half the MSE, its own initialisation and shuffles)",
     ),
-    Variant("jax", "seed", DEVICES, "— (the asker's loop shape in JAX and optax: one jitted step per batch)"),
+    Variant(
+        "jax",
+        "seed",
+        DEVICES,
+        "— (the asker's loop shape in JAX and optax: one jitted step per batch)",
+        role=Role.ASKERS,
+    ),
     Variant(
         "jax",
         "scan",
         DEVICES,
-        "per-batch dispatch from Python: each block of 50 epochs in one jitted `lax.scan` over epochs and batches",
+        f"per-batch dispatch from Python: each block of {JAX_SCAN_EPOCHS_PER_CALL} epochs in one jitted `lax.scan` "
+        "over epochs and batches",
+        call_epochs=JAX_SCAN_EPOCHS_PER_CALL,
     ),
 )
 
@@ -201,6 +303,38 @@ def ladder_position(framework_name: str, name: str) -> int:
     """Where a variant stands on its framework's ladder; unknown ones sort last."""
     names = variant_names(framework_name)
     return names.index(name) if name in names else len(names)
+
+
+def role_of(framework_name: str, name: str) -> Role | None:
+    """A rung's role; None for an ordinary rung and for one the catalogue does not list."""
+    found = next((v for v in ladder(framework_name) if v.name == name), None)
+    return found.role if found else None
+
+
+def rung_with_role(framework_name: str, role: Role) -> Variant | None:
+    """A framework's rung with ``role``; None where its ladder has none."""
+    return next((v for v in ladder(framework_name) if v.role == role), None)
+
+
+def rungs_with_role(role: Role) -> list[Variant]:
+    """Every framework's rung with ``role``, in the catalogue's order."""
+    return [v for v in VARIANTS if v.role == role]
+
+
+def sole_rung(role: Role) -> Variant:
+    """The one rung of all the catalogue with ``role`` (the reference, the floor, the compiled epoch)."""
+    (found,) = rungs_with_role(role)
+    return found
+
+
+def keras_frameworks(version: int) -> list[Framework]:
+    """The frameworks of one major version of Keras, in the catalogue's order."""
+    return [f for f in FRAMEWORKS if f.keras == version]
+
+
+def pair_name(framework_name: str, device: str) -> str:
+    """A framework on a device, as the run ids, records and the report name it: ``torch-cpu``."""
+    return f"{framework_name}-{device}"
 
 
 def default_frameworks() -> list[str]:

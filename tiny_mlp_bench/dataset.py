@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ TARGET = "target"
 COLUMNS = (*FEATURES, TARGET)
 METADATA_KEY = b"tiny_mlp_bench"
 FORMAT_VERSION = 1
+TEST_SHARE = 0.25  # scikit-learn's default test_size, the asker's split
 
 
 class DatasetError(Exception):
@@ -57,7 +59,7 @@ def make_dataset(seed: int, n_rows: int) -> pa.Table:
     rng.shuffle(rows)
     scaler = MinMaxScaler()
     scaled = scaler.fit_transform(rows)
-    train, test = train_test_split(scaled, random_state=seed)
+    train, test = train_test_split(scaled, test_size=TEST_SHARE, random_state=seed)
 
     values = np.vstack([train, test])
     split = ["train"] * len(train) + ["test"] * len(test)
@@ -74,6 +76,12 @@ def make_dataset(seed: int, n_rows: int) -> pa.Table:
     }
     table = pa.table({name: values[:, i] for i, name in enumerate(COLUMNS)} | {"split": split})
     return table.replace_schema_metadata({METADATA_KEY: json.dumps(metadata, sort_keys=True)})
+
+
+def train_rows(n_rows: int) -> int:
+    """The training rows of a dataset of ``n_rows``, without making it: scikit-learn's split rounds
+    the test rows up."""
+    return n_rows - math.ceil(n_rows * TEST_SHARE)
 
 
 def write_dataset(table: pa.Table, path: Path) -> None:

@@ -3,8 +3,8 @@
 A GPU machine may be had for minutes, so scripts/gpu_study.py runs what matters first and starts
 no job that no longer fits its time limit. The order, in three tiers:
 
-1. the question: torch ``seed`` and the asker's Keras ``seed`` (on TensorFlow where the study runs
-   it, else through JAX), on each device;
+1. the question: the asker's torch loop and the asker's Keras ``fit`` (Keras 2, on TensorFlow, where
+   the study runs it, else Keras 3 on JAX), on each device;
 2. what no archived record from a GPU has measured: a rung, a probe, a sweep, on each device (the
    cpu twin gives the same machine's comparison);
 3. the rest: rungs measured on a GPU before, rungs that run on cpu only, and every repeat after
@@ -34,10 +34,9 @@ from pathlib import Path
 import yaml
 
 from tiny_mlp_bench import catalogue, environment, jobs, records
+from tiny_mlp_bench.question import TORCH, askers_keras, askers_rung
 
 TIERS = ("the question", "never measured on a GPU", "the rest")
-QUESTION = {("torch", "seed"), ("keras", "seed")}  # Keras through JAX where TensorFlow is not in the study
-KERAS_ELSEWHERE = ("keras_jax", "seed")
 # Snakemake's own start and the program's, before its first phase: a nothing-to-do Snakemake call
 # took 1.2 s and a one-second numpy run 3.2 s from the command on the 2-core development machine.
 JOB_OVERHEAD_S = 3.0
@@ -138,6 +137,12 @@ def cuda_side(job: jobs.Job) -> tuple | None:
     return (job.rule, "cuda", job.framework, job.variant)
 
 
+def question(frameworks: list[str]) -> set[tuple[str, str]]:
+    """The (framework, variant) of the runs that answer the question, in a study of ``frameworks``:
+    the asker's torch loop and the asker's `fit` in the Keras that stands for the asker's."""
+    return {(framework, askers_rung(framework)) for framework in (TORCH, askers_keras(frameworks))}
+
+
 def tier(job: jobs.Job, question: set[tuple], measured: set[tuple]) -> int:
     if (job.repeat or 1) > 1:
         return 3
@@ -150,14 +155,14 @@ def tier(job: jobs.Job, question: set[tuple], measured: set[tuple]) -> int:
 def plan(config: dict, archives: Path, gpu: str | None) -> list[Planned]:
     """The config's timed jobs in the order to run them, each with its expected time."""
     timed = jobs.timed_jobs(config)
-    question = QUESTION if "keras" in config["frameworks"] else {*QUESTION, KERAS_ELSEWHERE}
+    first = question(config["frameworks"])
     ok_records = list(archived(archives))  # read once: both questions are asked of every record
     measured = measured_on_gpus(ok_records)
     seconds = archived_seconds(ok_records, this_machine(gpu), config["epochs"])
     planned = []
     for job in timed:
         expected = seconds.get(measure_key(job)) or estimate(job, config["plan_estimates_s"])
-        planned.append(Planned(job, tier(job, question, measured), *expected))
+        planned.append(Planned(job, tier(job, first, measured), *expected))
     return sorted(planned, key=lambda p: p.tier)  # stable: the config's order within a tier
 
 

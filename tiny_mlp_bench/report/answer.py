@@ -11,24 +11,27 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from tiny_mlp_bench import catalogue
+from tiny_mlp_bench.catalogue import Role, pair_name
+from tiny_mlp_bench.question import ASKERS_KERAS, TODAYS_KERAS, TORCH
 from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor, KerasFit
 from tiny_mlp_bench.report.ladder import Ladder, Rung
 
-HAND_WRITTEN = "numpy"  # the framework of the hand-written reference and floor loops
-# Keras 3's backends: framework -> backend.
-KERAS_BACKENDS = {"keras": "TensorFlow", "keras_jax": "JAX", "keras_torch": "PyTorch"}
-ASKERS_KERAS = "tf_keras"  # Keras 2: the asker's tf.keras in 2020
-# The Keras frameworks the answer sets side by side, Keras 2 first.
-KERAS_NAMES = {"tf_keras": "Keras 2", "keras": "Keras 3 on TensorFlow", "keras_jax": "Keras 3 on JAX"}
+DEVICES = ("cpu", "cuda")
+HAND_WRITTEN = [f.name for f in catalogue.FRAMEWORKS if f.hand_written]  # the reference's and the floor's
+# The Keras frameworks the answer sets side by side, Keras 2 first: those the Keras probes measure.
+KERAS_VERSIONS = [f for f in (*catalogue.keras_frameworks(2), *catalogue.keras_frameworks(3)) if f.probed]
+# The asker's Keras's backend, TensorFlow: each other Keras 3 backend is set beside it.
+ASKERS_BACKEND = catalogue.framework(ASKERS_KERAS).keras_backend
 
 
 @dataclass(frozen=True)
 class GpuAnswer:
     """The asker's loop on cuda against cpu, and the fixed costs that explain it."""
 
-    cuda_s: float | None  # seed timing points (medians)
+    cuda_s: float | None  # the asker's loop's timing points (medians)
     cpu_s: float | None
-    cuda_step_s: float | None  # seed steady-state step times (medians)
+    cuda_step_s: float | None  # its steady-state step times (medians)
     cpu_step_s: float | None
     kernels: int | None  # kernels the asker's step runs on cuda (profiler)
     eager_op_s: float | None  # one eager cuda op
@@ -102,7 +105,7 @@ class KerasAnswer:
     @property
     def todays(self) -> KerasVersion | None:
         """Keras 3 on TensorFlow: today's tf.keras."""
-        return self.version("keras")
+        return self.version(TODAYS_KERAS)
 
     @property
     def seed_difference_s(self) -> float | None:
@@ -165,14 +168,15 @@ class Answer:
 
 
 def seed_of(ladders: dict[str, Ladder], pair: str) -> Rung | None:
+    """A pair's rung that is the asker's loop, where it has one."""
     ladder = ladders.get(pair)
-    return ladder.rung("seed") if ladder else None
+    return ladder.with_role(Role.ASKERS) if ladder else None
 
 
 def fastest(summary: pd.DataFrame, device: str, seed: Rung | None) -> Fastest:
     """The device's fastest pair and variant to a result and per step, from the per-variant medians."""
     rows = summary[summary["device"] == device]
-    libraries = rows[rows["framework"] != HAND_WRITTEN]
+    libraries = rows[~rows["framework"].isin(HAND_WRITTEN)]
 
     def best(column: str, rows=rows) -> tuple[str, str, float] | None:
         timed = rows.dropna(subset=[column])
@@ -198,52 +202,55 @@ def answer(
     costs: dict[str, FixedCosts],
     floors: dict[str, Floor],
 ) -> Answer:
-    """``summary``: model.summarize's medians per pair and variant; ``timing_points``: the seed runs' per pair."""
+    """``summary``: model.summarize's medians per pair and variant; ``timing_points``: the asker's loops' per pair."""
     by_pair = {ladder.pair: ladder for ladder in ladders}
-    cuda_seed, cpu_seed = seed_of(by_pair, "torch-cuda"), seed_of(by_pair, "torch-cpu")
+    torch_cuda, torch_cpu = pair_name(TORCH, "cuda"), pair_name(TORCH, "cpu")
+    cuda_seed, cpu_seed = seed_of(by_pair, torch_cuda), seed_of(by_pair, torch_cpu)
     cuda_costs, cpu_costs = costs.get("cuda"), costs.get("cpu")
     gpu = GpuAnswer(
-        cuda_s=timing_points.get("torch-cuda"),
-        cpu_s=timing_points.get("torch-cpu"),
+        cuda_s=timing_points.get(torch_cuda),
+        cpu_s=timing_points.get(torch_cpu),
         cuda_step_s=cuda_seed.step_s if cuda_seed else None,
         cpu_step_s=cpu_seed.step_s if cpu_seed else None,
         kernels=cuda_costs.ops_per_step if cuda_costs else None,
         eager_op_s=cuda_costs.eager_op_s if cuda_costs else None,
         arithmetic_s=floors["cpu"].step_s if "cpu" in floors else None,
-        gpu_arithmetic_s=floors["cuda"].step_s if "cuda" in floors and floors["cuda"].kind == "fused" else None,
+        gpu_arithmetic_s=floors["cuda"].step_s if "cuda" in floors and floors["cuda"].measured else None,
     )
     keras = KerasAnswer(
         device="cpu",
-        keras_s=timing_points.get(f"{ASKERS_KERAS}-cpu"),
-        torch_s=timing_points.get("torch-cpu"),
+        keras_s=timing_points.get(pair_name(ASKERS_KERAS, "cpu")),
+        torch_s=timing_points.get(torch_cpu),
         versions=keras_versions(by_pair, timing_points, cpu_costs),
     )
-    choices = tuple(fastest(summary, device, seed_of(by_pair, f"torch-{device}")) for device in ("cpu", "cuda"))
+    choices = tuple(fastest(summary, device, seed_of(by_pair, pair_name(TORCH, device))) for device in DEVICES)
     return Answer(gpu, keras, keras_backends(by_pair), choices)
 
 
 def keras_versions(by_pair: dict[str, Ladder], timing_points: dict[str, float], cpu_costs: FixedCosts | None):
-    """Keras 2, Keras 3 on TensorFlow and on JAX on cpu, each where a seed run or its probe measured it."""
+    """Keras 2, Keras 3 on TensorFlow and on JAX on cpu, each where its asker's `fit` ran or its probe measured it."""
     found = []
-    for framework, name in KERAS_NAMES.items():
-        seed, fit = seed_of(by_pair, f"{framework}-cpu"), cpu_costs.keras(framework) if cpu_costs else None
+    for framework in KERAS_VERSIONS:
+        pair = pair_name(framework.name, "cpu")
+        seed, fit = seed_of(by_pair, pair), cpu_costs.keras(framework.name) if cpu_costs else None
         if seed or fit:
             step_s = seed.step_s if seed else None
-            found.append(KerasVersion(framework, name, timing_points.get(f"{framework}-cpu"), step_s, fit))
+            found.append(KerasVersion(framework.name, framework.label, timing_points.get(pair), step_s, fit))
     return tuple(found)
 
 
 def keras_backends(by_pair: dict[str, Ladder]) -> tuple[KerasBackend, ...]:
-    """The asker's `fit` on each Keras backend that ran it, per device where a backend besides
+    """The asker's `fit` on each Keras 3 backend that ran it, per device where a backend besides
     TensorFlow did, beside TensorFlow's."""
     found = []
-    for device in ("cpu", "cuda"):
-        tensorflow = seed_of(by_pair, f"keras-{device}")
+    for device in DEVICES:
+        tensorflow = seed_of(by_pair, pair_name(TODAYS_KERAS, device))
         ran = []
-        for framework, backend in KERAS_BACKENDS.items():
-            if seed := seed_of(by_pair, f"{framework}-{device}"):
+        for framework in catalogue.keras_frameworks(3):
+            if seed := seed_of(by_pair, pair_name(framework.name, device)):
                 vs = tensorflow.step_s / seed.step_s if tensorflow else None
+                backend = framework.keras_backend
                 ran.append(KerasBackend(device, backend, seed.step_s, seed.step_min_s, seed.step_max_s, vs))
-        if any(b.backend != "TensorFlow" for b in ran):
+        if any(b.backend != ASKERS_BACKEND for b in ran):
             found += ran
     return tuple(found)

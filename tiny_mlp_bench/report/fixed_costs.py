@@ -5,10 +5,10 @@ rate that is a fraction of a microsecond, five orders under every measured step,
 nothing about this workload. A tiny step is bound by what each op, launch and call costs whatever its
 size. So the floors are of that kind:
 
-- cpu: the measured time per step of the numpy ``fused`` rung, forward, backward and Adam in one
-  numba-compiled loop: what the arithmetic costs on this CPU when every per-op call is gone.
-- cuda: measured where the numpy ``fused`` rung ran there, one numba CUDA kernel for a block of
-  epochs: what the GPU itself needs for the step once launches, copies and the Python loop are gone.
+- cpu: the measured time per step of the floor rung (numpy ``fused``), forward, backward and Adam in
+  one numba-compiled loop: what the arithmetic costs on this CPU when every per-op call is gone.
+- cuda: measured where the floor rung ran there, one numba CUDA kernel for a block of epochs: what
+  the GPU itself needs for the step once launches, copies and the Python loop are gone.
   Computed beside it, and the floor where the rung did not run: the kernels the asker's step runs
   (counted by torch's profiler) times the cost of one kernel inside a CUDA graph, what the step's
   kernels cost when launching them costs nothing more.
@@ -25,6 +25,11 @@ import pandas as pd
 from tiny_mlp_bench import catalogue
 
 US = 1e-6
+FLOOR_RUNG = catalogue.sole_rung(catalogue.Role.FLOOR)
+COMPILED_EPOCH = catalogue.sole_rung(catalogue.Role.COMPILED_EPOCH)  # its cpu runs time their compiled call
+# A floor's kind: measured by the floor rung, named after it (as report/model.json has it), or
+# computed from the probes' kernels.
+MEASURED, COMPUTED = FLOOR_RUNG.name, "kernels"
 
 
 @dataclass(frozen=True)
@@ -33,10 +38,15 @@ class Floor:
 
     device: str
     step_s: float
-    kind: str  # "fused": the floor rung's measured time; "kernels": kernels per step x in-graph kernel cost
+    kind: str  # MEASURED: the floor rung's measured time; COMPUTED: kernels per step x in-graph kernel cost
     kernels: int | None = None
     kernel_s: float | None = None
     computed_s: float | None = None  # cuda: kernels x in-graph kernel cost, beside a measured floor
+
+    @property
+    def measured(self) -> bool:
+        """Whether the floor rung measured it: arithmetic alone, any framework's floor."""
+        return self.kind == MEASURED
 
 
 @dataclass(frozen=True)
@@ -61,8 +71,8 @@ class FixedCosts:
     graph_replay_s: float | None = None  # replay of a one-kernel CUDA graph
     graph_kernel_s: float | None = None  # one kernel inside a graph of many
     keras_fit: tuple[KerasFit, ...] = ()  # per Keras framework probed, in the catalogue's order
-    # One compiled call of torch's fused_epoch rung (an epoch of steps): the medians its runs measured
-    # after timing, or, in studies before they did, the torch-cpu probe's.
+    # One compiled call of torch's compiled-epoch rung (an epoch of steps): the medians its runs measured
+    # after timing, or, in studies before they did, the torch cpu probe's.
     fused_call_s: float | None = None
     fused_kernel_s: float | None = None  # the part of that call inside its one fused kernel
     fused_steps_per_call: int | None = None
@@ -98,7 +108,7 @@ def microseconds(block: dict | None, key: str = "value_us") -> float | None:
 
 
 def fixed_costs(probes: list[dict], runs: pd.DataFrame | None = None) -> dict[str, FixedCosts]:
-    """Per device, what the completed probes measured, and the fused_epoch call its cpu runs measured."""
+    """Per device, what the completed probes measured, and the compiled epoch's call its cpu runs measured."""
     found: dict[str, dict] = {}
     for probe in probes:
         if probe["status"] != "ok":
@@ -133,7 +143,8 @@ def fixed_costs(probes: list[dict], runs: pd.DataFrame | None = None) -> dict[st
             )
             costs["keras_fit"] = tuple(fits)
     if runs is not None and "epoch_call_us" in runs:
-        ran = runs[(runs["pair"] == "torch-cpu") & (runs["variant"] == "fused_epoch") & (runs["status"] == "ok")]
+        pair = catalogue.pair_name(COMPILED_EPOCH.framework, "cpu")
+        ran = runs[(runs["pair"] == pair) & (runs["variant"] == COMPILED_EPOCH.name) & (runs["status"] == "ok")]
         ran = ran.dropna(subset=["epoch_call_us", "epoch_kernel_us"])
         if len(ran):
             found.setdefault("cpu", {}).update(
@@ -161,16 +172,17 @@ def not_measured(probes: list[dict]) -> tuple[ProbeStatus, ...]:
 
 
 def floors(summary: pd.DataFrame, costs: dict[str, FixedCosts]) -> dict[str, Floor]:
-    """Each device's floor: the numpy fused rung's median step where it ran (cpu: its compiled loop;
-    cuda: its kernel), else on cuda the asker's kernels x in-graph kernel cost, also kept beside it."""
+    """Each device's floor: the floor rung's median step where it ran (cpu: its compiled loop; cuda:
+    its kernel), else on cuda the asker's kernels x in-graph kernel cost, also kept beside it."""
     found = {}
     for device in ("cpu", "cuda"):
-        fused = summary[(summary["pair"] == f"numpy-{device}") & (summary["variant"] == "fused")]["step_s"].dropna()
-        if len(fused):
-            found[device] = Floor(device, float(fused.iloc[0]), "fused")
+        pair = catalogue.pair_name(FLOOR_RUNG.framework, device)
+        ran = summary[(summary["pair"] == pair) & (summary["variant"] == FLOOR_RUNG.name)]["step_s"].dropna()
+        if len(ran):
+            found[device] = Floor(device, float(ran.iloc[0]), MEASURED)
     cuda = costs.get("cuda")
     if cuda and cuda.ops_per_step and cuda.graph_kernel_s:
         computed = cuda.ops_per_step * cuda.graph_kernel_s
-        floor = found.get("cuda") or Floor("cuda", computed, "kernels")
+        floor = found.get("cuda") or Floor("cuda", computed, COMPUTED)
         found["cuda"] = replace(floor, kernels=cuda.ops_per_step, kernel_s=cuda.graph_kernel_s, computed_s=computed)
     return found

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from tiny_mlp_bench import catalogue
+from tiny_mlp_bench.catalogue import Role, pair_name
+from tiny_mlp_bench.question import TODAYS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor
 
 # A spread above this coefficient of variation makes a comparison unreliable.
@@ -24,7 +27,7 @@ class TargetSpec:
     """One of the study's speed targets: a rung of ``pair`` against a baseline rung.
 
     kind "speedup": baseline time / rung time ≥ goal; kind "within": rung time / baseline time ≤ goal.
-    variant None means the pair's fastest rung other than seed.
+    variant None means the pair's fastest rung other than the asker's loop.
     """
 
     kind: str
@@ -35,13 +38,27 @@ class TargetSpec:
     baseline_variant: str
 
 
+def beyond_the_askers(framework: str, device: str, goal: float) -> TargetSpec:
+    """A pair's best rung at least ``goal`` times faster per step than its asker's loop."""
+    pair = pair_name(framework, device)
+    return TargetSpec("speedup", pair, None, goal, pair, askers_rung(framework))
+
+
+def within(framework: str, device: str, goal: float, role: Role) -> TargetSpec:
+    """A pair's best rung within ``goal`` times the step of the one rung with ``role``."""
+    baseline = catalogue.sole_rung(role)
+    return TargetSpec(
+        "within", pair_name(framework, device), None, goal, pair_name(baseline.framework, device), baseline.name
+    )
+
+
 TARGETS = (
-    TargetSpec("speedup", "torch-cpu", None, 5.0, "torch-cpu", "seed"),
-    TargetSpec("within", "torch-cpu", None, 1.5, "numpy-cpu", "reference"),
-    TargetSpec("within", "torch-cpu", None, 3.0, "numpy-cpu", "fused"),
-    TargetSpec("speedup", "keras-cpu", None, 10.0, "keras-cpu", "seed"),
-    TargetSpec("speedup", "keras-cuda", None, 10.0, "keras-cuda", "seed"),
-    TargetSpec("speedup", "torch-cuda", None, 50.0, "torch-cuda", "seed"),
+    beyond_the_askers(TORCH, "cpu", 5.0),
+    within(TORCH, "cpu", 1.5, Role.REFERENCE),
+    within(TORCH, "cpu", 3.0, Role.FLOOR),
+    beyond_the_askers(TODAYS_KERAS, "cpu", 10.0),
+    beyond_the_askers(TODAYS_KERAS, "cuda", 10.0),
+    beyond_the_askers(TORCH, "cuda", 50.0),
 )
 
 
@@ -70,6 +87,10 @@ class Rung:
     def noisy(self) -> bool:
         return bool(self.cv > CV_WARNING)
 
+    @property
+    def role(self) -> Role | None:
+        return catalogue.role_of(self.framework, self.variant)
+
 
 @dataclass(frozen=True)
 class Ladder:
@@ -83,8 +104,12 @@ class Ladder:
     def rung(self, variant: str) -> Rung | None:
         return next((r for r in self.rungs if r.variant == variant), None)
 
-    def fastest(self, exclude: tuple[str, ...] = ()) -> Rung | None:
-        timed = [r for r in self.rungs if r.variant not in exclude and pd.notna(r.step_s)]
+    def with_role(self, role: Role) -> Rung | None:
+        return next((r for r in self.rungs if r.role == role), None)
+
+    def fastest(self, leave_out: Role | None = None) -> Rung | None:
+        """The rung with the least time per step, of those without the role ``leave_out``."""
+        timed = [r for r in self.rungs if (leave_out is None or r.role != leave_out) and pd.notna(r.step_s)]
         return min(timed, key=lambda r: r.step_s) if timed else None
 
     @property
@@ -95,7 +120,7 @@ class Ladder:
     @property
     def from_seed(self) -> bool:
         """Whether the ladder starts at the asker's loop and climbs at least one rung."""
-        return len(self.rungs) > 1 and self.rungs[0].variant == "seed"
+        return len(self.rungs) > 1 and self.rungs[0].role == Role.ASKERS
 
     @property
     def biggest_rung(self) -> Rung:
@@ -109,7 +134,7 @@ class Ladder:
 
 @dataclass(frozen=True)
 class EpochFloor:
-    """A Keras pair's step time with one train-function call per epoch, against its seed."""
+    """A Keras pair's step time with one train-function call per epoch, against its asker's loop."""
 
     pair: str
     step_s: float
@@ -127,8 +152,8 @@ class Target:
     ratio: float | None
     met: bool | None
     bound: float | None = None  # for a speed-up, the most the device's floor allows: baseline / floor
-    # For torch-cpu fused_epoch against the floor: its measured call per step, split into the fused
-    # kernel and the rest of the call (Dynamo's guards, the wrapper), each in seconds per step.
+    # For the compiled epoch (torch on cpu) against the floor: its measured call per step, split into
+    # the fused kernel and the rest of the call (Dynamo's guards, the wrapper), each in seconds per step.
     call_parts: tuple[float, float] | None = None
 
 
@@ -138,7 +163,8 @@ def one_time_s(setup_s: float, first_block_excess_s: float) -> float | None:
 
 
 def break_even_epochs(rung_once: float, rung_epoch: float, seed_once: float, seed_epoch: float) -> int | None:
-    """The fewest epochs from which on a rung's time to result stays below seed's; None if it falls behind for good.
+    """The fewest epochs from which on a rung's time to result stays below the asker's loop's; None if it
+    falls behind for good.
 
     Time to result ≈ one-time cost + epochs x epoch time, so the lines cross once at most.
     """
@@ -154,7 +180,8 @@ def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ..
     for pair, rows in summary.groupby("pair", sort=False):
         first = rows.iloc[0]
         floor = floors.get(first.device)
-        seed_rows = rows[rows["variant"] == "seed"]
+        askers = askers_rung(first.framework)
+        seed_rows = rows[rows["variant"] == askers]
         seed = seed_rows.iloc[0] if len(seed_rows) else None
         seed_step = seed.step_s if seed is not None else None
         seed_once = one_time_s(seed.setup_s, seed.first_block_excess_s) if seed is not None else None
@@ -162,7 +189,7 @@ def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ..
         for row in rows.itertuples(index=False):
             once, beats = one_time_s(row.setup_s, row.first_block_excess_s), None
             timed = pd.notna(row.step_s) and seed_step is not None and pd.notna(seed_step)
-            if once is not None and seed_once is not None and timed and row.variant != "seed":
+            if once is not None and seed_once is not None and timed and row.variant != askers:
                 per_epoch = row.steps_per_epoch
                 beats = break_even_epochs(once, row.step_s * per_epoch, seed_once, seed_step * per_epoch)
             rungs.append(
@@ -195,7 +222,7 @@ def judge(spec: TargetSpec, by_pair: dict[str, Ladder], costs: dict[str, FixedCo
     ladder, base_ladder = by_pair.get(spec.pair), by_pair.get(spec.baseline_pair)
     rung = None
     if ladder is not None:
-        rung = ladder.rung(spec.variant) if spec.variant else ladder.fastest(exclude=("seed",))
+        rung = ladder.rung(spec.variant) if spec.variant else ladder.fastest(leave_out=Role.ASKERS)
     baseline = base_ladder.rung(spec.baseline_variant) if base_ladder else None
     if rung is None or baseline is None:
         return Target(spec, rung, baseline, None, None)
@@ -203,23 +230,24 @@ def judge(spec: TargetSpec, by_pair: dict[str, Ladder], costs: dict[str, FixedCo
         ratio = baseline.step_s / rung.step_s
         # A measured floor is arithmetic, any framework's; a computed cuda floor counts the asker's torch kernels.
         floor = ladder.floor
-        applies = floor is not None and (floor.kind == "fused" or spec.pair.startswith("torch"))
+        applies = floor is not None and (floor.measured or rung.framework == TORCH)
         bound = baseline.step_s / floor.step_s if applies else None
         return Target(spec, rung, baseline, ratio, bool(ratio >= spec.goal), bound)
     ratio = rung.step_s / baseline.step_s
     cpu = (costs or {}).get("cpu")
     parts = None
-    if rung.variant == "fused_epoch" and spec.baseline_variant == "fused" and cpu and cpu.fused_call_s:
+    if rung.role == Role.COMPILED_EPOCH and baseline.role == Role.FLOOR and cpu and cpu.fused_call_s:
         kernel = cpu.fused_kernel_s / cpu.fused_steps_per_call
         parts = (kernel, cpu.fused_call_s / cpu.fused_steps_per_call - kernel)
     return Target(spec, rung, baseline, ratio, bool(ratio <= spec.goal), call_parts=parts)
 
 
 def epoch_floors(found: tuple[Ladder, ...]) -> tuple[EpochFloor, ...]:
-    """Why Keras cannot get much faster per step: a step's cost with a single call per epoch."""
+    """Why Keras cannot get much faster per step: a step's cost with a single call per epoch (Keras 2's
+    and Keras 3's rungs that call their train function once an epoch)."""
     floors = []
     for ladder in found:
-        seed, one_call = ladder.rung("seed"), ladder.rung("steps_per_execution")
-        if "keras" in ladder.pair.split("-")[0] and seed and one_call:  # Keras 2 (tf_keras) and Keras 3
+        seed, one_call = ladder.with_role(Role.ASKERS), ladder.with_role(Role.ONE_CALL_PER_EPOCH)
+        if seed and one_call:
             floors.append(EpochFloor(ladder.pair, one_call.step_s, one_call.vs_seed, seed.step_s / 10))
     return tuple(floors)

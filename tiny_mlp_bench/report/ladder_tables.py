@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from tiny_mlp_bench import catalogue
+from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.report.cells import num, pct, table, us
 from tiny_mlp_bench.report.ladder import Ladder, Rung, Target
 from tiny_mlp_bench.report.model import Machine
@@ -51,7 +52,7 @@ def ladder_table(ladder: Ladder) -> str:
 
 def beats_seed(rung: Rung) -> str:
     """From how many epochs on a rung's time to result beats its ladder's seed's, its one-time cost included."""
-    if rung.variant == "seed" or rung.vs_seed is None or rung.one_time_s is None or pd.isna(rung.step_s):
+    if rung.role == Role.ASKERS or rung.vs_seed is None or rung.one_time_s is None or pd.isna(rung.step_s):
         return "–"
     return "never" if rung.beats_seed_from is None else f"{rung.beats_seed_from:,}"
 

@@ -13,9 +13,12 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from tiny_mlp_bench.report.answer import KERAS_NAMES
+from tiny_mlp_bench import catalogue
+from tiny_mlp_bench.question import ASKERS_KERAS, TORCH
+from tiny_mlp_bench.report.answer import ASKERS_BACKEND
 from tiny_mlp_bench.report.cells import num, pct, table, us
 from tiny_mlp_bench.report.environment_table import environment_table
+from tiny_mlp_bench.report.fixed_costs import COMPILED_EPOCH
 from tiny_mlp_bench.report.ladder import CV_WARNING
 from tiny_mlp_bench.report.ladder_tables import ladder_table, removes, targets_table
 from tiny_mlp_bench.report.model import Machine, Report
@@ -84,7 +87,7 @@ def fixed_costs_table(m: Machine) -> str:
     keras_probed = list(dict.fromkeys(k.framework for costs in m.costs.values() for k in costs.keras_fit))
     keras_rows = []
     for framework in keras_probed:
-        name = KERAS_NAMES.get(framework, framework)
+        name = catalogue.framework(framework).label
         keras_rows += [
             (f"{name}: fixed cost of a fit epoch (ms)", keras_fit(framework, "epoch_fixed_s"), ms),
             (f"{name}: a step inside fit (µs)", keras_fit(framework, "step_s"), us),
@@ -97,7 +100,11 @@ def fixed_costs_table(m: Machine) -> str:
         ("replay of a one-kernel CUDA graph (µs)", field("graph_replay_s"), us),
         ("one kernel inside a CUDA graph (µs)", field("graph_kernel_s"), lambda v: us(v, 2)),
         *keras_rows,
-        ("torch `fused_epoch` runs: one compiled epoch call (µs)", field("fused_call_s"), us),
+        (
+            f"{COMPILED_EPOCH.framework} `{COMPILED_EPOCH.name}` runs: one compiled epoch call (µs)",
+            field("fused_call_s"),
+            us,
+        ),
         ("… of which inside its one fused kernel (µs)", field("fused_kernel_s"), us),
     ]
     rows = [[label, *(show(read(m.costs[d])) for d in devices)] for label, read, show in readings]
@@ -177,6 +184,8 @@ def environment() -> jinja2.Environment:
         autoescape=False,  # Markdown, not HTML
     )
     env.filters.update(num=num, us=us, pct=pct)
+    # The question's frameworks, for the sentences that name them.
+    env.globals.update(torch=TORCH, askers_keras=ASKERS_KERAS, askers_backend=ASKERS_BACKEND)
     env.globals.update(removes=removes, cv_warning=CV_WARNING)
     return env
 

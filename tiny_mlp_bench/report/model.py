@@ -4,9 +4,9 @@ build_report() gives a Report: the tidy runs table (one row per run, written as 
 machine, the opening answer, the summaries, the variant ladders with their floors, the question's
 table, the targets, the fixed costs and the crossover map. markdown.py and plots.py only format what
 it holds. The runs table and its summary are computed in runs.py, the question's table and ratios
-in question.py, which machine a record belongs to in machines.py, the ladders and the targets in
-ladder.py, the floors and fixed costs in fixed_costs.py, the answer in answer.py, the crossover map
-in crossover_map.py.
+in question_table.py (the question's own facts are tiny_mlp_bench/question.py's), which machine a
+record belongs to in machines.py, the ladders and the targets in ladder.py, the floors and fixed
+costs in fixed_costs.py, the answer in answer.py, the crossover map in crossover_map.py.
 
 A *pair* is a framework and a device, such as torch-cpu; a *step* is always one optimiser step.
 """
@@ -17,12 +17,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from tiny_mlp_bench.question import TORCH, askers_rung
 from tiny_mlp_bench.report import fixed_costs
 from tiny_mlp_bench.report.answer import Answer, ArchivedGpu, answer
 from tiny_mlp_bench.report.crossover_map import Crossover, Sweep, crossovers, sweep_frame, sweep_table
 from tiny_mlp_bench.report.ladder import TARGETS, EpochFloor, Ladder, Rung, Target, epoch_floors, judge, ladders
 from tiny_mlp_bench.report.machines import environment, machine_key, machine_labels
-from tiny_mlp_bench.report.question import QuestionRow, Ratio, question_rows, ratios
+from tiny_mlp_bench.report.question_table import QuestionRow, Ratio, question_rows, ratios
 from tiny_mlp_bench.report.runs import LOAD_COLUMNS, run_row, summarize
 
 
@@ -153,9 +154,10 @@ def build_report(
 
 
 def archived_gpu(archive: str, records: list[dict]) -> ArchivedGpu | None:
-    """The GPU answer an archived study's torch ``seed`` records give, from the first host (by label)
-    that completed them on both cuda and cpu; None where no host did."""
-    seeds = [r for r in records if (r["identity"]["framework"], r["identity"]["variant"]) == ("torch", "seed")]
+    """The GPU answer an archived study's records of the asker's torch loop (``seed``) give, from the
+    first host (by label) that completed them on both cuda and cpu; None where no host did."""
+    askers = (TORCH, askers_rung(TORCH))
+    seeds = [r for r in records if (r["identity"]["framework"], r["identity"]["variant"]) == askers]
     if not seeds:
         return None
     for found in build_report(seeds).machines:

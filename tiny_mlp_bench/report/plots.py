@@ -16,9 +16,11 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from tiny_mlp_bench.atomic import atomic_path
+from tiny_mlp_bench.catalogue import pair_name
+from tiny_mlp_bench.question import ASKER_SECONDS, ASKER_STEPS, TORCH
 from tiny_mlp_bench.report.ladder import Ladder
 from tiny_mlp_bench.report.model import Machine
-from tiny_mlp_bench.report.question import ASKER_SECONDS, ASKER_STEPS, QUESTION_PAIRS
+from tiny_mlp_bench.report.question_table import QUESTION_PAIRS
 
 # A colour per framework, for its rungs and the asker's lines.
 FRAMEWORK_COLOURS = {
@@ -177,7 +179,7 @@ def plot_crossover(points: pd.DataFrame, path: Path, parameters: dict | None = N
         for device, face in (("cpu", "black"), ("cuda", "white")):
             ax.plot(
                 parameters["batch_size"],
-                asker_step_s(f"torch-{device}") * 1e3,
+                asker_step_s(pair_name(TORCH, device)) * 1e3,
                 "*",
                 markersize=14,
                 markerfacecolor=face,

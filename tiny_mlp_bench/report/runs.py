@@ -9,13 +9,19 @@ import math
 import pandas as pd
 
 from tiny_mlp_bench import catalogue
+from tiny_mlp_bench.report.question_table import QUESTION_PAIRS
 from tiny_mlp_bench.timing import PHASES, steady_step_s
 
-# Pairs in the question's order, then the NumPy reference and what a user might pick instead; others follow.
+# Pairs in the question's order, then every other framework in the catalogue's order, on the devices
+# its first rung runs on; others follow (numpy on cuda, where only its floor rung runs, among them).
 PAIR_ORDER = [
-    *("torch-cuda", "torch-cpu", "tf_keras-cpu", "tf_keras-cuda", "keras-cpu", "keras-cuda"),
-    *("keras_jax-cpu", "keras_jax-cuda"),
-    *("keras_torch-cpu", "keras_torch-cuda", "numpy-cpu", "sklearn-cpu", "jax-cpu", "jax-cuda"),
+    *QUESTION_PAIRS,
+    *(
+        pair
+        for framework in catalogue.FRAMEWORKS
+        for pair in (catalogue.pair_name(framework.name, d) for d in catalogue.ladder(framework.name)[0].devices)
+        if pair not in QUESTION_PAIRS
+    ),
 ]
 
 # Readings of what else the machine was doing, per run (record version 4 on; NaN before).

@@ -1,5 +1,5 @@
 """The question's own numbers beside ours: the asker's wall times, the ratios they imply, and the
-table that sets each of them against the seed runs' timing point of one machine.
+table that sets each of them against the timing point of one machine's runs of the asker's loops.
 """
 
 from __future__ import annotations
@@ -8,23 +8,24 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-# The asker's wall times in seconds, from the question ("~17 s", "~11 s", "~9 s"). The asker's
-# tf.keras was Keras 2 (the question is from 2020), the tf_keras framework here. The question does
-# not say which device Keras used, so its 9 s stands beside both.
-ASKER_SECONDS = {"torch-cuda": 17.0, "torch-cpu": 11.0, "tf_keras-cpu": 9.0, "tf_keras-cuda": 9.0}
+from tiny_mlp_bench import catalogue
+from tiny_mlp_bench.question import ASKER_SECONDS, ASKERS_KERAS, TODAYS_KERAS, TORCH, askers_rung
+
+DEVICES = ("cpu", "cuda")
 # Keras 3 on TensorFlow, what tf.keras is today: rows of their own, with no asker's number beside them.
-TODAYS_KERAS = ("keras-cpu", "keras-cuda")
-QUESTION_PAIRS = (*ASKER_SECONDS, *TODAYS_KERAS)
+QUESTION_PAIRS = (*ASKER_SECONDS, *(catalogue.pair_name(TODAYS_KERAS, device) for device in DEVICES))
 # What each framework's rows of the table are.
 WHAT = {
-    "torch": "the asker's torch loop",
-    "tf_keras": "Keras 2: the asker's tf.keras",
-    "keras": "Keras 3 on TensorFlow: today's tf.keras",
+    TORCH: "the asker's torch loop",
+    ASKERS_KERAS: f"{catalogue.framework(ASKERS_KERAS).label}: the asker's tf.keras",
+    TODAYS_KERAS: f"{catalogue.framework(TODAYS_KERAS).label}: today's tf.keras",
 }
-# The asker's optimiser steps: 1000 epochs of 750 rows in batches of 64 (12 a epoch, the last short).
-ASKER_STEPS = 1000 * 12
 # Ratios the question implies, as (numerator, denominator) pairs; the asker's Keras is Keras 2.
-RATIOS = [("torch-cuda", "torch-cpu"), ("torch-cpu", "tf_keras-cpu"), ("torch-cuda", "tf_keras-cuda")]
+RATIOS = [
+    (catalogue.pair_name(TORCH, "cuda"), catalogue.pair_name(TORCH, "cpu")),
+    (catalogue.pair_name(TORCH, "cpu"), catalogue.pair_name(ASKERS_KERAS, "cpu")),
+    (catalogue.pair_name(TORCH, "cuda"), catalogue.pair_name(ASKERS_KERAS, "cuda")),
+]
 
 
 @dataclass(frozen=True)
@@ -73,20 +74,21 @@ class Ratio:
 
 
 def question_rows(runs: pd.DataFrame, summary: pd.DataFrame) -> tuple[QuestionRow, ...]:
-    seed = summary[summary["variant"] == "seed"].set_index("pair")
     rows = []
     for pair in QUESTION_PAIRS:
-        recorded = runs[(runs["pair"] == pair) & (runs["variant"] == "seed")]
+        framework = pair.split("-")[0]
+        askers = askers_rung(framework)
+        recorded = runs[(runs["pair"] == pair) & (runs["variant"] == askers)]
         if recorded.empty:
             continue
         statuses = tuple(sorted(set(recorded["status"])))
-        if pair in seed.index:
-            s = seed.loc[pair]
+        done = summary[(summary["pair"] == pair) & (summary["variant"] == askers)]
+        if len(done):
+            s = done.iloc[0]
             numbers = (int(s.runs), int(s.converged), s.median_s, s.min_s, s.max_s)
         else:
             numbers = (0, 0, None, None, None)
-        what = WHAT[pair.split("-")[0]]
-        rows.append(QuestionRow(pair, what, ASKER_SECONDS.get(pair), len(recorded), *numbers, statuses))
+        rows.append(QuestionRow(pair, WHAT[framework], ASKER_SECONDS.get(pair), len(recorded), *numbers, statuses))
     return tuple(rows)
 
 

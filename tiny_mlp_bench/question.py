@@ -1,0 +1,51 @@
+"""The question's facts, in one place: which frameworks the asker ran, the wall times the asker saw,
+and how many optimiser steps a run takes.
+
+The report sets its runs beside these numbers (report/question_table.py, the charts, the answer),
+and the GPU study's plan (plan.py) runs the asker's loops first.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tiny_mlp_bench import catalogue
+from tiny_mlp_bench.dataset import train_rows
+
+TORCH = "torch"  # the asker's PyTorch
+ASKERS_KERAS = "tf_keras"  # Keras 2: the asker's tf.keras (the question is from 2020)
+TODAYS_KERAS = "keras"  # Keras 3 on TensorFlow: what tf.keras is today
+# The Keras to run where the study has no TensorFlow (the torch image has JAX, not TensorFlow).
+KERAS_WITHOUT_TENSORFLOW = "keras_jax"
+
+# The asker's wall times in seconds, from the question ("~17 s", "~11 s", "~9 s"), per pair. The
+# question does not say which device Keras used, so its 9 s stands beside both.
+ASKER_SECONDS = {
+    catalogue.pair_name(TORCH, "cuda"): 17.0,
+    catalogue.pair_name(TORCH, "cpu"): 11.0,
+    catalogue.pair_name(ASKERS_KERAS, "cpu"): 9.0,
+    catalogue.pair_name(ASKERS_KERAS, "cuda"): 9.0,
+}
+# The asker's run: 1000 epochs of the 1000 rows' training split (750) in batches of 64.
+ASKERS_RUN = {"epochs": 1000, "n_rows": 1000, "batch_size": 64}
+
+
+def steps_per_run(config: dict) -> int:
+    """The optimiser steps of one run of ``config`` (its epochs, n_rows and batch_size): every epoch
+    runs the training rows in batches, the last one short."""
+    return config["epochs"] * math.ceil(train_rows(config["n_rows"]) / config["batch_size"])
+
+
+ASKER_STEPS = steps_per_run(ASKERS_RUN)  # 12,000: 12 steps an epoch
+
+
+def askers_rung(framework: str) -> str | None:
+    """The name of a framework's rung that is the asker's loop; None where its ladder has none."""
+    found = catalogue.rung_with_role(framework, catalogue.Role.ASKERS)
+    return found.name if found else None
+
+
+def askers_keras(frameworks: list[str]) -> str:
+    """The Keras that stands for the asker's in a study of ``frameworks``: the asker's own where the
+    study runs it, else the one that needs no TensorFlow."""
+    return ASKERS_KERAS if ASKERS_KERAS in frameworks else KERAS_WITHOUT_TENSORFLOW
