@@ -20,11 +20,12 @@ import re
 
 import numpy as np
 
+from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.backends import register_backend, register_loops
 from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
 from tiny_mlp_bench.environment import nvidia_driver
 
-SCAN_EPOCHS_PER_BLOCK = 50  # epochs per compiled call of the scan rung
+SCAN_EPOCHS_PER_BLOCK = catalogue.variant("jax", "scan").epochs_per_call("cpu")  # per compiled call, as on cuda
 
 
 def load(device: str | None = None):  # the same import for every device

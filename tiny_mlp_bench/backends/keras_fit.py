@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.backends import register_backend, register_loops
 from tiny_mlp_bench.backends.contract import Backend, RunSpec
 from tiny_mlp_bench.backends.keras_runtime import (
@@ -42,7 +43,8 @@ KERAS_BACKENDS = {
     "keras_torch": ("torch", "keras"),
 }
 
-EPOCHS_PER_BLOCK = 50  # epochs per fit epoch (and per call into the train function) of the epoch_blocks rung
+# Epochs per fit epoch (and per call into the train function) of the epoch_blocks rung, on every device.
+EPOCHS_PER_BLOCK = catalogue.variant("keras", "epoch_blocks").epochs_per_call("cpu")
 
 # compile() options of each variant the catalogue lists for keras, from the steps per epoch.
 COMPILE_OPTIONS = {

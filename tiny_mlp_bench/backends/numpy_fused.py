@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.backends.numpy_reference import BETA1, BETA2, EPS, ReferenceRun
 
-EPOCHS_PER_BLOCK = 20  # one compiled call runs this many epochs; the clock times each call
+# One compiled call runs this many epochs; the clock times each call.
+EPOCHS_PER_BLOCK = catalogue.variant("numpy", "fused").epochs_per_call("cpu")
 
 
 def fused_epochs(numba):
