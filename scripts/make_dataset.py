@@ -12,13 +12,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_bench package beside scripts/
 
+from tiny_mlp_bench.cli import CONFIG_EPILOG
 from tiny_mlp_bench.dataset import file_sha256, make_dataset, write_dataset
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seed", type=int, required=True, help="seed of the NumPy generator")
-    parser.add_argument("--n-rows", type=int, required=True, help="rows before the split")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=CONFIG_EPILOG)
+    parser.add_argument("--seed", type=int, required=True, help="seed of the NumPy generator: the config's seed")
+    parser.add_argument("--n-rows", type=int, required=True, help="rows before the split: the config's n_rows")
     parser.add_argument("--output", type=Path, required=True, help="Parquet file to write")
     args = parser.parse_args(argv)
     if args.n_rows < 4:

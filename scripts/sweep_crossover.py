@@ -2,7 +2,7 @@
 """Sweep one device's per-step time of torch sync_free over batch size x width; write a sweep record.
 
 Usage: python scripts/sweep_crossover.py --device cpu --batch-sizes 64,1024 --hidden-units 20,256 \
-           --steps 10 --output results/sweep/cpu.json
+           --steps 10 --threads 2 --output results/sweep/cpu.json
 """
 
 from __future__ import annotations
@@ -15,18 +15,35 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_ben
 
 from tiny_mlp_bench import crossover
 from tiny_mlp_bench.backends import torch_common
-from tiny_mlp_bench.cli import csv_ints, positive_int
+from tiny_mlp_bench.cli import CONFIG_EPILOG, csv_ints, positive_int
 from tiny_mlp_bench.envelope import DeviceMissing, Measurement, run_job
 from tiny_mlp_bench.records import SCHEMA_VERSION, SWEEP_RECORD_TYPE, write_sweep
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=CONFIG_EPILOG)
     parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
-    parser.add_argument("--batch-sizes", type=csv_ints, required=True, help="comma-separated, e.g. 64,1024")
-    parser.add_argument("--hidden-units", type=csv_ints, required=True, help="comma-separated widths")
-    parser.add_argument("--steps", type=positive_int, default=10, help="timed steps per block")
-    parser.add_argument("--threads", type=positive_int, default=1)
+    parser.add_argument(
+        "--batch-sizes",
+        type=csv_ints,
+        required=True,
+        help="the grid's batch sizes, comma-separated (e.g. 64,1024): the config's sweep.batch_sizes",
+    )
+    parser.add_argument(
+        "--hidden-units",
+        type=csv_ints,
+        required=True,
+        help="the grid's widths, comma-separated: the config's sweep.hidden_units",
+    )
+    parser.add_argument(
+        "--steps", type=positive_int, required=True, help="timed steps per block: the config's sweep.steps"
+    )
+    parser.add_argument(
+        "--threads",
+        type=positive_int,
+        required=True,
+        help="CPU threads for torch: the config's cpu_threads, or with 0 the job's cores",
+    )
     parser.add_argument("--require-gpu", action="store_true", help="fail instead of recording 'skipped'")
     parser.add_argument("--output", type=Path, required=True, help="sweep record to write (.json)")
     return parser.parse_args(argv)

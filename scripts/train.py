@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Train the question's 2-20-1 MLP once with one framework and variant, time it, write a run record.
 
-Usage: python scripts/train.py --framework torch --variant seed --device cpu --threads 2 \
+Usage: python scripts/train.py --framework torch --variant seed --device cpu --repeat 1 --epochs 1000 \
+           --batch-size 64 --learning-rate 0.001 --hidden-units 20 --threads 2 --min-r2 0.99 \
            --dataset results/data/dataset.parquet --output results/runs/torch-cpu-seed-1.json
-Frameworks and variants are the catalogue's (tiny_mlp_bench/catalogue.py); --help lists them.
+Frameworks and variants are the catalogue's (tiny_mlp_bench/catalogue.py); --help lists them. The
+training parameters have no defaults here: the workflow's config schema is their one source, and the
+train rule passes each one.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_bench package beside scripts/
 
 from tiny_mlp_bench import catalogue, driver
-from tiny_mlp_bench.cli import positive_float, positive_int
+from tiny_mlp_bench.cli import CONFIG_EPILOG, positive_float, positive_int
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -23,6 +26,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="train.py",
         description="Train the question's 2-20-1 MLP once, time it, and write one run record (JSON).",
+        epilog=CONFIG_EPILOG,
     )
     parser.add_argument("--framework", choices=catalogue.framework_names(), required=True)
     parser.add_argument(
@@ -30,15 +34,38 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument("--dataset", type=Path, required=True, help="Parquet file from make_dataset.py")
     parser.add_argument("--output", type=Path, required=True, help="run record to write (.json)")
-    parser.add_argument("--device", choices=catalogue.DEVICES, default="cpu")
-    parser.add_argument("--repeat", type=positive_int, default=1, help="repeat number; weights use seed + repeat - 1")
-    parser.add_argument("--epochs", type=positive_int, default=1000)
-    parser.add_argument("--batch-size", type=positive_int, default=64)
-    parser.add_argument("--learning-rate", type=positive_float, default=1e-3)
-    parser.add_argument("--hidden-units", type=positive_int, default=20)
-    parser.add_argument("--threads", type=positive_int, default=1, help="CPU threads for the framework")
     parser.add_argument(
-        "--min-r2", type=float, default=0.99, help="train R^2 at or above which a run counts as converged"
+        "--device", choices=catalogue.DEVICES, required=True, help="device to train on (the job's {device})"
+    )
+    parser.add_argument(
+        "--repeat",
+        type=positive_int,
+        required=True,
+        help="repeat number (the job's {repeat}); the weights are drawn from seed + repeat - 1",
+    )
+    parser.add_argument(
+        "--epochs", type=positive_int, required=True, help="passes over the training rows: the config's epochs"
+    )
+    parser.add_argument(
+        "--batch-size", type=positive_int, required=True, help="rows per optimiser step: the config's batch_size"
+    )
+    parser.add_argument(
+        "--learning-rate", type=positive_float, required=True, help="Adam's learning rate: the config's learning_rate"
+    )
+    parser.add_argument(
+        "--hidden-units", type=positive_int, required=True, help="width of the hidden layer: the config's hidden_units"
+    )
+    parser.add_argument(
+        "--threads",
+        type=positive_int,
+        required=True,
+        help="CPU threads for the framework: the config's cpu_threads, or with 0 the job's cores",
+    )
+    parser.add_argument(
+        "--min-r2",
+        type=float,
+        required=True,
+        help="train R^2 at or above which a run counts as converged: the config's convergence_min_r2",
     )
     parser.add_argument(
         "--require-gpu", action="store_true", help="fail instead of recording 'skipped' when the GPU is missing"

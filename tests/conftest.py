@@ -10,11 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tiny_mlp_bench.dataset import make_dataset, write_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
+CONFIG_SCHEMA = ROOT / "config" / "config.schema.yaml"
 TEST_DATA = ROOT / "tests" / "data"
 # What a user's clone needs to run the workflow.
 WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "tiny_mlp_bench", "config", "profiles", "requirements"]
@@ -91,6 +93,51 @@ def kit_for_this_python(tmp_path_factory) -> Path:
     done = subprocess.run([*command, "--max-mib", "200"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     return kit
+
+
+def schema_default(spec: dict):
+    """A schema node's default as Snakemake's validate fills it in: an object's own default, with
+    what it leaves out taken from its properties' defaults; None where neither gives one."""
+    parts = {name: schema_default(part) for name, part in spec.get("properties", {}).items()}
+    parts = {name: value for name, value in parts.items() if value is not None}
+    if "default" in spec and not isinstance(spec["default"], dict):
+        return spec["default"]
+    if "default" not in spec and not parts:
+        return None
+    return parts | spec.get("default", {})
+
+
+@functools.cache
+def schema_defaults() -> dict:
+    """The workflow's config at the schema's defaults (keys without one left out)."""
+    return schema_default(yaml.safe_load(CONFIG_SCHEMA.read_text()))
+
+
+def config_flags(program: str) -> list[str]:
+    """The flags the rules pass ``program`` (a file in scripts/) from the config, at the schema's
+    defaults, with --threads 1 (the rules' cpu_threads 0 means every core). The programs have no
+    defaults of their own for these, so a test starts from this and appends its own flags: argparse
+    keeps the last. train.py's also name a job, as its rule's wildcards do: on cpu, repeat 1, the
+    framework's first variant; probe_fixed_costs.py's and sweep_crossover.py's name cpu too."""
+    config = schema_defaults()
+    sweep = config["sweep"]
+    model = ["--batch-size", config["batch_size"], "--learning-rate", config["learning_rate"]]
+    model += ["--hidden-units", config["hidden_units"], "--threads", 1]
+    flags = {
+        "make_dataset.py": ["--seed", config["seed"], "--n-rows", config["n_rows"]],
+        "train.py": [
+            *("--device", "cpu", "--repeat", 1, "--epochs", config["epochs"]),
+            *model,
+            *("--min-r2", config["convergence_min_r2"]),
+        ],
+        "probe_fixed_costs.py": ["--device", "cpu", *model],
+        "sweep_crossover.py": [
+            *("--device", "cpu", "--batch-sizes", ",".join(map(str, sweep["batch_sizes"]))),
+            *("--hidden-units", ",".join(map(str, sweep["hidden_units"])), "--steps", sweep["steps"]),
+            *("--threads", 1),
+        ],
+    }[program]
+    return [str(flag) for flag in flags]
 
 
 def run_script(name: str, *args, check: bool = False) -> subprocess.CompletedProcess:

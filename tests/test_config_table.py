@@ -1,16 +1,18 @@
 """The config schema is the one source of the defaults: config/config.yaml and docs/running.md's table
-are what `make config-table` writes from it, and the schema says what every key means."""
+are what `make config-table` writes from it, the schema says what every key means, and the programs
+the rules run have no defaults of their own for config values."""
 
 from __future__ import annotations
 
 import copy
+import importlib
 
 import jsonschema
 import pytest
 import yaml
 
 import config_table
-from conftest import ROOT
+from conftest import ROOT, config_flags, schema_defaults
 from tiny_mlp_bench.config_check import config_errors
 
 SCHEMA = config_table.load_schema()
@@ -100,3 +102,39 @@ def test_the_schema_with_its_annotations_is_one_jsonschema_and_snakemake_accept(
     config = copy.deepcopy(LOADED)
     validate(config, str(ROOT / "config" / "config.schema.yaml"))  # what the Snakefile runs
     assert config == LOADED | {"plan_estimates_s": {"*": 60}}  # the default it fills in
+
+
+def test_the_tests_read_the_defaults_as_snakemake_fills_them_in():
+    assert schema_defaults() == LOADED | {"plan_estimates_s": {"*": 60}}
+
+
+# What each program the rules run needs besides the values its rule takes from the config (and the
+# job's device and repeat): the job's framework and files.
+JOB_ARGS = {
+    "make_dataset.py": ["--output", "dataset.parquet"],
+    "train.py": ["--framework", "torch", "--dataset", "dataset.parquet", "--output", "run.json"],
+    "probe_fixed_costs.py": ["--framework", "torch", "--dataset", "dataset.parquet", "--output", "probe.json"],
+    "sweep_crossover.py": ["--output", "sweep.json"],
+}
+
+
+def parse(program: str, argv: list[str]):
+    return importlib.import_module(program.removesuffix(".py")).parse_args(argv)
+
+
+@pytest.mark.parametrize("program", JOB_ARGS)
+def test_the_config_flags_are_all_a_program_needs_besides_its_job(program):
+    assert parse(program, [*config_flags(program), *JOB_ARGS[program]])
+
+
+@pytest.mark.parametrize(
+    ("program", "option"), [(program, option) for program in JOB_ARGS for option in config_flags(program)[::2]]
+)
+def test_a_program_refuses_to_run_without_a_value_its_rule_passes(program, option, capsys):
+    # No program has a default of its own for a config value: the schema's is the one the study uses.
+    flags = config_flags(program)
+    at = flags.index(option)
+    with pytest.raises(SystemExit) as refused:
+        parse(program, [*flags[:at], *flags[at + 2 :], *JOB_ARGS[program]])
+    assert refused.value.code == 2
+    assert f"the following arguments are required: {option}\n" in capsys.readouterr().err

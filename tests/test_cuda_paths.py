@@ -16,7 +16,7 @@ import pytest
 
 import probe_fixed_costs
 import train
-from conftest import ROOT, SCRIPTS, synthetic_probes, synthetic_record, synthetic_study
+from conftest import ROOT, SCRIPTS, config_flags, synthetic_probes, synthetic_record, synthetic_study
 from tiny_mlp_bench import backends, catalogue, driver, environment, lanes, probes
 from tiny_mlp_bench.backends.contract import GPU_EPOCHS_PER_BLOCK, EpochLoop, RunSpec
 from tiny_mlp_bench.environment import installed_versions
@@ -63,9 +63,13 @@ def run_seeing(driver_paths, program: str, *args, check: bool = False) -> subpro
 
 def jobs_of(device: str, dataset) -> dict[str, list[str]]:
     """Every kind of job that imports torch, for ``device``, as the rules start them."""
-    train = f"{SCRIPTS / 'train.py'} --dataset {dataset} --device {device} --framework".split()
-    probe = f"{SCRIPTS / 'probe_fixed_costs.py'} --framework torch --dataset {dataset} --device {device}".split()
-    sweep = f"{SCRIPTS / 'sweep_crossover.py'} --batch-sizes 64 --hidden-units 20 --device {device}".split()
+
+    def job(program: str, *args) -> list[str]:
+        return [str(SCRIPTS / program), *config_flags(program), "--device", device, *map(str, args)]
+
+    train = job("train.py", "--dataset", dataset, "--framework")
+    probe = job("probe_fixed_costs.py", "--framework", "torch", "--dataset", dataset)
+    sweep = job("sweep_crossover.py", "--batch-sizes", 64, "--hidden-units", 20)
     out = ["--output", "/nonexistent/never-written.json"]
     return {
         "train torch": [*train, "torch", *out],
@@ -109,9 +113,11 @@ def not_to_be_imported(*args):
     raise AssertionError("the framework was imported")
 
 
-def cuda_args(framework: str, dataset, out, *extra) -> list[str]:
-    """The command line of a cuda training run or probe of ``framework``."""
-    return ["--framework", framework, "--device", "cuda", "--dataset", str(dataset), "--output", str(out), *extra]
+def cuda_args(program: str, framework: str, dataset, out, *extra) -> list[str]:
+    """The command line of a cuda training run (``program`` train.py) or probe (probe_fixed_costs.py) of
+    ``framework``, at the config's defaults."""
+    job = ["--framework", framework, "--device", "cuda", "--dataset", str(dataset), "--output", str(out), *extra]
+    return [*config_flags(program), *job]
 
 
 def test_a_machine_shows_a_gpu_driver_by_any_one_of_its_paths_and_by_no_variable(monkeypatch, tmp_path):
@@ -137,7 +143,7 @@ def test_a_cuda_run_without_a_gpu_driver_is_skipped_without_importing_its_framew
 ):
     out = tmp_path / "r.json"
     unloadable = dataclasses.replace(backends.backend(framework), load=not_to_be_imported)
-    assert driver.run(train.parse_args(cuda_args(framework, small_dataset, out)), unloadable) == 0
+    assert driver.run(train.parse_args(cuda_args("train.py", framework, small_dataset, out)), unloadable) == 0
     record = read_record(out)
     assert record["status"] == "skipped" and record["reason"] == no_gpu_driver
     assert record["reason"].startswith("no CUDA device: no GPU driver on this machine (none of ")
@@ -153,7 +159,7 @@ def test_require_gpu_without_a_gpu_driver_fails_without_importing_the_framework(
 ):
     out = tmp_path / "r.json"
     unloadable = dataclasses.replace(backends.backend("keras"), load=not_to_be_imported)
-    args = train.parse_args(cuda_args("keras", small_dataset, out, "--require-gpu"))
+    args = train.parse_args(cuda_args("train.py", "keras", small_dataset, out, "--require-gpu"))
     assert driver.run(args, unloadable) == 1 and not out.exists()
     said = capsys.readouterr().err
     assert f"keras-cuda-seed-1: error: {no_gpu_driver}, and --require-gpu (config require_gpu) is set" in said
@@ -165,7 +171,7 @@ def test_a_cuda_probe_without_a_gpu_driver_is_skipped_or_required_without_import
 ):
     monkeypatch.setattr(probe_fixed_costs.FixedCostsProbe, "load", not_to_be_imported)
     out = tmp_path / "p.json"
-    args = cuda_args(framework, small_dataset, out)
+    args = cuda_args("probe_fixed_costs.py", framework, small_dataset, out)
     assert probe_fixed_costs.main(args) == 0
     record = probes.read_probe(out)
     assert record["status"] == "skipped" and record["reason"] == no_gpu_driver and record["measurements"] == {}
@@ -180,14 +186,15 @@ def test_a_cuda_probe_without_a_gpu_driver_is_skipped_or_required_without_import
 @pytest.mark.parametrize("job", ["train keras", "probe keras", "sweep"])
 def test_a_cuda_job_without_a_gpu_driver_imports_no_framework(job, small_dataset, tmp_path):
     out = tmp_path / "r.json"
+    sweep = [*config_flags("sweep_crossover.py"), "--device", "cuda", "--batch-sizes", "8", "--hidden-units", "4"]
     script, args, read = {
-        "train keras": ("train.py", cuda_args("keras", small_dataset, out), read_record),
-        "probe keras": ("probe_fixed_costs.py", cuda_args("keras", small_dataset, out), probes.read_probe),
-        "sweep": (
-            "sweep_crossover.py",
-            ["--device", "cuda", "--batch-sizes", "8", "--hidden-units", "4", "--output", out],
-            read_sweep,
+        "train keras": ("train.py", cuda_args("train.py", "keras", small_dataset, out), read_record),
+        "probe keras": (
+            "probe_fixed_costs.py",
+            cuda_args("probe_fixed_costs.py", "keras", small_dataset, out),
+            probes.read_probe,
         ),
+        "sweep": ("sweep_crossover.py", [*sweep, "--output", out], read_sweep),
     }[job]
     done = run_seeing([tmp_path / "none"], script, *args)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -203,7 +210,7 @@ def test_where_a_gpu_driver_shows_torch_itself_says_whether_there_is_a_gpu(progr
     driver_sign = tmp_path / "nvidiactl"  # one sign of several is enough
     driver_sign.touch()
     out = tmp_path / "r.json"
-    done = run_seeing([tmp_path / "none", driver_sign], program, *cuda_args("torch", small_dataset, out))
+    done = run_seeing([tmp_path / "none", driver_sign], program, *cuda_args(program, "torch", small_dataset, out))
     assert done.returncode == 0 and "imported: ['torch']" in done.stderr, done.stderr[-2000:]
     record = read_record(out) if program == "train.py" else probes.read_probe(out)
     assert record["status"] == "skipped"

@@ -11,7 +11,7 @@ import pytest
 import probe_fixed_costs
 import sweep_crossover
 import train
-from conftest import ROOT
+from conftest import ROOT, config_flags
 from tiny_mlp_bench import driver, environment, probes
 from tiny_mlp_bench.records import read_record, read_sweep
 
@@ -26,25 +26,24 @@ class Kind:
     args: tuple[str, ...]  # its arguments, as the rules give them, but the dataset, device and output
 
 
-TRAINING = ("--batch-size", "64", "--learning-rate", "0.001", "--hidden-units", "20", "--threads", "1")
 KINDS = {
     "run": Kind(
         train.main,
         driver.TrainingRun,
         read_record,
-        ("--framework", "torch", "--variant", "seed", "--repeat", "1", "--epochs", "2", "--min-r2", "0.99", *TRAINING),
+        (*config_flags("train.py"), "--framework", "torch", "--variant", "seed", "--epochs", "2"),
     ),
     "probe": Kind(
         probe_fixed_costs.main,
         probe_fixed_costs.FixedCostsProbe,
         probes.read_probe,
-        ("--framework", "torch", *TRAINING),
+        (*config_flags("probe_fixed_costs.py"), "--framework", "torch"),
     ),
     "sweep": Kind(
         sweep_crossover.main,
         sweep_crossover.CrossoverSweep,
         read_sweep,
-        ("--batch-sizes", "8", "--hidden-units", "4", "--steps", "2", "--threads", "1"),
+        (*config_flags("sweep_crossover.py"), "--batch-sizes", "8", "--hidden-units", "4", "--steps", "2"),
     ),
 }
 

@@ -27,7 +27,7 @@ from typing import IO
 import psutil
 import pytest
 
-from conftest import run_script, run_snakemake, skip_unless_ready
+from conftest import config_flags, run_script, run_snakemake, skip_unless_ready
 from test_workflow import write_config
 from tiny_mlp_bench.atomic import FAULT_BEFORE_PUBLISH, FAULT_VARIABLE
 from tiny_mlp_bench.records import read_record, read_sweep
@@ -164,7 +164,8 @@ def test_a_writer_killed_before_publishing_leaves_no_record_and_the_next_run_cle
     small_dataset, tmp_path, monkeypatch
 ):
     output = tmp_path / "runs" / "numpy-cpu-reference-1.json"
-    args = ["--framework", "numpy", "--variant", "reference", "--dataset", small_dataset, "--epochs", 3]
+    args = [*config_flags("train.py"), "--framework", "numpy", "--variant", "reference", "--dataset", small_dataset]
+    args += ["--epochs", 3]
     monkeypatch.setenv(FAULT_VARIABLE, FAULT_BEFORE_PUBLISH)
     killed = run_script("train.py", *args, "--output", output)
     assert killed.returncode == -signal.SIGKILL, killed.stderr

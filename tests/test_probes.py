@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import probe_fixed_costs
-from conftest import run_script
+from conftest import config_flags, run_script
 from test_cuda_paths import A_GPU_DRIVER, run_seeing
 from tiny_mlp_bench import probes
 from tiny_mlp_bench.dataset import read_dataset
@@ -18,7 +18,8 @@ from tiny_mlp_bench.records import RecordError
 
 
 def probe(*args, check: bool = False):
-    return run_script("probe_fixed_costs.py", *args, check=check)
+    """Run scripts/probe_fixed_costs.py as its rule does at the config's defaults, with ``args`` after."""
+    return run_script("probe_fixed_costs.py", *config_flags("probe_fixed_costs.py"), *args, check=check)
 
 
 def positive_timing(timing: dict) -> None:
@@ -109,7 +110,8 @@ def test_torch_cuda_probe_without_a_gpu_is_skipped_or_required(small_dataset, tm
         pytest.skip("a CUDA device is present")
     out = tmp_path / "torch-cuda.json"
     args = ("--framework", "torch", "--device", "cuda", "--dataset", small_dataset, "--output", out)
-    run_seeing(A_GPU_DRIVER, "probe_fixed_costs.py", *args, check=True)  # a GPU driver shows: torch is asked
+    flags = config_flags("probe_fixed_costs.py")
+    run_seeing(A_GPU_DRIVER, "probe_fixed_costs.py", *flags, *args, check=True)  # a GPU driver shows: torch is asked
     record = probes.read_probe(out)
     assert record["status"] == "skipped" and record["measurements"] == {}
     assert record["reason"].startswith("no CUDA device: torch.cuda.is_available() is False")
@@ -173,7 +175,7 @@ def test_an_error_while_measuring_is_recorded_as_failed_with_what_was_measured(s
     monkeypatch.setattr(probes, "torch_probes", half_way)
     out = tmp_path / "torch-cpu.json"
     argv = ["--framework", "torch", "--device", "cpu", "--dataset", str(small_dataset), "--output", str(out)]
-    assert probe_fixed_costs.main(argv) == 0
+    assert probe_fixed_costs.main([*config_flags("probe_fixed_costs.py"), *argv]) == 0
     record = probes.read_probe(out)
     assert record["status"] == "failed" and record["reason"] == "RuntimeError: the device fell over"
     assert record["measurements"] == {"eager_op_us": {"value_us": 4.0, "calls": 10, "repeats": 1, "repeat_us": [4.0]}}

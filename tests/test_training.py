@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import run_script
+from conftest import config_flags, run_script
 from test_cuda_paths import A_GPU_DRIVER, run_seeing
 from tiny_mlp_bench import environment
 from tiny_mlp_bench.backends.contract import Backend, EpochLoop
@@ -46,8 +46,8 @@ def result_predicting(predict) -> FakeTraining:
 
 
 def train(framework: str, *args, check: bool = False):
-    """Run scripts/train.py for one framework, as the train rule does."""
-    return run_script("train.py", "--framework", framework, *args, check=check)
+    """Run scripts/train.py for one framework, as the train rule does at the config's defaults."""
+    return run_script("train.py", *config_flags("train.py"), "--framework", framework, *args, check=check)
 
 
 class Data:
@@ -80,7 +80,9 @@ def test_help_describes_the_program_and_lists_the_catalogue():
     result = run_script("train.py", "--help")
     assert result.returncode == 0
     assert "--dataset" in result.stdout and "--require-gpu" in result.stdout
-    assert "keras: seed, xla, steps_per_execution, epoch_blocks" in " ".join(result.stdout.split())
+    said = " ".join(result.stdout.split())
+    assert "keras: seed, xla, steps_per_execution, epoch_blocks" in said
+    assert "the config's batch_size" in said and "config/config.schema.yaml gives its default" in said
 
 
 @pytest.mark.parametrize(
@@ -150,7 +152,7 @@ def test_cuda_without_gpu_is_recorded_as_skipped(small_dataset, tmp_path, has_cu
     out = tmp_path / "r.json"
     args = ("--framework", framework, "--dataset", small_dataset, "--output", out, "--device", "cuda")
     # A GPU driver shows, so that the framework itself is asked (test_cuda_paths: a machine without one).
-    run_seeing(A_GPU_DRIVER, "train.py", *args, check=True)
+    run_seeing(A_GPU_DRIVER, "train.py", *config_flags("train.py"), *args, check=True)
     record = read_record(out)
     assert record["status"] == "skipped"
     assert record["reason"].startswith("no CUDA device") and "no GPU driver" not in record["reason"]
@@ -268,7 +270,8 @@ def fake_loop(predict):
 
 
 def run_args(small_dataset, out, *extra):
-    return parse_args(["--framework", "torch", "--dataset", str(small_dataset), "--output", str(out), *map(str, extra)])
+    command = ["--framework", "torch", "--dataset", str(small_dataset), "--output", str(out), *map(str, extra)]
+    return parse_args([*config_flags("train.py"), *command])
 
 
 def test_driver_records_a_diverged_run_as_failed(small_dataset, tmp_path):
@@ -475,6 +478,7 @@ def test_sweep_measures_every_point(tmp_path):
     out = tmp_path / "sweep.json"
     result = run_script(
         "sweep_crossover.py",
+        *config_flags("sweep_crossover.py"),
         "--device",
         "cpu",
         "--batch-sizes",
@@ -499,7 +503,8 @@ def test_sweep_without_gpu_is_skipped_or_fails_with_require_gpu(tmp_path, has_cu
     if has_cuda:
         pytest.skip("a CUDA device is present: the no-GPU path cannot be exercised here")
     out = tmp_path / "sweep.json"
-    args = ["--device", "cuda", "--batch-sizes", "8", "--hidden-units", "4", "--output", out]
+    args = [*config_flags("sweep_crossover.py"), "--device", "cuda", "--batch-sizes", "8", "--hidden-units", "4"]
+    args += ["--output", out]
     run_script("sweep_crossover.py", *args, check=True)
     assert read_sweep(out)["status"] == "skipped"
     out.unlink()
@@ -510,6 +515,7 @@ def test_sweep_without_gpu_is_skipped_or_fails_with_require_gpu(tmp_path, has_cu
 def test_sweep_rejects_a_bad_grid(tmp_path):
     result = run_script(
         "sweep_crossover.py",
+        *config_flags("sweep_crossover.py"),
         "--device",
         "cpu",
         "--batch-sizes",
@@ -564,6 +570,7 @@ def test_jax_on_cuda_without_a_gpu_is_skipped_with_the_reason(small_dataset, tmp
         pytest.skip("a CUDA device is present: the no-GPU path cannot be exercised here")
     out = tmp_path / "jax.json"
     args = ("--framework", "jax", "--dataset", small_dataset, "--output", out, "--device", "cuda")
-    run_seeing(A_GPU_DRIVER, "train.py", *args, check=True)  # a GPU driver shows: JAX itself is asked
+    # A GPU driver shows: JAX itself is asked.
+    run_seeing(A_GPU_DRIVER, "train.py", *config_flags("train.py"), *args, check=True)
     record = read_record(out)
     assert record["status"] == "skipped" and record["reason"].startswith("no CUDA device: JAX ")

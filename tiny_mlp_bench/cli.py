@@ -1,9 +1,16 @@
-"""Argument types shared by the command-line programs in scripts/: each error names the bad value."""
+"""Argument types and help shared by the command-line programs in scripts/: each error names the bad value."""
 
 from __future__ import annotations
 
 import argparse
 import math
+
+# The programs the rules run take every config value as a required option, with no default of their
+# own: the workflow's config schema is the one source of the defaults, and a second one could drift.
+CONFIG_EPILOG = (
+    "An option whose help names a config key (\"the config's epochs\") takes that value of the workflow's config: "
+    "the rules pass every one, and config/config.schema.yaml gives its default."
+)
 
 
 def positive_int(text: str) -> int:
