@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_ben
 
 from tiny_mlp_bench import catalogue, probes
 from tiny_mlp_bench.backends.contract import RunSpec
-from tiny_mlp_bench.cli import CONFIG_EPILOG, positive_float, positive_int
+from tiny_mlp_bench.cli import CONFIG_EPILOG, add_config_options
 from tiny_mlp_bench.envelope import DeviceMissing, Measurement, run_job
 from tiny_mlp_bench.initial_weights import live_initial_weights
 
@@ -27,21 +27,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--framework", choices=[f.name for f in catalogue.FRAMEWORKS if f.probed], required=True)
     parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
     parser.add_argument("--dataset", type=Path, required=True, help="the dataset's Parquet file")
-    parser.add_argument(
-        "--batch-size", type=positive_int, required=True, help="rows per optimiser step: the config's batch_size"
-    )
-    parser.add_argument(
-        "--hidden-units", type=positive_int, required=True, help="width of the hidden layer: the config's hidden_units"
-    )
-    parser.add_argument(
-        "--learning-rate", type=positive_float, required=True, help="Adam's learning rate: the config's learning_rate"
-    )
-    parser.add_argument(
-        "--threads",
-        type=positive_int,
-        required=True,
-        help="CPU threads for the framework: the config's cpu_threads, or with 0 the job's cores",
-    )
+    add_config_options(parser, "batch_size", "hidden_units", "learning_rate", "threads")
     parser.add_argument("--require-gpu", action="store_true", help="fail instead of recording 'skipped'")
     parser.add_argument("--output", type=Path, required=True, help="probe record to write (.json)")
     return parser.parse_args(argv)

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_ben
 
 from tiny_mlp_bench import crossover
 from tiny_mlp_bench.backends import torch_common
-from tiny_mlp_bench.cli import CONFIG_EPILOG, csv_ints, positive_int
+from tiny_mlp_bench.cli import CONFIG_EPILOG, add_config_options, csv_ints, positive_int
 from tiny_mlp_bench.envelope import DeviceMissing, Measurement, run_job
 from tiny_mlp_bench.records import SCHEMA_VERSION, SWEEP_RECORD_TYPE, write_sweep
 
@@ -38,12 +38,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--steps", type=positive_int, required=True, help="timed steps per block: the config's sweep.steps"
     )
-    parser.add_argument(
-        "--threads",
-        type=positive_int,
-        required=True,
-        help="CPU threads for torch: the config's cpu_threads, or with 0 the job's cores",
-    )
+    add_config_options(parser, "threads")
     parser.add_argument("--require-gpu", action="store_true", help="fail instead of recording 'skipped'")
     parser.add_argument("--output", type=Path, required=True, help="sweep record to write (.json)")
     return parser.parse_args(argv)

@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_bench package beside scripts/
 
 from tiny_mlp_bench import catalogue, driver
-from tiny_mlp_bench.cli import CONFIG_EPILOG, positive_float, positive_int
+from tiny_mlp_bench.cli import CONFIG_EPILOG, add_config_options, positive_int
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -46,21 +46,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--epochs", type=positive_int, required=True, help="passes over the training rows: the config's epochs"
     )
-    parser.add_argument(
-        "--batch-size", type=positive_int, required=True, help="rows per optimiser step: the config's batch_size"
-    )
-    parser.add_argument(
-        "--learning-rate", type=positive_float, required=True, help="Adam's learning rate: the config's learning_rate"
-    )
-    parser.add_argument(
-        "--hidden-units", type=positive_int, required=True, help="width of the hidden layer: the config's hidden_units"
-    )
-    parser.add_argument(
-        "--threads",
-        type=positive_int,
-        required=True,
-        help="CPU threads for the framework: the config's cpu_threads, or with 0 the job's cores",
-    )
+    add_config_options(parser, "batch_size", "learning_rate", "hidden_units", "threads")
     parser.add_argument(
         "--min-r2",
         type=float,
