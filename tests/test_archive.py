@@ -27,6 +27,7 @@ from tiny_mlp_bench.archive import (
     verify,
     write_manifest,
 )
+from tiny_mlp_bench.archive.packing import unused_name
 from tiny_mlp_bench.report.gpu_archive import GpuArchiveError, choose
 
 
@@ -310,3 +311,10 @@ def test_make_clean_removes_the_study_but_never_the_archives(tmp_path):
     assert done.returncode == 0, done.stderr
     assert kept.is_file() and sorted(p.name for p in (tmp_path / "results").iterdir()) == ["archive"]
     assert not any(p.exists() for p in removed) and not (tmp_path / ".snakemake").exists()
+
+
+def test_a_second_study_of_a_day_is_archived_under_the_next_free_name(tmp_path):
+    assert unused_name(tmp_path, "2026-12-02-nvidia-h200") == "2026-12-02-nvidia-h200"
+    (tmp_path / "2026-12-02-nvidia-h200").mkdir()
+    (tmp_path / "2026-12-02-nvidia-h200-2").mkdir()
+    assert unused_name(tmp_path, "2026-12-02-nvidia-h200") == "2026-12-02-nvidia-h200-3"

@@ -91,3 +91,23 @@ def test_lanes_run_side_by_side_and_start_nothing_that_no_longer_fits(tmp_path, 
     assert "the job says why" in outcomes["b"]["log_tail"]  # its own log is missing: the lane's
     assert outcomes["late"]["started_s"] + outcomes["late"]["took_s"] < 4 + 1
     assert any("too-long: skipped, expected 30 s" in line for line in said)
+
+
+def test_a_job_whose_record_says_failed_is_failed_though_snakemake_succeeded(tmp_path, monkeypatch):
+    # A job that raised writes a failed record and exits 0, so Snakemake reports success.
+    def command(python_path, config, output):
+        status = "failed" if output.endswith("oom.json") else "ok"
+        record = {"status": status, "reason": "RuntimeError: CUDA out of memory (test)" if status == "failed" else None}
+        return python(f"import json; open({output!r}, 'w').write(json.dumps({record!r})); print('the job says why')")
+
+    monkeypatch.setattr(lanes, "snakemake_command", command)
+    running = lanes.Lanes(sys.executable, tmp_path / "config.yaml", tmp_path, "logs", lambda line: None)
+    failing = dict(job("oom", 0, 1), output=str(tmp_path / "oom.json"))
+    ok = dict(job("fine", 0, 1), output=str(tmp_path / "fine.json"))
+    outcomes = {o["name"]: o for o in running.run({"cuda": [failing, ok]}, until=None, t0=time.monotonic())}
+    assert outcomes["oom"]["outcome"] == "failed" and outcomes["fine"]["outcome"] == "done"
+    assert outcomes["oom"]["log_tail"].startswith("its record says failed: RuntimeError: CUDA out of memory (test)")
+
+
+def test_a_call_reruns_what_a_stopped_job_left_incomplete():
+    assert "--rerun-incomplete" in lanes.snakemake_command("python", "config.yaml", "results/runs/a.json")

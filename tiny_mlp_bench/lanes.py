@@ -10,6 +10,7 @@ command runs on a machine's bare Python.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -50,8 +51,20 @@ def core_list(cores: set[int]) -> str:
 
 
 def snakemake_command(python: Path, config: Path, *targets: str) -> list[str]:
-    # The targets come first: --configfile takes every word after it.
-    return [str(python), "-m", "snakemake", *targets, "--cores", "all", "--configfile", str(config), "--nolock"]
+    # The targets come first: --configfile takes every word after it. A job stopped at the time limit
+    # is marked incomplete by Snakemake; --rerun-incomplete lets the next study redo it instead of refusing.
+    return [
+        str(python),
+        "-m",
+        "snakemake",
+        *targets,
+        "--cores",
+        "all",
+        "--configfile",
+        str(config),
+        "--nolock",
+        "--rerun-incomplete",
+    ]
 
 
 def jobs_take_ctrl_c() -> None:
@@ -104,6 +117,18 @@ def halt(process: subprocess.Popen) -> None:
 
 def tail(path: Path, lines: int = TAIL_LINES) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.is_file() else f"(no {path})"
+
+
+def recorded_failure(record: Path) -> str | None:
+    """Why a job's record says it failed, or None: a job that raised still writes its record and so
+    succeeds for Snakemake, and only its record tells."""
+    try:
+        found = json.loads(record.read_text())
+    except (OSError, ValueError):
+        return None
+    if isinstance(found, dict) and found.get("status") == "failed":
+        return f"its record says failed: {found.get('reason')}"
+    return None
 
 
 class Lanes:
@@ -161,8 +186,13 @@ class Lanes:
                 command = snakemake_command(self.python, self.config, job["output"])
                 outcome["outcome"] = run_snakemake(command, self.cwd, log, until, self.stop)
                 outcome |= {"started_s": round(begun - t0, 1), "took_s": round(time.monotonic() - begun, 1)}
+                failure = recorded_failure(self.cwd / job["output"]) if outcome["outcome"] == "done" else None
+                if failure:
+                    outcome["outcome"] = "failed"
                 if outcome["outcome"] == "failed":
                     job_log = self.cwd / job["log"]
-                    outcome["log_tail"] = tail(job_log if job_log.is_file() else log)
+                    outcome["log_tail"] = "\n".join(
+                        filter(None, [failure, tail(job_log if job_log.is_file() else log)])
+                    )
                 self.say(f"{where}: {outcome['outcome']} in {outcome['took_s']} s")
             outcomes.append(outcome)

@@ -42,6 +42,15 @@ def archive_name(folder: Path, today: datetime.date) -> str:
     return f"{today.isoformat()}-{slug(machine)}"
 
 
+def unused_name(archives: Path, name: str) -> str:
+    """``name``, or ``name-2``, ``name-3``, … where an archive has it already."""
+    found, number = name, 1
+    while (archives / found).exists():
+        number += 1
+        found = f"{name}-{number}"
+    return found
+
+
 def copy_quoted(archives: Path, name: str, folder: Path) -> None:
     """The records the report quotes of archive ``name``, into ``folder``'s QUOTED/<name>/runs/."""
     source = archives / name
@@ -70,7 +79,8 @@ def pack(repo: Path, archives: Path, *, name: str | None = None, allow_modified:
     sources |= {"logs": repo / "logs", "config.yaml": results / "config.yaml"}
     model = read_json(results / MODEL)["model"]
     quoted = (model.get("archived_gpu") or {}).get("archive")
-    name = name or archive_name(results, datetime.date.today())
+    if name is None:  # a second study of the same machine on the same day gets the next free name
+        name = unused_name(archives, archive_name(results, datetime.date.today()))
     destination = archives / name
     if destination.exists():
         raise ArchiveError(f"{destination} already exists: choose another name with --name")
