@@ -3,11 +3,13 @@ one command for a GPU machine without a registry (scripts/gpu_study.py), as far 
 checked without a GPU: the locks' contents, that pip still resolves them on PyPI, and the command
 on a small config with this environment's Python."""
 
+import importlib.metadata
 import json
 import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 from collections import Counter
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, copy_workflow, run_snakemake
+from wheel_locks import TARGETS
 
 REQUIREMENTS = ROOT / "requirements"
 
@@ -48,7 +51,10 @@ def test_the_gpu_kit_carries_what_the_gpu_machine_lacks_and_nothing_it_has():
     kit, local = pins(REQUIREMENTS / "gpu-kit.txt"), pins(REQUIREMENTS / "runtime.txt")
     assert {"snakemake", "keras", "jsonschema", "rocrate", "connection-pool"} <= set(kit)
     present = {line for line in (REQUIREMENTS / "gpu-present.txt").read_text().splitlines() if line[:1].isalpha()}
-    assert not present & set(kit)
+    # What the machine has stays out, but what the study needs other versions of than a machine may have.
+    carried = set(TARGETS["gpu-kit"].carried)
+    assert carried == {"packaging", "typing-extensions"} and carried <= set(kit)
+    assert not (present - carried) & set(kit)
     assert not {name for name in kit if name.startswith(("nvidia-", "jax", "torch", "tensorflow"))}
     assert {name: v for name, v in kit.items() if name in local and local[name] != v} == {}
 
@@ -348,25 +354,81 @@ def test_the_time_limit_bounds_the_whole_command_and_the_question_comes_first(tm
     assert not (directory / "results" / "runs" / f"{stopped}.json").exists()
 
 
+def node_python(tmp_path: Path) -> Path:
+    """A stand-in for a GPU node's python3 as such nodes have it: a virtual environment of its own
+    whose packages (here, this environment's: torch and the rest) it reaches only through a .pth hook,
+    with packaging at its newest release and typing-extensions at the oldest version torch accepts,
+    both outside what the study's Snakemake and pydantic need. Its packages are downloaded by pip."""
+    node = tmp_path / "node"
+    subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(node)], check=True)
+    python = node / "bin" / "python"
+    where = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    own = Path(subprocess.run([str(python), "-c", where], capture_output=True, text=True, check=True).stdout.strip())
+    ours = sysconfig.get_path("purelib")
+    (own / "node-packages.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
+    oldest = re.search(r"typing-extensions>=([\d.]+)", " ".join(importlib.metadata.requires("torch"))).group(1)
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps"]
+    subprocess.run([*pip, "--upgrade", "packaging", f"typing-extensions=={oldest}"], check=True)
+    versions = "import packaging, typing_extensions, torch; print(packaging.__version__, torch.__version__)"
+    seen = subprocess.run([str(python), "-c", versions], capture_output=True, text=True, check=True).stdout.split()
+    assert int(seen[0].split(".")[0]) >= 26, f"packaging {seen[0]} is not past what Snakemake needs"
+    return python
+
+
+def without(kit: Path, package: str) -> Path:
+    """A copy of the kit that lacks ``package``, as a kit made before it carried it did."""
+    copy = kit.parent / f"{kit.name}-without-{package}"
+    shutil.copytree(kit, copy)
+    wheel_name = package.replace("-", "_")
+    for wheel in copy.glob(f"{wheel_name}-*.whl"):
+        wheel.unlink()
+    lock = copy / "gpu-kit.txt"
+    lock.write_text("".join(line + "\n" for line in lock.read_text().split() if not line.startswith(f"{package}==")))
+    return copy
+
+
 @pytest.mark.network
 @pytest.mark.workflow
 @pytest.mark.slow
-def test_the_whole_command_rehearsed_where_python3_is_a_venv_holding_torch(tmp_path, kit_for_this_python):
-    # This environment stands in for the GPU machine's python3 (a virtual environment with torch),
-    # with a kit made for its Python: the kit installed over it, the study, the archive; no GPU.
+def test_the_whole_command_rehearsed_on_a_node_python_as_gpu_nodes_have_it(
+    tmp_path, tmp_path_factory, kit_for_this_python
+):
+    # The node's python3: a venv reaching torch only through a .pth hook, packaging 26 and an old
+    # typing-extensions. The kit installed over it, the pre-flight, the study, the archive; no GPU.
+    python = node_python(tmp_path_factory.mktemp("node"))  # outside the checkout, as a node's Python is
     directory = small_study(tmp_path)
-    shutil.copytree(kit_for_this_python, directory / "wheelhouse" / "gpu-kit")
+    kit = directory / "wheelhouse" / "gpu-kit"
+    # What the pre-flight says of each set-up defect a node can show (each found before any job):
+    # a kit that does not carry packaging or typing-extensions leaves the node's, which the study's
+    # packages do not accept; then no GPU.
+    for package in ("packaging", "typing-extensions"):
+        shutil.rmtree(directory / ".venv-gpu", ignore_errors=True)
+        lacking = without(kit_for_this_python, package)
+        done = run_gpu_study(directory, "--check", "--kit", str(lacking), python=str(python))
+        assert done.returncode == 1, done.stderr[-3000:]
+        assert "would stop the study: this machine's packages do not suit the kit (pip check)" in done.stderr
+        assert f"requirement {package}" in done.stderr.lower().replace("_", "-"), done.stderr[-3000:]
+    shutil.rmtree(directory / ".venv-gpu")
+    shutil.copytree(kit_for_this_python, kit)
+    checked = run_gpu_study(directory, "--check", python=str(python))
+    assert checked.returncode == 1 and "would stop the study: torch sees no GPU here" in checked.stderr
+    assert "pre-flight: 1 would stop the study" in checked.stderr, checked.stderr[-3000:]
     study = ["--allow-no-gpu", "--config", "small.yaml", "--name", "small", "--time-limit", "300"]
-    done = run_gpu_study(directory, *study, python=sys.executable)
+    done = run_gpu_study(directory, *study, python=str(python))
     assert done.returncode == 0, done.stderr[-4000:]
     packages = len((kit_for_this_python / "gpu-kit.txt").read_text().split())
     assert f"installing the kit: {packages} packages" in done.stderr
-    # Snakemake came from the kit, torch from the machine's own environment.
-    code = "import sys, snakemake, torch; print(snakemake.__file__.startswith(sys.prefix), torch.__version__)"
+    # Snakemake, packaging and typing-extensions came from the kit, torch from the node's own packages
+    # through its hook.
+    code = (
+        "import sys, snakemake, packaging, typing_extensions, torch;"
+        " print(*(m.__file__.startswith(sys.prefix) for m in (snakemake, packaging, typing_extensions, torch)),"
+        " torch.__version__)"
+    )
     out = subprocess.run([str(directory / ".venv-gpu" / "bin" / "python"), "-c", code], capture_output=True, text=True)
     import torch
 
-    assert out.stdout.split() == ["True", torch.__version__], out.stderr
+    assert out.stdout.split() == ["True", "True", "True", "False", torch.__version__], out.stderr
     folder = directory / "results" / "archive" / "small"
     timing = json.loads((folder / "logs" / "gpu_study.json").read_text())
     assert {job["outcome"] for job in timing["jobs"]} == {"done"}
@@ -386,3 +448,23 @@ def test_the_whole_command_rehearsed_where_python3_is_a_venv_holding_torch(tmp_p
     # The archive is sealed like any other: its manifest and its re-rendered report check out.
     checked = verify(directory, folder)
     assert checked.returncode == 0, checked.stderr[-3000:]
+
+
+def test_the_preflight_says_what_the_study_would_use_and_names_what_stops_it(tmp_path):
+    directory = copy_workflow(tmp_path)
+    commit_all(directory)
+    done = run_gpu_study(directory, "--check", "--python", sys.executable)
+    said = done.stderr
+    assert done.returncode == 1, said[-3000:]
+    for part in ("gpu_study: Python ", "in the study's environment (the kit): torch ", "gpu_study: torch "):
+        assert part in said, part
+    for part in ("numba.cuda is numba's built-in", "libNVVM: ", "gpu_study: CPU: ", "gpu_study: GPU state: "):
+        assert part in said, part
+    assert "would stop the study: torch sees no GPU here" in said and "pre-flight: 1 would stop the study" in said
+    # Nothing is timed and nothing is written but the environment's own files.
+    assert not (directory / "results").exists() and not (directory / "logs").exists()
+    passed = run_gpu_study(directory, "--check", "--python", sys.executable, "--allow-no-gpu")
+    assert passed.returncode == 0 and "pre-flight: nothing stops the study" in passed.stderr, passed.stderr[-3000:]
+    # On the machine's bare Python without a kit: named, and the checks that need none still made.
+    bare = run_gpu_study(directory, "--check")
+    assert bare.returncode == 1 and "would stop the study: no kit at " in bare.stderr, bare.stderr[-3000:]
