@@ -1,5 +1,6 @@
 """One command for a GPU machine with Python and torch but no package registry and no container engine.
 
+    python3 scripts/gpu_study.py --check     # the pre-flight: what it would use, and what would stop it
     python3 scripts/gpu_study.py [--time-limit SECONDS] [--serial] [--allow-modified]
 
 It installs what the machine lacks from the carried kit (wheelhouse/gpu-kit/, made beforehand on a
@@ -40,7 +41,17 @@ sys.path.insert(0, str(ROOT))
 
 from tiny_mlp_bench import archive, gpu_study_readme, lanes  # noqa: E402  (standard library only, as are these)
 from tiny_mlp_bench.atomic import write_text_atomic  # noqa: E402
-from tiny_mlp_bench.gpu_study_env import StudyError, check_needs, gpu_name, prepare_environment, say  # noqa: E402
+from tiny_mlp_bench.gpu_study_env import (  # noqa: E402
+    StudyError,
+    check_needs,
+    core_siblings,
+    cuda_toolkit,
+    gpu_state,
+    prepare_environment,
+    say,
+    shared_between_lanes,
+    study_needs,
+)
 
 KIT = ROOT / "wheelhouse" / "gpu-kit"
 BUNDLE = "source.bundle"  # the checkout's history in the kit, for a copy that arrives without .git
@@ -53,6 +64,9 @@ LANE_LOGS = Path("logs") / "gpu_study"  # each lane's Snakemake output
 # a render of the default study's 63 records took 3.6 s (make verify), and render and pack of a small
 # study 2.4 s and 2.3 s: 45 s is about twice what the grace and both renders of the GPU study need.
 ARCHIVE_RESERVE_S = 45
+# The pre-flight's own time at most: the study's Python imports torch and numba and, on a GPU, compiles
+# the floor kernel (seconds); a machine that takes longer is not fit to time anything.
+PREFLIGHT_TIMEOUT_S = 120
 
 
 def git(*args: str) -> subprocess.CompletedProcess:
@@ -103,6 +117,65 @@ def check_tree(commit: str, allow_modified: bool) -> list[str]:
         "would say -dirty and the archive would refuse them: commit the change and make the kit again "
         "(`make gpu-kit` bundles HEAD), or run with --allow-modified to archive the study as it is, saying so"
     )
+
+
+def preflight(python: Path, allow_no_gpu: bool, serial: bool) -> tuple[dict, list[str]]:
+    """Say what the study would use, asked of its Python (tiny_mlp_bench/gpu_preflight.py) and of the
+    machine; returns that and what would stop the study. Sets CUDA_HOME for the study's jobs where it
+    is unset and a toolkit with libNVVM is found, which numba-cuda compiles the floor kernel with."""
+    toolkit, how = cuda_toolkit()
+    if toolkit is not None and not os.environ.get("CUDA_HOME"):
+        os.environ["CUDA_HOME"] = str(toolkit)  # the study's Snakemake calls and their jobs inherit it
+    command = [str(python), "-m", "tiny_mlp_bench.gpu_preflight", *study_needs()]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT_S)
+    if done.returncode != 0:
+        raise StudyError(f"the study's Python cannot say what it would use: {done.stderr.strip()[-800:]}")
+    found, problems = json.loads(done.stdout), []
+    say(f"Python {found['python']} ({found['executable']})")
+    for source, said in (("environment", "in the study's environment (the kit)"), ("machine", "the machine's own")):
+        names = [f"{name} {p['version']}" for name, p in found["packages"].items() if p["from"] == source]
+        say(f"  {said}: {', '.join(names) or 'none'}")
+    seen = found["torch"]
+    if "error" in seen:
+        problems.append(f"torch does not work in {python}: {seen['error']}")
+    else:
+        gpu = f"{seen['gpu']} (compute capability {seen['capability']})" if seen["gpu"] else "no GPU"
+        say(f"torch {seen['torch']} (CUDA build {seen['cuda_build']}): {gpu}")
+        if not seen["gpu"] and not allow_no_gpu:
+            problems.append("torch sees no GPU here: this command measures a GPU machine (make run studies a CPU)")
+    numba = found["numba"]
+    if "error" in numba:
+        problems.append(f"numba does not import in {python}: {numba['error']}")
+    else:
+        say(f"numba {numba['numba']}: numba.cuda is {numba['target']} ({numba['module']})")
+        if seen.get("gpu") and not numba["nvidia"]:
+            problems.append(
+                f"numba.cuda is {numba['target']}, not NVIDIA's numba-cuda: the floor rung refuses it. Install "
+                "numba-cuda on this machine (or leave it out of requirements/gpu-present.txt so that the kit "
+                "carries it), and check that its .pth hook runs"
+            )
+    say(f"CUDA toolkit with libNVVM: {toolkit} (from {how})" if toolkit else f"no CUDA toolkit with libNVVM: {how}")
+    nvvm = found["nvvm"]
+    where = nvvm["path"] or "not found by cuda-pathfinder"
+    say(f"libNVVM: {where} ({nvvm['found_via']}); numba loads it: {nvvm['loads']}")
+    if seen.get("gpu") and numba.get("nvidia") and nvvm["loads"] != "yes":
+        problems.append(
+            f"numba-cuda cannot load libNVVM ({nvvm['loads']}): set CUDA_HOME to a CUDA toolkit that has "
+            "nvvm/lib64/libnvvm.so, or install NVIDIA's nvidia-nvvm wheel for the machine's CUDA"
+        )
+    if found["floor_kernel"] is not None:
+        say(f"the floor kernel on this GPU: {found['floor_kernel']}")
+        if found["floor_kernel"].startswith("failed"):
+            problems.append(f"the floor kernel does not run on this GPU: {found['floor_kernel']}")
+    cores = os.sched_getaffinity(0)
+    lane_cores = {"serial": cores} if serial else lanes.split_cores(cores, ["cpu", "cuda"])
+    on = ", ".join(f"{lane} on {lanes.core_list(mine)}" for lane, mine in lane_cores.items())
+    say(f"CPU: {len(cores)} cores ({lanes.core_list(cores)}); lanes: {on or 'none (fewer cores than lanes)'}")
+    if shared := shared_between_lanes(lane_cores, core_siblings(cores)):
+        say(f"  the lanes share physical cores (hyper-thread siblings {', '.join(shared)}): --serial runs one lane")
+    for line in gpu_state().splitlines():
+        say(f"GPU state: {line}")
+    return found, problems
 
 
 def prepare_study(python: Path, config: Path, until: float | None) -> None:
@@ -178,6 +251,26 @@ def pack(python: Path, name: str | None, allow_modified: bool) -> Path:
     return folder
 
 
+def check(args) -> int:
+    """The pre-flight: every check the study makes before its first job, each problem said, none fatal
+    to the next check; 1 where any would stop the study."""
+    problems = []
+    try:
+        check_tree(check_checkout(args.kit), args.allow_modified)
+    except StudyError as err:
+        problems.append(str(err))
+    try:
+        python = args.python or prepare_environment(args.kit)
+        check_needs(python)
+        problems += preflight(python, args.allow_no_gpu, args.serial)[1]
+    except StudyError as err:
+        problems.append(str(err))
+    for problem in problems:
+        say(f"would stop the study: {problem}")
+    say(f"pre-flight: {len(problems) or 'nothing'} {'stops' if not problems else 'would stop'} the study")
+    return 1 if problems else 0
+
+
 def main() -> int:
     t0 = time.monotonic()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -197,18 +290,26 @@ def main() -> int:
         "--python", type=Path, help="an interpreter that has everything the study needs: no .venv-gpu, no kit"
     )
     parser.add_argument("--allow-no-gpu", action="store_true", help="run even where torch sees no GPU (for tests)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="the pre-flight only: set up, say what the study would use, and exit 1 naming what would stop it",
+    )
     args = parser.parse_args()
     if args.time_limit is not None and args.time_limit <= args.archive_reserve:
         parser.error(f"--time-limit must be more than --archive-reserve ({args.archive_reserve:g} s)")
+    if args.check:
+        return check(args)
     until = None if args.time_limit is None else t0 + args.time_limit - args.archive_reserve
     try:
         commit = check_checkout(args.kit)
         modified = check_tree(commit, args.allow_modified)
         python = args.python or prepare_environment(args.kit)
         check_needs(python)
-        gpu = gpu_name(python)
-        if gpu is None and not args.allow_no_gpu:
-            raise StudyError("torch sees no GPU here: this command measures a GPU machine (make run studies a CPU)")
+        found, problems = preflight(python, args.allow_no_gpu, args.serial)
+        if problems:
+            raise StudyError("; ".join(problems) + " (`gpu_study.py --check` says what the study would use)")
+        gpu = found["torch"]["gpu"]
         say(f"commit {commit[:12]}, {gpu or 'no GPU'}, config {args.config}")
         timing = run_study(python, args.config, args.serial, until, t0, gpu)
         render_what_finished(python)

@@ -10,7 +10,9 @@ because a module cannot import them from a script.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -86,8 +88,10 @@ def prepare_environment(kit: Path) -> Path:
 def see_machine_packages(python: Path) -> None:
     """Make the new environment see every package this Python sees. --system-site-packages links the
     base interpreter's site-packages only: where this Python is itself a virtual environment (a GPU
-    machine's torch often lives in one), its packages would be invisible without this .pth file,
-    which site.py reads at start-up and whose lines it appends to sys.path, after the kit's own."""
+    machine's torch often lives in one), its packages would be invisible without this .pth file, which
+    site.py runs at start-up. Each of its lines adds one of this Python's site-packages with
+    site.addsitedir, after the kit's own, which also runs the .pth files there: a package that takes
+    over another through one (numba-cuda replaces numba.cuda so) is then the one the study imports."""
     import site
 
     done = subprocess.run(
@@ -96,7 +100,8 @@ def see_machine_packages(python: Path) -> None:
     if done.returncode != 0:
         raise StudyError(f"{python} does not start: {done.stderr.strip()[-500:]}")
     own = Path(done.stdout.strip())
-    (own / "machine-packages.pth").write_text("".join(f"{path}\n" for path in site.getsitepackages()))
+    lines = "".join(f"import site; site.addsitedir({path!r})\n" for path in site.getsitepackages())
+    (own / "machine-packages.pth").write_text(lines)
 
 
 def canonical(name: str) -> str:
@@ -145,9 +150,66 @@ def check_needs(python: Path) -> None:
         )
 
 
-def gpu_name(python: Path) -> str | None:
-    code = "import torch; print(torch.cuda.get_device_name() if torch.cuda.is_available() else '')"
-    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise StudyError(f"torch does not import in {python}: {done.stderr.strip()[-500:]}")
-    return done.stdout.strip() or None
+def cuda_toolkit(environ=os.environ, usual=Path("/usr/local")) -> tuple[Path | None, str]:
+    """A CUDA toolkit with libNVVM, which numba-cuda compiles the floor kernel with, and how it was
+    found; (None, where it was looked for) where there is none. numba-cuda finds NVVM by itself in
+    an NVVM wheel or through CUDA_HOME, but does not infer a toolkit from a CUDA runtime that came
+    in wheels, as a torch environment's does: the study sets CUDA_HOME to what this finds."""
+    candidates = [(Path(environ[name]), name) for name in ("CUDA_HOME", "CUDA_PATH") if environ.get(name)]
+    if nvcc := shutil.which("nvcc", path=environ.get("PATH")):
+        candidates.append((Path(nvcc).resolve().parent.parent, f"nvcc ({nvcc})"))
+    candidates += [(root, str(root)) for root in [usual / "cuda", *sorted(usual.glob("cuda-*"), reverse=True)]]
+    for root, how in candidates:
+        if any((root / "nvvm" / "lib64").glob("libnvvm.so*")):
+            return root, how
+    return None, "CUDA_HOME, CUDA_PATH, nvcc's toolkit and /usr/local/cuda*: none has nvvm/lib64/libnvvm.so"
+
+
+def core_siblings(cores: set[int], sysfs: Path = Path("/sys/devices/system/cpu")) -> dict[int, str]:
+    """Each core's hyper-thread siblings as the kernel lists them (``0,8`` or ``0-1``); "" where unknown."""
+    found = {}
+    for core in sorted(cores):
+        path = sysfs / f"cpu{core}" / "topology" / "thread_siblings_list"
+        found[core] = path.read_text().strip() if path.is_file() else ""
+    return found
+
+
+def shared_between_lanes(lane_cores: dict[str, set[int]], siblings: dict[int, str]) -> list[str]:
+    """The physical cores that two lanes share (one's core the other's hyper-thread sibling)."""
+    lane_of = {core: lane for lane, cores in lane_cores.items() for core in cores}
+    shared = set()
+    for core, listed in siblings.items():
+        others = {lane_of.get(other) for other in parse_core_list(listed)} - {None, lane_of.get(core)}
+        if others:
+            shared.add(listed)
+    return sorted(shared)
+
+
+def parse_core_list(text: str) -> set[int]:
+    """``0-3,8`` as the set of cores it names."""
+    cores = set()
+    for part in filter(None, text.split(",")):
+        first, _, last = part.partition("-")
+        cores.update(range(int(first), int(last or first) + 1))
+    return cores
+
+
+# What nvidia-smi says of each GPU's state before a study: the clocks it runs at against its most,
+# its performance state, power and temperature, and why its clocks are held down, if they are.
+GPU_FIELDS = (
+    "name,pstate,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,temperature.gpu,clocks_event_reasons.active"
+)
+
+
+def gpu_state() -> str:
+    """nvidia-smi's account of each GPU, one line each, or why there is none."""
+    for fields in (GPU_FIELDS, GPU_FIELDS.replace("clocks_event_reasons", "clocks_throttle_reasons")):
+        try:
+            done = subprocess.run(
+                ["nvidia-smi", f"--query-gpu={fields}", "--format=csv"], capture_output=True, text=True, timeout=30
+            )
+        except (OSError, subprocess.SubprocessError) as err:
+            return f"no nvidia-smi here ({err})"
+        if done.returncode == 0:  # older drivers know the reasons by their older name only
+            return done.stdout.strip()
+    return f"nvidia-smi failed: {done.stderr.strip() or done.stdout.strip()}"

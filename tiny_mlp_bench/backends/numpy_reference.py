@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -141,11 +142,24 @@ def start_device(fw, spec: RunSpec) -> str | None:
     return None
 
 
+# What numba.cuda is: NVIDIA's numba-cuda, which takes the name over through a .pth hook where it is
+# installed and its hook runs, or the CUDA target built into numba, which numba-cuda replaces.
+NVIDIA_TARGET = "numba-cuda (NVIDIA)"
+BUILT_IN_TARGET = "numba's built-in"
+
+
+def cuda_target(cuda) -> str:
+    """Which implementation the imported ``numba.cuda`` module is."""
+    return NVIDIA_TARGET if "numba_cuda" in Path(cuda.__file__).parts else BUILT_IN_TARGET
+
+
 def describe(fw, device: str) -> dict:
     pools = {f"{p['internal_api']}": p["num_threads"] for p in fw.threadpoolctl.threadpool_info()}
     versions = {"numba": fw.numba.__version__}
     with contextlib.suppress(importlib.metadata.PackageNotFoundError):  # numba's CUDA target, where installed
         versions["numba-cuda"] = importlib.metadata.version("numba-cuda")
+    if fw.cuda is not None:  # the one that ran, whichever is installed
+        versions["numba.cuda"] = cuda_target(fw.cuda)
     on_gpu = device == "cuda" and fw.cuda is not None and gpu_missing(fw) is None
     gpu_name = fw.cuda.get_current_device().name if on_gpu else None
     return {
@@ -160,8 +174,15 @@ def fused(fw, spec: RunSpec, data, clock):
     """The floor rung: numba's compiled loop on cpu, its CUDA kernel on cuda. Both build on ReferenceRun,
     defined here, and are imported only when they run: the CUDA kernel's module imports numba."""
     if spec.device == "cuda":
-        from tiny_mlp_bench.backends.numba_cuda_fused import CudaFusedRun
+        from tiny_mlp_bench.backends.numba_cuda_fused import CudaFusedRun, simulated
 
+        if (target := cuda_target(fw.cuda)) != NVIDIA_TARGET and not simulated(fw.numba):
+            # numba's own CUDA target is deprecated and lags the GPUs and toolkits it meets: the floor is
+            # measured with numba-cuda, whose hook a Python that skips .pth files never runs.
+            raise RuntimeError(
+                f"numba.cuda is {target} (numba {fw.numba.__version__}), not {NVIDIA_TARGET}: install numba-cuda, "
+                "and run from a Python that runs its .pth hook"
+            )
         return CudaFusedRun(fw, spec, data, clock)
     from tiny_mlp_bench.backends.numpy_fused import FusedRun
 
