@@ -17,7 +17,7 @@ from tiny_mlp_bench.question import ASKERS_KERAS, TODAYS_KERAS, TORCH
 from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor, KerasFit
 from tiny_mlp_bench.report.ladder import Ladder, Rung
 
-DEVICES = ("cpu", "cuda")
+DEVICES = catalogue.DEVICES
 HAND_WRITTEN = [f.name for f in catalogue.FRAMEWORKS if f.hand_written]  # the reference's and the floor's
 # The Keras frameworks the answer sets side by side, Keras 2 first: those the Keras probes measure.
 KERAS_VERSIONS = [f for f in (*catalogue.keras_frameworks(2), *catalogue.keras_frameworks(3)) if f.probed]

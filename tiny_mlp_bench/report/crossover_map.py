@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from tiny_mlp_bench import catalogue
+
 
 @dataclass(frozen=True)
 class Crossover:
@@ -43,7 +45,7 @@ def sweep_frame(sweeps: list[dict]) -> pd.DataFrame:
 def sweep_table(points: pd.DataFrame) -> pd.DataFrame:
     """Per width and batch size, each device's seconds per step and cpu over cuda."""
     wide = points.pivot_table(index=["hidden_units", "batch_size"], columns="device", values="step_s")
-    devices = [d for d in ("cpu", "cuda") if d in wide.columns]
+    devices = [d for d in catalogue.DEVICES if d in wide.columns]
     table = wide[devices].rename(columns={d: f"{d}_step_s" for d in devices}).reset_index()
     table.columns.name = None
     table["cpu_over_cuda"] = wide["cpu"].to_numpy() / wide["cuda"].to_numpy() if len(devices) == 2 else float("nan")

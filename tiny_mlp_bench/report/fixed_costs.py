@@ -175,7 +175,7 @@ def floors(summary: pd.DataFrame, costs: dict[str, FixedCosts]) -> dict[str, Flo
     """Each device's floor: the floor rung's median step where it ran (cpu: its compiled loop; cuda:
     its kernel), else on cuda the asker's kernels x in-graph kernel cost, also kept beside it."""
     found = {}
-    for device in ("cpu", "cuda"):
+    for device in catalogue.DEVICES:
         pair = catalogue.pair_name(FLOOR_RUNG.framework, device)
         ran = summary[(summary["pair"] == pair) & (summary["variant"] == FLOOR_RUNG.name)]["step_s"].dropna()
         if len(ran):

@@ -49,7 +49,7 @@ def views_table(m: Machine) -> str:
     """Every completed pair and variant in the two views, ranked within its device, fastest to a result first."""
     done = m.summary.dropna(subset=["median_s"])
     rows = []
-    for device in ("cpu", "cuda"):
+    for device in catalogue.DEVICES:
         on = done[done["device"] == device].copy()
         on["result_rank"] = on["median_s"].rank(method="min")
         on["step_rank"] = on["step_s"].rank(method="min")
@@ -114,7 +114,7 @@ def fixed_costs_table(m: Machine) -> str:
 def crossover_table(m: Machine) -> str:
     if m.sweep_table.empty:
         return ""
-    devices = [d for d in ("cpu", "cuda") if f"{d}_step_s" in m.sweep_table.columns]
+    devices = [d for d in catalogue.DEVICES if f"{d}_step_s" in m.sweep_table.columns]
     rows = []
     for row in m.sweep_table.itertuples(index=False):
         times = [num(getattr(row, f"{d}_step_s") * 1e3, 3) for d in devices]

@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.atomic import atomic_path
 from tiny_mlp_bench.catalogue import pair_name
 from tiny_mlp_bench.question import ASKER_SECONDS, ASKER_STEPS, TORCH
@@ -27,7 +28,7 @@ FRAMEWORK_COLOURS = {
     **{"torch": "#ff7f0e", "tf_keras": "#8c564b", "keras": "#2ca02c", "keras_jax": "#bcbd22", "keras_torch": "#17becf"},
     **{"numpy": "#1f77b4", "sklearn": "#9467bd", "jax": "#d62728"},
 }
-DEVICES = ("cpu", "cuda")
+DEVICES = catalogue.DEVICES
 
 
 def asker_step_s(pair: str) -> float | None:

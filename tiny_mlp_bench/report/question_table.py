@@ -11,7 +11,7 @@ import pandas as pd
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.question import ASKER_SECONDS, ASKERS_KERAS, TODAYS_KERAS, TORCH, askers_rung
 
-DEVICES = ("cpu", "cuda")
+DEVICES = catalogue.DEVICES
 # Keras 3 on TensorFlow, what tf.keras is today: rows of their own, with no asker's number beside them.
 QUESTION_PAIRS = (*ASKER_SECONDS, *(catalogue.pair_name(TODAYS_KERAS, device) for device in DEVICES))
 # What each framework's rows of the table are.
