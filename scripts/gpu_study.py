@@ -127,7 +127,13 @@ def preflight(python: Path, allow_no_gpu: bool, serial: bool) -> tuple[dict, lis
     if toolkit is not None and not os.environ.get("CUDA_HOME"):
         os.environ["CUDA_HOME"] = str(toolkit)  # the study's Snakemake calls and their jobs inherit it
     command = [str(python), "-m", "tiny_mlp_bench.gpu_preflight", *study_needs()]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT_S)
+    try:
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise StudyError(
+            f"the study's Python took over {PREFLIGHT_TIMEOUT_S} s to import torch and numba and compile the "
+            "floor kernel: a machine this slow, or this busy, is not fit to time anything"
+        ) from None
     if done.returncode != 0:
         raise StudyError(f"the study's Python cannot say what it would use: {done.stderr.strip()[-800:]}")
     found, problems = json.loads(done.stdout), []
