@@ -20,6 +20,7 @@ from tiny_mlp_bench.backends.contract import RunSpec
 from tiny_mlp_bench.cli import CONFIG_EPILOG, add_config_options
 from tiny_mlp_bench.envelope import DeviceMissing, Measurement, run_job
 from tiny_mlp_bench.initial_weights import live_initial_weights
+from tiny_mlp_bench.question import askers_rung
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -50,7 +51,7 @@ class FixedCostsProbe(Measurement):
         self.init_seed = data.metadata["seed"]  # as repeat 1 of a training run
         self.spec = RunSpec(
             device=args.device,
-            variant=catalogue.variant_names(args.framework)[0],  # the asker's loop heads each ladder
+            variant=askers_rung(args.framework),
             repeat=1,
             init_seed=self.init_seed,
             # The timed models start from the runs' live draw, so a dead draw never skews a probe.
