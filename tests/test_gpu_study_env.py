@@ -53,7 +53,7 @@ def test_the_cuda_floor_refuses_numbas_built_in_target(monkeypatch):
 
 def test_a_cuda_toolkit_is_one_with_libnvvm_where_numba_cuda_looks(tmp_path):
     usual = tmp_path / "usr-local"
-    for root in ("cuda-12.8", "cuda-13.0"):
+    for root in ("cuda-9.2", "cuda-12.8", "cuda-13.0"):  # by version, 13.0 is the newest, though "9" > "1"
         (usual / root / "nvvm" / "lib64").mkdir(parents=True)
         (usual / root / "nvvm" / "lib64" / "libnvvm.so.4").touch()
     (usual / "cuda" / "lib").mkdir(parents=True)  # a toolkit without NVVM where numba-cuda looks for it

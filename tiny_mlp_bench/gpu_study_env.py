@@ -159,11 +159,17 @@ def cuda_toolkit(environ=os.environ, usual=Path("/usr/local")) -> tuple[Path | N
     candidates = [(Path(environ[name]), name) for name in ("CUDA_HOME", "CUDA_PATH") if environ.get(name)]
     if nvcc := shutil.which("nvcc", path=environ.get("PATH")):
         candidates.append((Path(nvcc).resolve().parent.parent, f"nvcc ({nvcc})"))
-    candidates += [(root, str(root)) for root in [usual / "cuda", *sorted(usual.glob("cuda-*"), reverse=True)]]
+    versions = sorted(usual.glob("cuda-*"), key=toolkit_version, reverse=True)  # the newest first: 13.0 before 9.2
+    candidates += [(root, str(root)) for root in [usual / "cuda", *versions]]
     for root, how in candidates:
         if any((root / "nvvm" / "lib64").glob("libnvvm.so*")):
             return root, how
     return None, "CUDA_HOME, CUDA_PATH, nvcc's toolkit and /usr/local/cuda*: none has nvvm/lib64/libnvvm.so"
+
+
+def toolkit_version(root: Path) -> tuple[int, ...]:
+    """``cuda-12.8`` as (12, 8), so that toolkits sort by version, not by their names' letters."""
+    return tuple(int(part) for part in re.findall(r"\d+", root.name))
 
 
 def core_siblings(cores: set[int], sysfs: Path = Path("/sys/devices/system/cpu")) -> dict[int, str]:
