@@ -332,9 +332,12 @@ def test_the_time_limit_bounds_the_whole_command_and_the_question_comes_first(tm
     assert (
         outcomes["done"] and outcomes["skipped for time"] and set(outcomes) <= {"done", "skipped for time", "stopped"}
     )
-    # One lane runs one job at a time: the one running at the limit is stopped and leaves no record.
-    (stopped,) = [name for name, job in jobs.items() if job["outcome"] == "stopped"]
-    assert "fused_epoch" in stopped and not (folder / "runs" / f"{stopped}.json").exists()
+    # One lane runs one job at a time: the one running at the limit is stopped and leaves no record,
+    # unless it wrote its record just as the time ran out (then it is done: test_lanes.py holds both).
+    stopped = [name for name, job in jobs.items() if job["outcome"] == "stopped"]
+    assert len(stopped) <= 1
+    for name in stopped:
+        assert "fused_epoch" in name and not (folder / "runs" / f"{name}.json").exists()
     # The question's pair first, on each device.
     assert [name for name, job in jobs.items() if job["outcome"] == "done"][:2] == [
         "torch-cpu-seed-1",
@@ -343,7 +346,8 @@ def test_the_time_limit_bounds_the_whole_command_and_the_question_comes_first(tm
     readme = (folder / "README.md").read_text()
     assert f"**A partial study**: {outcomes['done']} of its {len(jobs)} jobs finished" in readme
     assert "Skipped for time (not started: its expected time no longer fit):" in readme
-    assert f"Stopped at the time limit, leaving no record: `{stopped}`." in readme
+    for name in stopped:
+        assert f"Stopped at the time limit, leaving no record: `{name}`." in readme
     records = sorted((folder / "runs").glob("*.json"))
     assert f"{len(records)} run records (" in readme
     # The report is of the records that finished, and the archive verifies as any other.
@@ -351,7 +355,7 @@ def test_the_time_limit_bounds_the_whole_command_and_the_question_comes_first(tm
     assert checked.returncode == 0, checked.stderr[-3000:]
     # Nothing of a stopped job is left: every record in results/ is a whole one, and it is archived.
     assert sorted(p.name for p in (directory / "results" / "runs").iterdir()) == [p.name for p in records]
-    assert not (directory / "results" / "runs" / f"{stopped}.json").exists()
+    assert {p.stem for p in records} == {name for name, job in jobs.items() if job["outcome"] == "done"}
 
 
 def node_python(tmp_path: Path) -> Path:

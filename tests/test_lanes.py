@@ -109,5 +109,20 @@ def test_a_job_whose_record_says_failed_is_failed_though_snakemake_succeeded(tmp
     assert outcomes["oom"]["log_tail"].startswith("its record says failed: RuntimeError: CUDA out of memory (test)")
 
 
+def test_a_job_that_wrote_its_record_as_the_time_ran_out_is_done(tmp_path, monkeypatch):
+    # Both calls are still busy when the time for jobs is up; only one's job has written its record.
+    def command(python_path, config, output):
+        write = f"open({output!r}, 'w').write('{{}}'); " if output.endswith("wrote.json") else ""
+        return python(f"import time; {write}time.sleep(60)")
+
+    monkeypatch.setattr(lanes, "snakemake_command", command)
+    running = lanes.Lanes(sys.executable, tmp_path / "config.yaml", tmp_path, "logs", lambda line: None)
+    t0 = time.monotonic()
+    wrote = dict(job("wrote", 60, 1), output=str(tmp_path / "wrote.json"))
+    running_on = dict(job("running_on", 60, 1, "cuda"), output=str(tmp_path / "running_on.json"))
+    outcomes = {o["name"]: o["outcome"] for o in running.run({"cpu": [wrote], "cuda": [running_on]}, t0 + 2, t0)}
+    assert outcomes == {"wrote": "done", "running_on": "stopped"}
+
+
 def test_a_call_reruns_what_a_stopped_job_left_incomplete():
     assert "--rerun-incomplete" in lanes.snakemake_command("python", "config.yaml", "results/runs/a.json")

@@ -106,7 +106,7 @@ def run_snakemake(
 def halt(process: subprocess.Popen) -> None:
     """SIGINT to Snakemake's group, as Ctrl-C in a terminal: the job stops, and Snakemake removes what it
     left (SIGTERM would make Snakemake wait for the job to finish); killed if it has not within the grace.
-    Records are written whole or not at all, so a stopped job leaves none."""
+    Records are written whole or not at all, so a job stopped before it wrote its record leaves none."""
     os.killpg(process.pid, signal.SIGINT)
     try:
         process.wait(timeout=STOP_GRACE_S)
@@ -186,6 +186,10 @@ class Lanes:
                 command = snakemake_command(self.python, self.config, job["output"])
                 outcome["outcome"] = run_snakemake(command, self.cwd, log, until, self.stop)
                 outcome |= {"started_s": round(begun - t0, 1), "took_s": round(time.monotonic() - begun, 1)}
+                if outcome["outcome"] == "stopped" and (self.cwd / job["output"]).is_file():
+                    # The job wrote its record just as the time ran out, and Snakemake was stopped in its
+                    # bookkeeping after it. Records are written whole or not at all: the run finished.
+                    outcome["outcome"] = "done"
                 failure = recorded_failure(self.cwd / job["output"]) if outcome["outcome"] == "done" else None
                 if failure:
                     outcome["outcome"] = "failed"
