@@ -3,8 +3,8 @@
 
 For every rung timed on either side: both medians with their min-max over repeats, the ratio of
 this study's step to the archive's, and a verdict that says "faster" or "slower" only where the two
-min-max ranges do not overlap (tiny_mlp_bench/report/compare.py). Writes Markdown to stdout, or to
---output.
+min-max ranges do not overlap (tiny_mlp_bench/report/compare.py). Then, for every Keras rung, its
+pause at the end of fit (the fit_end phase) on both sides. Writes Markdown to stdout, or to --output.
 
 Usage: python scripts/compare_runs.py results/archive/2026-11-30-cpu-2core/runs [--this results/runs]
 """
@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_ben
 
 from tiny_mlp_bench.atomic import write_text_atomic
 from tiny_mlp_bench.records import RecordError
-from tiny_mlp_bench.report.cells import num, table, us
-from tiny_mlp_bench.report.compare import RungChange, compare, read_runs, versions
+from tiny_mlp_bench.report.cells import num, span, table, us
+from tiny_mlp_bench.report.compare import FitEndPause, RungChange, compare, fit_end_pauses, read_runs, versions
 
 
 def spread(side: tuple[float, float, float, int] | None) -> list[str]:
@@ -30,7 +30,34 @@ def spread(side: tuple[float, float, float, int] | None) -> list[str]:
     return [us(median), f"{us(low)}–{us(high)}", str(runs)]
 
 
-def render(changes: list[RungChange], this: list[dict], archive: list[dict], archive_dir: Path) -> str:
+def pause_cells(side: tuple[float, float, float] | None) -> list[str]:
+    if side is None:
+        return ["–", "–"]
+    median, low, high = side
+    return [num(median, 3), span(low, high, 3)]
+
+
+def pause_section(pauses: list[FitEndPause]) -> list[str]:
+    """The Keras rungs' fit_end phase, this study's and the archive's; nothing where neither ran Keras."""
+    if not pauses:
+        return []
+    rows = [[f"{p.pair} `{p.variant}`", *pause_cells(p.this), *pause_cells(p.archive)] for p in pauses]
+    header = ["Keras rung", "this fit_end (s)", "min–max", "archive fit_end (s)", "min–max"]
+    return [
+        "## Keras's pause at the end of fit",
+        "",
+        "Seconds from the last epoch's end to `fit` returning (the `fit_end` phase, part of all epochs and of "
+        "the timing point), the median over repeats. Keras 2 at times pauses there for many seconds. A dash marks "
+        "a side without the rung, or whose records are from before the pause was timed.",
+        "",
+        table(header, rows, "lrrrr"),
+        "",
+    ]
+
+
+def render(
+    changes: list[RungChange], pauses: list[FitEndPause], this: list[dict], archive: list[dict], archive_dir: Path
+) -> str:
     rows = [[f"{c.pair} `{c.variant}`", *spread(c.this), *spread(c.archive), num(c.ratio), c.verdict] for c in changes]
     header = ["rung", "this µs / step", "min–max", "runs", "archive µs / step", "min–max", "runs"]
     header += ["this / archive", "verdict"]
@@ -46,6 +73,7 @@ def render(changes: list[RungChange], this: list[dict], archive: list[dict], arc
             "",
             table(header, rows, "lrrrrrrrl"),
             "",
+            *pause_section(pauses),
         ]
     )
 
@@ -61,7 +89,7 @@ def main(argv=None) -> int:
     except RecordError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    text = render(compare(this, archive), this, archive, args.archive)
+    text = render(compare(this, archive), fit_end_pauses(this, archive), this, archive, args.archive)
     if args.output:
         write_text_atomic(args.output, text)
     else:

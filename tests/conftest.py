@@ -13,6 +13,8 @@ import pytest
 import yaml
 
 from tiny_mlp_bench.dataset import make_dataset, write_dataset
+from tiny_mlp_bench.records import PROBE_SCHEMA_VERSION, SCHEMA_VERSION
+from tiny_mlp_bench.timing import METHOD
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
@@ -214,12 +216,13 @@ def synthetic_record(
             },
             "fit_predict_s": fit_predict_s,
             "block_s": epochs,
+            "block_cpu_s": [0.9 * seconds for seconds in epochs],
             "block_epochs": [1, 1, 1, 1],
             "steps_per_epoch": 12,
         }
     return {
         "record_type": "tiny-mlp-bench.run",
-        "schema_version": 5,
+        "schema_version": SCHEMA_VERSION,
         "identity": {
             "run_id": f"{framework}-{device}-{variant}-{repeat}",
             "framework": framework,
@@ -255,6 +258,7 @@ def synthetic_record(
         if ok
         else None,
         "timings": timings,
+        "method": dict(METHOD),
         "environment": {
             "python": "3.11.7",
             "versions": {"numpy": "2.4.6", framework: "1.0"},
@@ -273,8 +277,11 @@ def synthetic_record(
             "dataset_sha256": "0" * 64,
         },
         "load": {
+            "started_at": f"2026-01-01T00:0{repeat}:00.250000+00:00",
+            "ended_at": f"2026-01-01T00:0{repeat}:09.500000+00:00",
             "before": {"load_average": [0.5, 0.75, 1.0], "cpu_mhz": 2100.0},
             "after": {"load_average": [1.5, 1.0, 1.0], "cpu_mhz": 2000.0},
+            "kernel": {"stolen_s": 0.0, "cpu_pressure_s": 0.5, "run_queue_wait_s": 0.25, "involuntary_switches": 40},
             "peak_host_memory_mb": 512.0,
             "peak_gpu_memory_mb": None,
         },
@@ -315,12 +322,18 @@ def synthetic_sweeps() -> list[dict]:
 
     def sweep(device, times):
         points = [
-            {"batch_size": b, "hidden_units": w, "step_s": ms / 1e3, "block_step_s": [ms / 1e3] * 3}
+            {
+                "batch_size": b,
+                "hidden_units": w,
+                "step_s": ms / 1e3,
+                "block_step_s": [ms / 1e3] * 3,
+                "block_cpu_step_s": [ms / 1e3] * 3,
+            }
             for (w, b), ms in times.items()
         ]
         return {
             "record_type": "tiny-mlp-bench.sweep",
-            "schema_version": 5,
+            "schema_version": SCHEMA_VERSION,
             "device": device,
             "variant": "sync_free",
             "steps": 10,
@@ -329,6 +342,7 @@ def synthetic_sweeps() -> list[dict]:
             "reason": None,
             "peak_gflops": 100.0 if device == "cpu" else 10000.0,
             "points": points,
+            "method": dict(METHOD),
             "environment": env,
             "load": load,
         }
@@ -347,19 +361,20 @@ def synthetic_probes(cuda: bool = False) -> list[dict]:
     def probe(framework, device, measurements, status="ok", reason=None):
         return {
             "record_type": "tiny-mlp-bench.probe",
-            "schema_version": 1,
+            "schema_version": PROBE_SCHEMA_VERSION,
             "framework": framework,
             "device": device,
             "status": status,
             "reason": reason,
             "parameters": {"batch_size": 64, "hidden_units": 20, "learning_rate": 0.001, "threads": 2, "init_seed": 42},
             "measurements": measurements,
+            "method": dict(METHOD),
             "environment": run["environment"],
             "load": run["load"],
         }
 
     def timed(us):
-        return {"value_us": us, "calls": 10, "repeats": 3, "repeat_us": [us] * 3}
+        return {"value_us": us, "calls": 10, "repeats": 3, "repeat_us": [us] * 3, "repeat_cpu_us": [us] * 3}
 
     torch_cpu = {
         "eager_op_us": timed(5.0),

@@ -61,6 +61,31 @@ def test_the_command_writes_a_table_per_rung(tmp_path):
     assert ["keras-cpu `seed`", "–", "–", "0", "2000.0", "2000.0–2000.0", "2", "–", "only in the archive"] in rows
 
 
+def with_fit_end(records: list[dict], pauses_s: list[float]) -> list[dict]:
+    """Keras records from after fit_end was timed: each pause inside its fit."""
+    for record, pause in zip(records, pauses_s, strict=True):
+        record["timings"]["phases_s"]["fit"] += pause
+        record["timings"]["phases_s"]["fit_end"] = pause
+    return records
+
+
+def test_the_command_shows_each_keras_rungs_pause_at_the_end_of_fit(tmp_path):
+    # Keras 2 paused for seconds at the end of fit in two of three runs; the archive is from before fit_end.
+    this_keras_2 = with_fit_end(runs("seed", [2.0, 2.0, 2.0], framework="tf_keras"), [0.05, 12.2, 20.2])
+    archive = write_runs(tmp_path / "archive" / "runs", [*ARCHIVE, *runs("seed", [2.0], framework="tf_keras")])
+    this = write_runs(tmp_path / "results" / "runs", [*THIS, *this_keras_2])
+    result = run_script("compare_runs.py", archive, "--this", this)
+    assert result.returncode == 0, result.stderr
+    steps, pauses = result.stdout.split("## Keras's pause at the end of fit")
+    keras_2_steps = next(row for row in table_rows(steps) if row[0] == "tf_keras-cpu `seed`")
+    assert keras_2_steps[1:7] == ["2000.0", "2000.0–2000.0", "3", "2000.0", "2000.0–2000.0", "1"]  # as before
+    # Only the Keras rungs, this study's first; a dash where a side's records have no fit_end.
+    assert table_rows(pauses)[2:] == [
+        ["tf_keras-cpu `seed`", "12.200", "0.050–20.200", "–", "–"],
+        ["keras-cpu `seed`", "–", "–", "–", "–"],
+    ]
+
+
 def test_a_folder_without_records_is_named(tmp_path):
     archive = write_runs(tmp_path / "archive" / "runs", ARCHIVE)
     (tmp_path / "empty").mkdir()

@@ -22,7 +22,9 @@ import container_run
 from conftest import ROOT, run_snakemake, skip_unless_ready
 from test_workflow import write_config
 from tiny_mlp_bench import catalogue, containers, environment
-from tiny_mlp_bench.records import read_record, read_sweep
+from tiny_mlp_bench.probes import read_probe
+from tiny_mlp_bench.records import PROBE_SCHEMA_VERSION, SCHEMA_VERSION, read_record, read_sweep
+from tiny_mlp_bench.timing import METHOD
 
 VERSION = (ROOT / "VERSION").read_text().strip()
 CPU_IMAGES = {
@@ -358,13 +360,32 @@ def test_tiny_study_runs_every_job_in_its_image(engine, workflow_dir):
 def test_version_1_records_read_in_todays_shape():
     # Written on an NVIDIA H200 node before the container block had its fields (its image has /.dockerenv).
     record = read_record(ROOT / "results" / "archive" / "2026-11-29-h200" / "runs" / "torch-cuda-graphed-2.json")
-    assert record["schema_version"] == 5 and record["load"] is None  # not measured then
+    assert record["schema_version"] == SCHEMA_VERSION and record["load"] is None  # not measured then
+    # Timed a block an epoch, a sync each, the compiler's shared cache, the clock's work in the next block.
+    assert record["method"] == {
+        "block": "epoch",
+        "sync": "block end",
+        "compile_cache": "shared",
+        "own_work": "next block",
+    }
     assert record["parameters"]["init"] is None  # nor how the weights were drawn
     assert record["environment"]["container"] == {"engine": "docker", "image": None, "image_id": None}
     # Its epochs became one-epoch blocks and its phase keys one phases_s block.
     timings = record["timings"]
     assert set(timings["phases_s"]) == {"import", "setup", "fit", "predict"}
     assert timings["block_epochs"] == [1] * 1000 and len(timings["block_s"]) == 1000
+
+
+def test_version_5_records_keep_the_method_they_were_timed_with():
+    archive = ROOT / "results" / "archive" / "2026-12-02-cpu-2core"
+    fused = read_record(archive / "runs" / "torch-cpu-fused_epoch-1.json")
+    assert fused["method"] == {"block": "call", "sync": "block end", "compile_cache": "cold", "own_work": "next block"}
+    assert fused["method"] != METHOD and "block_cpu_s" not in fused["timings"]  # not measured then
+    assert fused["load"]["kernel"] is None and fused["load"]["started_at"] is None  # unknown, not zero
+    sweep = read_sweep(archive / "sweep" / "cpu.json")
+    assert sweep["schema_version"] == SCHEMA_VERSION and sweep["method"] == fused["method"]
+    probe = read_probe(archive / "probes" / "torch-cpu.json")
+    assert probe["schema_version"] == PROBE_SCHEMA_VERSION and probe["method"]["own_work"] == "between blocks"
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@ and their records agree on everything the envelope writes."""
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -14,6 +15,7 @@ import train
 from conftest import ROOT, config_flags
 from tiny_mlp_bench import driver, environment, probes
 from tiny_mlp_bench.records import read_record, read_sweep
+from tiny_mlp_bench.timing import METHOD
 
 
 @dataclass(frozen=True)
@@ -57,11 +59,18 @@ def envelope_fields(record: dict) -> dict:
     """What the envelope writes into every kind of record; the dataset's checksum only where one is read."""
     environment_block = {k: v for k, v in record["environment"].items() if k != "dataset_sha256"}
     load = record["load"]
+    started, ended = (datetime.datetime.fromisoformat(load[key]) for key in ("started_at", "ended_at"))
     return {
         "status": record["status"],
         "reason": record["reason"],
+        "method": record["method"],
         "environment": environment_block,
-        "load": {"blocks": sorted(load), "peak_gpu_memory_mb": load["peak_gpu_memory_mb"]},
+        "load": {
+            "blocks": sorted(load),
+            "peak_gpu_memory_mb": load["peak_gpu_memory_mb"],
+            "span in order": started <= ended,
+            "kernel counts": sorted(load["kernel"]),
+        },
     }
 
 
@@ -86,6 +95,7 @@ def test_without_a_gpu_driver_every_kind_of_job_records_the_same_skip(no_driver,
     assert {kind: status for kind, (status, _) in found.items()} == {"run": 0, "probe": 0, "sweep": 0}
     run, probe, sweep = (fields for _, fields in found.values())
     assert run["status"] == "skipped" and run["reason"] == no_driver
+    assert run["method"] == METHOD and run["load"]["span in order"]
     assert run == probe == sweep
 
 

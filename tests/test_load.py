@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
+import os
+import re
+
 from tiny_mlp_bench import load
 
 
@@ -16,9 +20,54 @@ def test_cpu_clock_from_cpufreq_else_cpuinfo(tmp_path):
     assert load.cpu_mhz(sysfs=tmp_path / "none", cpuinfo=tmp_path / "missing") is None
 
 
-def test_snapshot_and_block_have_every_reading():
-    before = load.snapshot()
+def test_a_jobs_block_has_its_span_and_every_reading():
+    watch = load.JobWatch()
+    block = watch.block(peak_gpu_memory_mb=1234.56)
+    assert set(block) == {
+        "started_at",
+        "ended_at",
+        "before",
+        "after",
+        "kernel",
+        "peak_host_memory_mb",
+        "peak_gpu_memory_mb",
+    }
+    before = block["before"]
     assert len(before["load_average"]) == 3 and all(value >= 0 for value in before["load_average"])
-    block = load.load_block(before, load.snapshot(), peak_gpu_memory_mb=1234.56)
-    assert set(block) == {"before", "after", "peak_host_memory_mb", "peak_gpu_memory_mb"}
     assert block["peak_host_memory_mb"] > 10 and block["peak_gpu_memory_mb"] == 1234.6
+    started, ended = (datetime.datetime.fromisoformat(block[key]) for key in ("started_at", "ended_at"))
+    assert started.utcoffset() == datetime.timedelta(0) and started <= ended
+    assert re.fullmatch(  # to the microsecond
+        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00", block["started_at"]
+    )
+    assert set(block["kernel"]) == {"stolen_s", "cpu_pressure_s", "run_queue_wait_s", "involuntary_switches"}
+    assert block["kernel"]["involuntary_switches"] >= 0  # getrusage counts on every Linux
+
+
+def fake_proc(folder, steal_ticks: int, pressure_us: int, wait_ns: int):
+    (folder / "pressure").mkdir(parents=True, exist_ok=True)
+    (folder / "self").mkdir(exist_ok=True)
+    (folder / "stat").write_text(f"cpu  100 0 50 900 3 0 1 {steal_ticks} 0 0\ncpu0 50 0 25 450 1 0 0 0 0 0\n")
+    (folder / "pressure" / "cpu").write_text(
+        f"some avg10=0.31 avg60=0.52 avg300=0.45 total={pressure_us}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+    )
+    (folder / "self" / "schedstat").write_text(f"364246680 {wait_ns} 25\n")
+
+
+def test_what_the_kernel_counted_over_a_job_is_the_difference_of_two_readings(tmp_path):
+    fake_proc(tmp_path, steal_ticks=200, pressure_us=5_000_000, wait_ns=1_000_000_000)
+    before = load.kernel_counters(tmp_path)
+    fake_proc(tmp_path, steal_ticks=200 + os.sysconf("SC_CLK_TCK"), pressure_us=5_250_000, wait_ns=3_500_000_000)
+    after = load.kernel_counters(tmp_path)
+    counted = load.kernel_block(before, after)
+    assert counted["stolen_s"] == 1.0 and counted["cpu_pressure_s"] == 0.25 and counted["run_queue_wait_s"] == 2.5
+
+
+def test_what_a_machine_does_not_expose_is_unknown_not_zero(tmp_path):
+    # No /proc/pressure (a kernel without PSI), no schedstat: unknown. A reading that vanishes is unknown too.
+    (tmp_path / "stat").write_text("cpu  100 0 50 900 3 0 1 7 0 0\n")
+    counters = load.kernel_counters(tmp_path)
+    assert counters["cpu_pressure_s"] is None and counters["run_queue_wait_s"] is None
+    assert counters["stolen_s"] == 7 / os.sysconf("SC_CLK_TCK")
+    counted = load.kernel_block(counters, load.kernel_counters(tmp_path / "gone"))
+    assert counted["stolen_s"] is None and counted["cpu_pressure_s"] is None

@@ -24,7 +24,8 @@ def probe(*args, check: bool = False):
 
 def positive_timing(timing: dict) -> None:
     assert timing["value_us"] > 0 and all(v > 0 for v in timing["repeat_us"])
-    assert timing["repeats"] == len(timing["repeat_us"]) >= 1 and timing["calls"] >= 1
+    assert timing["repeats"] == len(timing["repeat_us"]) == len(timing["repeat_cpu_us"]) >= 1 and timing["calls"] >= 1
+    assert all(cpu >= 0 for cpu in timing["repeat_cpu_us"])
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def torch_cpu_record(small_dataset, tmp_path_factory) -> dict:
 @pytest.mark.slow
 def test_torch_cpu_probe_writes_a_valid_record(torch_cpu_record):
     record = torch_cpu_record
-    assert record["record_type"] == "tiny-mlp-bench.probe" and record["schema_version"] == 1
+    assert record["record_type"] == "tiny-mlp-bench.probe" and record["schema_version"] == probes.PROBE_SCHEMA_VERSION
     assert (record["framework"], record["device"], record["status"], record["reason"]) == ("torch", "cpu", "ok", None)
     found = record["measurements"]
     # The fused_epoch rung's call is timed by its own runs (test_training), not compiled once more here.

@@ -54,9 +54,10 @@ def test_summary_medians_spread_and_counts():
     assert (keras.median_s, keras.min_s, keras.max_s, keras.runs, keras.converged) == (4.0, 3.0, 5.0, 3, 3)
     assert torch.step_s == pytest.approx(1e-3)  # median later block (12 ms) / 12 steps
     assert torch.first_block_excess_s == pytest.approx(0.5 - 0.012)
-    phases = [torch[f"{phase}_s"] for phase in PHASES if phase != "capture"]
+    phases = [torch[f"{phase}_s"] for phase in PHASES if phase not in ("capture", "fit_end")]
     assert phases == pytest.approx([1.5, 0.25, 0.05, 0.05, 0.1, 0.05, 0.548, 0.004])
     assert pd.isna(torch.capture_s)  # only the graphed rung captures a graph
+    assert pd.isna(torch.fit_end_s)  # only Keras times its pause after the last epoch
     assert "torch-cuda" not in seed.index  # skipped runs are never timed
     # Ladder order, not alphabetical: seed, sync_free, compiled; pairs in the question's order.
     assert list(summary[summary["pair"] == "torch-cpu"]["variant"]) == ["seed", "sync_free", "compiled"]

@@ -11,19 +11,24 @@ from tiny_mlp_bench.timing import Clock, steady_step_s
 
 
 class FakeTime:
-    """A perf_counter that moves only when told, so every reading is known."""
+    """A perf_counter and a process_time (``cpu``) that move only when told, so every reading is known."""
 
     def __init__(self):
         self.now = 100.0
+        self.cpu = 10.0
 
     def __call__(self):
         return self.now
+
+    def process_time(self):
+        return self.cpu
 
 
 @pytest.fixture
 def fake_time(monkeypatch):
     fake = FakeTime()
     monkeypatch.setattr(timing.time, "perf_counter", fake)
+    monkeypatch.setattr(timing.time, "process_time", fake.process_time)
     return fake
 
 
@@ -32,6 +37,7 @@ def test_phases_blocks_and_timing_point_come_from_the_readings(fake_time):
 
     def run_epochs(n):
         fake_time.now += 2.0 * n  # two seconds an epoch
+        fake_time.cpu += 1.5 * n  # of which the process ran 1.5 s
 
     with clock.phase("import"):
         fake_time.now += 5
@@ -48,8 +54,31 @@ def test_phases_blocks_and_timing_point_come_from_the_readings(fake_time):
         "phases_s": {"import": 5, "setup": 1, "fit": 10, "predict": 0.5},
         "fit_predict_s": 11.5,
         "block_s": [4, 4, 2],
+        "block_cpu_s": [3, 3, 1.5],
         "block_epochs": [2, 2, 1],
     }
+
+
+def test_the_clocks_own_work_lies_in_no_block(fake_time, monkeypatch):
+    # Our bookkeeping and progress line, made slow here, run between two blocks: in neither of them.
+    clock = Clock(label="torch-cpu-seed-1", planned_epochs=4)
+    slow_progress = clock._report_progress
+
+    def report_slowly(*args):
+        fake_time.now += 7.0
+        fake_time.cpu += 7.0
+        slow_progress(*args)
+
+    monkeypatch.setattr(clock, "_report_progress", report_slowly)
+
+    def run_epochs(n):
+        fake_time.now += 2.0 * n
+        fake_time.cpu += 0.5 * n
+
+    with clock.phase("fit"):
+        clock.run_blocks(run_epochs, total=4, per_block=1)
+    assert clock.block_s == [2.0] * 4 and clock.block_cpu_s == [0.5] * 4
+    assert clock.phases_s["fit"] == 4 * 2.0 + 4 * 7.0  # the phase holds all of it
 
 
 def test_every_reading_waits_for_the_device(fake_time):
@@ -75,6 +104,32 @@ def test_keras_callback_closes_a_block_at_every_epoch_end(fake_time):
             fake_time.now += 1.5 if epoch == 0 else 0.5
             callback.on_epoch_end(epoch)
     assert clock.block_s == [1.5, 0.5, 0.5] and clock.block_epochs == [1, 1, 1]
+
+
+def test_keras_pause_after_the_last_epoch_is_a_phase_inside_fit(fake_time):
+    keras = types.SimpleNamespace(callbacks=types.SimpleNamespace(Callback=object))
+    clock = Clock()
+    with clock.phase("fit"):
+        callback = clock.keras_callback(keras)
+        for epoch in range(3):
+            fake_time.now += 0.5
+            callback.on_epoch_end(epoch)
+        fake_time.now += 0.2  # fit's own pause after its last epoch, before it returns
+        clock.since_last_block("fit_end")
+    assert "fit_end" in timing.PHASES and timing.FIT_PARTS == ("fit_end",)
+    assert clock.phases_s["fit_end"] == pytest.approx(0.2)
+    # fit still holds all of fit: the blocks and the pause after them, which no block holds.
+    assert clock.phases_s["fit"] == pytest.approx(sum(clock.block_s) + 0.2)
+    assert clock.block_s == [0.5, 0.5, 0.5]
+
+
+def test_the_pause_after_the_last_block_needs_a_block_and_a_known_phase():
+    with pytest.raises(RuntimeError, match="no block has ended"):
+        Clock().since_last_block("fit_end")
+    clock = Clock()
+    clock.block_done(1)
+    with pytest.raises(ValueError, match=r"unknown phase 'pause'; add it to timing\.PHASES"):
+        clock.since_last_block("pause")
 
 
 def test_progress_every_tenth_of_the_epochs(fake_time, capsys):

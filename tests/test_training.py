@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 
 import numpy as np
@@ -14,7 +15,7 @@ from tiny_mlp_bench.backends.contract import Backend, EpochLoop
 from tiny_mlp_bench.backends.torch_epoch import SPLIT_CALLS
 from tiny_mlp_bench.driver import run, score
 from tiny_mlp_bench.records import read_record, read_sweep
-from tiny_mlp_bench.timing import SETUP_PARTS
+from tiny_mlp_bench.timing import METHOD, SETUP_PARTS
 from train import parse_args
 
 
@@ -224,6 +225,24 @@ def test_keras_cpu_run_on_each_backend_writes_a_complete_record(small_dataset, t
     assert env["threads"] == threads
     assert record["quality"]["train_r2"] is not None
     assert f"{framework}-cpu-seed-1: epoch 3/3" in result.stderr  # progress reaches the log
+    assert_fit_end_inside_fit(record["timings"])
+
+
+def assert_fit_end_inside_fit(timings: dict) -> None:
+    """Keras's pause after its last epoch is a phase of its own: inside fit, after every block."""
+    phases = timings["phases_s"]
+    assert 0 <= phases["fit_end"] < phases["fit"]
+    assert sum(timings["block_s"]) + phases["fit_end"] <= phases["fit"]
+
+
+@pytest.mark.slow
+def test_keras_2_times_its_pause_after_the_last_epoch(small_dataset, tmp_path):
+    out = tmp_path / "tf_keras.json"
+    result = train("tf_keras", "--dataset", small_dataset, "--output", out, "--epochs", 2)
+    assert result.returncode == 0, result.stderr
+    record = read_record(out)
+    assert record["status"] == "ok" and record["timings"]["block_epochs"] == [1, 1]
+    assert_fit_end_inside_fit(record["timings"])
 
 
 @pytest.mark.slow
@@ -294,10 +313,18 @@ def test_driver_times_every_phase_and_one_block_per_epoch(small_dataset, tmp_pat
     parts = sum(phases.get(part, 0) for part in SETUP_PARTS)
     assert parts <= phases["setup"] and phases["setup"] - parts < 0.01
     assert timings["block_epochs"] == [1] * 5 and len(timings["block_s"]) == 5
-    # What else the machine was doing, read at the program's start and end.
+    # The process's CPU time beside each block's wall time; the clock's own work between blocks in neither.
+    assert len(timings["block_cpu_s"]) == 5 and all(cpu >= 0 for cpu in timings["block_cpu_s"])
+    assert sum(timings["block_s"]) <= timings["phases_s"]["fit"]
+    assert record["method"] == METHOD
+    # When the job ran and what else the machine was doing, read at the program's start and end.
     load = record["load"]
     assert len(load["before"]["load_average"]) == 3 and len(load["after"]["load_average"]) == 3
     assert load["peak_host_memory_mb"] > 10 and load["peak_gpu_memory_mb"] is None
+    started, ended = (datetime.datetime.fromisoformat(load[key]) for key in ("started_at", "ended_at"))
+    assert started.utcoffset() == datetime.timedelta(0) and started < ended
+    assert (ended - started).total_seconds() >= timings["fit_predict_s"]
+    assert load["kernel"]["involuntary_switches"] >= 0
 
 
 def test_driver_records_an_unavailable_device_as_skipped(small_dataset, tmp_path, monkeypatch):
@@ -461,6 +488,7 @@ def test_keras_variants_record_what_they_compiled(small_dataset, tmp_path, varia
     assert details["jit_compile"] == str(jit_compile)
     assert details["steps_per_execution"] == str(steps_per_execution)  # epoch_blocks: 50 epochs of 3 steps
     assert details["adam_epsilon"] == "1e-07"
+    assert_fit_end_inside_fit(record["timings"])
 
 
 @pytest.mark.slow
@@ -471,6 +499,7 @@ def test_keras_epoch_blocks_time_blocks_of_fifty_epochs(small_dataset, tmp_path)
     timings = read_record(out)["timings"]
     assert timings["block_epochs"] == [50, 50, 20]  # two full fit epochs, then the rest in a fit call of its own
     assert timings["steps_taken"] == 120 * 3
+    assert_fit_end_inside_fit(timings)  # the pause after the second fit call's last epoch
 
 
 @pytest.mark.slow
@@ -495,6 +524,7 @@ def test_sweep_measures_every_point(tmp_path):
     assert record["status"] == "ok" and record["peak_gflops"] > 0
     assert [(p["batch_size"], p["hidden_units"]) for p in record["points"]] == [(8, 4), (32, 4), (8, 16), (32, 16)]
     assert all(len(p["block_step_s"]) == 3 and p["step_s"] > 0 for p in record["points"])
+    assert all(len(p["block_cpu_step_s"]) == 3 and min(p["block_cpu_step_s"]) >= 0 for p in record["points"])
     assert "point 4/4" in result.stderr
 
 

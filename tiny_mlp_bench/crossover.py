@@ -29,8 +29,8 @@ def matmul_gflops(torch, device, sync) -> float:
     return 2 * n**3 / min(clock.block_s) / 1e9
 
 
-def time_point(torch, device, sync, batch_size: int, width: int, steps: int) -> list[float]:
-    """Per-step seconds of each timed block for one grid point."""
+def time_point(torch, device, sync, batch_size: int, width: int, steps: int) -> tuple[list[float], list[float]]:
+    """Per-step seconds of each timed block for one grid point: wall, and this process's CPU time."""
     model = build_model(torch, width).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True)
     loss_fn = torch.nn.MSELoss()
@@ -46,7 +46,11 @@ def time_point(torch, device, sync, batch_size: int, width: int, steps: int) -> 
     run_steps(WARMUP_STEPS)
     clock = Clock(sync)
     clock.run_blocks(run_steps, BLOCKS * steps, steps)
-    return [seconds / count for seconds, count in zip(clock.block_s, clock.block_epochs, strict=True)]
+    per_step = [
+        (wall / count, cpu / count)
+        for wall, cpu, count in zip(clock.block_s, clock.block_cpu_s, clock.block_epochs, strict=True)
+    ]
+    return [wall for wall, _ in per_step], [cpu for _, cpu in per_step]
 
 
 def sweep_points(torch, device, sync, batch_sizes, widths, steps: int, progress=None) -> list[dict]:
@@ -54,13 +58,14 @@ def sweep_points(torch, device, sync, batch_sizes, widths, steps: int, progress=
     grid = [(b, w) for w in widths for b in batch_sizes]
     points = []
     for i, (batch_size, width) in enumerate(grid, 1):
-        blocks = time_point(torch, device, sync, batch_size, width, steps)
+        blocks, cpu_blocks = time_point(torch, device, sync, batch_size, width, steps)
         points.append(
             {
                 "batch_size": batch_size,
                 "hidden_units": width,
                 "step_s": statistics.median(blocks),
                 "block_step_s": blocks,
+                "block_cpu_step_s": cpu_blocks,
             }
         )
         if progress:

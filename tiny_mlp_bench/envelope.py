@@ -4,14 +4,17 @@ A job's program parses its command line, then hands :func:`run_job` a :class:`Me
 supplies only what that kind of job measures and how its record is shaped. The envelope does the rest,
 the same way for every kind:
 
-1. the machine's load before anything else, and the dataset where the job reads one;
+1. the job's start time and the machine's load before anything else, and the dataset where the job
+   reads one;
 2. a job the catalogue does not run on its device is skipped before anything is imported;
 3. a cuda job on a machine with no GPU driver at all is skipped without paying its framework's import
    (seconds) only to find no GPU, or fails with ``--require-gpu``;
 4. the measurement: a :class:`DeviceMissing` it raises is a skip (a failure with ``--require-gpu``),
    any other exception a ``failed`` record, so the other jobs finish;
-5. the record: the measurement's fields, its status and reason, the environment and the load, validated
-   and written atomically. Where it cannot be written (a full disk), one line names it.
+5. the record: the measurement's fields, its status and reason, the method that timed it, the
+   environment, and the load (the job's start and end, the machine's load and what the kernel counted
+   over the job), validated and written atomically. Where it cannot be written (a full disk), one line
+   names it.
 
 Every line the job logs goes through :meth:`Measurement.say`, prefixed with the job's label.
 """
@@ -23,10 +26,10 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from tiny_mlp_bench import backends, catalogue
+from tiny_mlp_bench import backends, catalogue, timing
 from tiny_mlp_bench.dataset import Dataset, DatasetError, read_dataset
 from tiny_mlp_bench.environment import collect_environment, gpu_driver_absent, not_imported
-from tiny_mlp_bench.load import load_block, snapshot
+from tiny_mlp_bench.load import JobWatch
 
 REASON_CHARS = 500  # a failed record's reason: the exception's first characters
 
@@ -83,7 +86,7 @@ class Measurement:
 
 def run_job(job: Measurement) -> int:
     """Run one job and write its record; returns the program's exit status (1: nothing was written)."""
-    load_before = snapshot()
+    watch = JobWatch()
     data = None
     if job.dataset is not None:
         try:
@@ -116,8 +119,9 @@ def run_job(job: Measurement) -> int:
         job.say(f"skipped: {reason}")
     record = job.record(status, reason)
     described, peak_gpu_mb = job.description(fw)
+    record["method"] = dict(timing.METHOD)
     record["environment"] = collect_environment(dataset_sha256=data.sha256 if data else None, **described)
-    record["load"] = load_block(load_before, snapshot(), peak_gpu_mb)
+    record["load"] = watch.block(peak_gpu_mb)
     try:
         job.write(record, job.output)
     except OSError as err:

@@ -35,6 +35,7 @@ import yaml
 
 from tiny_mlp_bench import catalogue, environment, jobs, records
 from tiny_mlp_bench.question import TORCH, askers_keras, askers_rung
+from tiny_mlp_bench.timing import FIT_PARTS, SETUP_PARTS
 
 TIERS = ("the question", "never measured on a GPU", "the rest")
 # Snakemake's own start and the program's, before its first phase: a nothing-to-do Snakemake call
@@ -116,7 +117,9 @@ def archived_seconds(ok_records: list[tuple], machine: dict, epochs: int) -> dic
         key = record_key(kind, record)
         if kind != "runs" or key in found or not same_machine(record["environment"], machine, key[1]):
             continue
-        phases = dict(record["timings"]["phases_s"])
+        # The set-up's and the fit's parts lie inside them (the fit is scaled whole): counted once.
+        inside = (*SETUP_PARTS, *FIT_PARTS)
+        phases = {name: s for name, s in record["timings"]["phases_s"].items() if name not in inside}
         phases["fit"] = phases.get("fit", 0.0) * epochs / record["parameters"]["epochs"]
         found[key] = (JOB_OVERHEAD_S + sum(phases.values()), name)
     return found

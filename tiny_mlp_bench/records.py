@@ -17,6 +17,7 @@ SWEEP_SCHEMA = "sweep_record.schema.json"
 PROBE_SCHEMA = "probe_record.schema.json"
 RECORD_TYPE = "tiny-mlp-bench.run"
 SWEEP_RECORD_TYPE = "tiny-mlp-bench.sweep"
+PROBE_RECORD_TYPE = "tiny-mlp-bench.probe"
 # 2: environment.container became {engine, image, image_id}.
 # 3: timings hold phases_s and blocks of epochs (block_s, block_epochs) instead of flat phase keys
 #    and epoch_s.
@@ -24,7 +25,11 @@ SWEEP_RECORD_TYPE = "tiny-mlp-bench.sweep"
 #    upgraded on reading.
 # 5: parameters.init says how the shared initial weights were drawn and how many dead draws were
 #    skipped (null before).
-SCHEMA_VERSION = 5
+# 6: a method (how the clock timed the record); per block CPU time (block_cpu_s, sweeps' block_cpu_step_s);
+#    the load block holds the job's start and end (UTC, to the microsecond) and what the kernel counted.
+SCHEMA_VERSION = 6
+# Probe records count their own versions. 2: a method, each repeat's CPU time, the load block of version 6.
+PROBE_SCHEMA_VERSION = 2
 CONTAINER_ENGINES = ("docker", "podman", "apptainer")
 
 
@@ -74,12 +79,18 @@ def read_record(path: Path, schema_name: str = RUN_SCHEMA) -> dict:
 
 def upgrade(record: dict) -> dict:
     """An older record in today's shape; anything else is returned as it is, for the schema to judge."""
-    if (
-        not isinstance(record, dict)
-        or record.get("record_type") not in (RECORD_TYPE, SWEEP_RECORD_TYPE)
-        or record.get("schema_version") not in (1, 2, 3, 4)
-    ):
+    if not isinstance(record, dict):
         return record
+    if record.get("record_type") == PROBE_RECORD_TYPE and record.get("schema_version") == 1:
+        # A probe's repeat was always its calls alone, between two readings, compiled (if at all) cold.
+        record["method"] = {"block": "call", "sync": "block end", "compile_cache": "cold", "own_work": "between blocks"}
+        upgrade_load(record)
+        record["schema_version"] = PROBE_SCHEMA_VERSION
+        return record
+    older = range(1, SCHEMA_VERSION)
+    if record.get("record_type") not in (RECORD_TYPE, SWEEP_RECORD_TYPE) or record.get("schema_version") not in older:
+        return record
+    record["method"] = method_timed_with(record)  # before the timings below change shape
     environment = record.get("environment")
     container = environment.get("container") if isinstance(environment, dict) else None
     if record["schema_version"] == 1 and isinstance(container, str):
@@ -100,10 +111,37 @@ def upgrade(record: dict) -> dict:
             timings["block_s"] = timings.pop("epoch_s")
             timings["block_epochs"] = [1] * len(timings["block_s"])
     record.setdefault("load", None)  # not measured before version 4
+    upgrade_load(record)
     if record.get("record_type") == RECORD_TYPE and isinstance(record.get("parameters"), dict):
         record["parameters"].setdefault("init", None)  # not recorded before version 5
     record["schema_version"] = SCHEMA_VERSION
     return record
+
+
+def method_timed_with(record: dict) -> dict:
+    """The method an older record was timed with (timing.METHOD_PARTS), from what it holds.
+
+    Before version 4 every block was one epoch and compiled rungs shared the compiler's default
+    cache. Version 5 brought cold caches and blocks of several epochs for rungs whose call runs
+    several; on a GPU, blocks of several epochs came later in version 5, so a version-5 cuda run is
+    judged by its blocks. Until version 6 the clock's own work ran inside the next block."""
+    method = {"block": "call", "sync": "block end", "compile_cache": "cold", "own_work": "next block"}
+    if record.get("schema_version", 0) < 5:
+        return method | {"block": "epoch", "compile_cache": "shared"}
+    timings = record.get("timings")
+    blocks = timings.get("block_epochs") if isinstance(timings, dict) else None
+    identity = record.get("identity")
+    on_gpu = isinstance(identity, dict) and identity.get("device") == "cuda"
+    if on_gpu and blocks and max(blocks) == 1:
+        method["block"] = "epoch"
+    return method
+
+
+def upgrade_load(record: dict) -> None:
+    """A version-4 or -5 load block lacks the job's span and the kernel's counts: unknown, not zero."""
+    if isinstance(record.get("load"), dict):
+        for key in ("started_at", "ended_at", "kernel"):
+            record["load"].setdefault(key, None)
 
 
 def write_sweep(record: dict, path: Path) -> None:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 # Every phase a run records, in the order they start, with the words the report uses for it.
 # The question's timing point holds setup, fit and predict (Clock.timing_point); import stays
 # outside. The set-up holds the phases in SETUP_PARTS; a run records those it goes through.
+# The fit holds those in FIT_PARTS, which only Keras runs record (Clock.since_last_block).
 PHASES = {
     "import": "import",
     "setup": "set-up",
@@ -30,9 +31,37 @@ PHASES = {
     "optimizer": "optimizer",
     "capture": "graph capture",
     "fit": "all epochs",
+    "fit_end": "Keras's pause after the last epoch",
     "predict": "predict",
 }
 SETUP_PARTS = ("startup", "data", "model", "optimizer", "capture")
+# Inside the fit phase, which still holds all of fit, so the fit phase and the timing point mean what they did:
+# fit_end, from the end of Keras's last epoch (its last block) to fit returning.
+FIT_PARTS = ("fit_end",)
+
+# How the clock timed a record, kept in every record beside its schema_version (which says only how the
+# record is shaped): records timed by different methods measure different things and are never pooled
+# unawares. Each part takes one of its values here; records.upgrade() gives an older record the method
+# it was timed with, never this one.
+METHOD_PARTS = {
+    "block": {
+        "epoch": "one epoch a block, on every device",
+        "call": "runs: the rung's call on cpu (one epoch, or the epochs one call runs) and "
+        "backends.contract.GPU_EPOCHS_PER_BLOCK epochs on a GPU; sweeps: a point's steps; probes: a repeat of calls",
+    },
+    "sync": {
+        "block end": "where the device runs asynchronously, a synchronize before each reading, none inside a block"
+    },
+    "compile_cache": {
+        "shared": "compiled rungs used the compiler's shared on-disk cache: a repeat could reuse an earlier one's work",
+        "cold": "compiled rungs compile into an empty cache of the run's own",
+    },
+    "own_work": {
+        "next block": "the clock's bookkeeping and progress line ran inside the next block, summing all blocks so far",
+        "between blocks": "the clock's bookkeeping and progress line run between blocks, in neither: a few operations",
+    },
+}
+METHOD = {"block": "call", "sync": "block end", "compile_cache": "cold", "own_work": "between blocks"}
 
 
 class Clock:
@@ -49,8 +78,11 @@ class Clock:
         self.phases_s: dict[str, float] = {}
         self.timing_point_s: float | None = None
         self.block_s: list[float] = []
+        self.block_cpu_s: list[float] = []
         self.block_epochs: list[int] = []
+        self._epochs_done = 0
         self._lap = self._fit_start = time.perf_counter()
+        self._lap_cpu = time.process_time()
 
     def now(self) -> float:
         if self.sync is not None:
@@ -63,6 +95,7 @@ class Clock:
         if name not in PHASES:
             raise ValueError(f"unknown phase '{name}'; add it to timing.PHASES")
         start = self._lap = self._fit_start = self.now()
+        self._lap_cpu = time.process_time()
         yield
         self.phases_s[name] = self.now() - start
 
@@ -78,7 +111,7 @@ class Clock:
 
         Each call is one block, timed from the end of the one before.
         """
-        self._lap = self.now()
+        self._lap, self._lap_cpu = self.now(), time.process_time()
         done = 0
         while done < total:
             size = min(per_block, total - done)
@@ -87,12 +120,20 @@ class Clock:
             done += size
 
     def block_done(self, epochs: int) -> None:
-        """Close a block of ``epochs`` epochs (or steps) that ends now."""
-        end = self.now()
+        """Close a block of ``epochs`` epochs (or steps) that ends now, and start the next one.
+
+        The block is what lies between two pairs of readings, wall and CPU time: our own bookkeeping and
+        progress line come after the end's and before the next start's, in neither block, and take the
+        same few operations whatever the block's number. The next start needs no sync: the device
+        finished its work at this end, and nothing since gave it more.
+        """
+        end, end_cpu = self.now(), time.process_time()
         self.block_s.append(end - self._lap)
+        self.block_cpu_s.append(end_cpu - self._lap_cpu)
         self.block_epochs.append(epochs)
-        self._lap = end
-        self._report_progress(end)
+        self._epochs_done += epochs
+        self._report_progress(end, epochs)
+        self._lap_cpu, self._lap = time.process_time(), time.perf_counter()
 
     def keras_callback(self, keras, epochs_per_fit_epoch: int = 1):
         """A Keras callback that closes a block at the end of every epoch of ``fit``.
@@ -107,18 +148,35 @@ class Clock:
 
         return EpochClock()
 
+    def since_last_block(self, name: str) -> None:
+        """Record phase ``name`` as the time from the last block's end (after the clock's own work) to now.
+
+        Keras's ``fit`` returns some time after its last epoch ends (Keras 2 at times many seconds
+        later); called when it returns, inside the fit phase, this makes that pause a phase of its own.
+        """
+        if name not in PHASES:
+            raise ValueError(f"unknown phase '{name}'; add it to timing.PHASES")
+        if not self.block_s:
+            raise RuntimeError(f"phase '{name}' is timed from the last block's end, and no block has ended")
+        self.phases_s[name] = self.now() - self._lap
+
     def timings(self) -> dict:
         """The record's ``timings`` block: phases, and for a finished run its timing point and blocks."""
         found = {"phases_s": dict(self.phases_s)}
         if self.timing_point_s is not None:
-            found |= {"fit_predict_s": self.timing_point_s, "block_s": self.block_s, "block_epochs": self.block_epochs}
+            found |= {
+                "fit_predict_s": self.timing_point_s,
+                "block_s": self.block_s,
+                "block_cpu_s": self.block_cpu_s,
+                "block_epochs": self.block_epochs,
+            }
         return found
 
-    def _report_progress(self, end: float) -> None:
+    def _report_progress(self, end: float, epochs: int) -> None:
         if not self.label or not self.planned_epochs:
             return
-        done, every = sum(self.block_epochs), max(1, self.planned_epochs // 10)
-        before = done - self.block_epochs[-1]
+        done, every = self._epochs_done, max(1, self.planned_epochs // 10)
+        before = done - epochs
         if done // every > before // every or done == self.planned_epochs:
             elapsed = end - self._fit_start
             print(f"{self.label}: epoch {done}/{self.planned_epochs}, {elapsed:.1f} s", file=sys.stderr, flush=True)

@@ -12,8 +12,10 @@ once a block). Keras 3 resolves the asker's default ``jit_compile="auto"`` by ba
 Keras 2 compiles with XLA only when asked; the record states what each run used.
 
 The asker's ``fit`` call is unchanged: the timing module's callback closes a block at every epoch's
-end. What each backend needs around the training (importing it, threads and devices, starting and
-waiting for the device, describing it) is keras_runtime's; this module is the framework's entry point.
+end, and when ``fit`` returns it times the pause since the last epoch's end as the fit_end phase
+(inside fit; Keras 2 at times pauses there for seconds). What each backend needs around the
+training (importing it, threads and devices, starting and waiting for the device, describing it) is
+keras_runtime's; this module is the framework's entry point.
 """
 
 from __future__ import annotations
@@ -94,6 +96,7 @@ class FitRun:
             verbose=0,
             callbacks=[clock.keras_callback(self.keras)],
         )
+        clock.since_last_block("fit_end")  # fit's pause after its last epoch, on every Keras and backend
 
     def predict_test_batch(self) -> None:
         self.model.predict(self.data.test[: self.spec.batch_size, :2], verbose=0)
@@ -169,6 +172,7 @@ class EpochBlocksRun(FitRun):
             self.fit_blocks(clock, orders[: blocks * EPOCHS_PER_BLOCK], EPOCHS_PER_BLOCK)
         if rest:  # the epochs left over: one shorter fit epoch on a pipeline of their own
             self.fit_blocks(clock, orders[blocks * EPOCHS_PER_BLOCK :], rest)
+        clock.since_last_block("fit_end")  # the last fit call's pause (an earlier call's is in the next block)
 
     def fit_blocks(self, clock, orders: np.ndarray, epochs_per_block: int) -> None:
         """``fit`` over ``orders``, one fit epoch per block of ``epochs_per_block`` epochs (already shuffled)."""

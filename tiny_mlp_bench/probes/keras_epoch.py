@@ -13,28 +13,34 @@ FIT_EPOCHS = 10  # timed epochs per fit
 FIT_ROUNDS = 3  # fits of each size, alternated, so that drift in the machine's load hits both alike
 
 
-def epoch_times_us(keras, model, x, y, batch_size: int, epochs: int) -> list[float]:
-    """Microseconds of each epoch of one ``fit``: from one epoch's end to the next (the first from on_train_begin)."""
-    stamps: list[float] = []
+def epoch_times_us(keras, model, x, y, batch_size: int, epochs: int) -> list[tuple[float, float]]:
+    """Microseconds of each epoch of one ``fit``, wall and this process's CPU time: from one epoch's end
+    to the next (the first from on_train_begin)."""
+    stamps: list[tuple[float, float]] = []
 
     class EpochStamps(keras.callbacks.Callback):
         def on_train_begin(self, logs=None):
-            stamps.append(time.perf_counter())
+            stamps.append((time.perf_counter(), time.process_time()))
 
         def on_epoch_end(self, epoch, logs=None):
-            stamps.append(time.perf_counter())
+            stamps.append((time.perf_counter(), time.process_time()))
 
     model.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=0, callbacks=[EpochStamps()])
-    return [(end - start) * 1e6 for start, end in itertools.pairwise(stamps)]
+    return [
+        ((end - start) * 1e6, (end_cpu - start_cpu) * 1e6)
+        for (start, start_cpu), (end, end_cpu) in itertools.pairwise(stamps)
+    ]
 
 
-def as_timed(per_epoch_us: list[float]) -> dict:
-    """Epochs of one fit as a timing: each epoch one repeat of one call."""
+def as_timed(per_epoch_us: list[tuple[float, float]]) -> dict:
+    """Epochs of one fit (wall and CPU microseconds) as a timing: each epoch one repeat of one call."""
+    wall = [w for w, _ in per_epoch_us]
     return {
-        "value_us": round(statistics.median(per_epoch_us), 4),
+        "value_us": round(statistics.median(wall), 4),
         "calls": 1,
         "repeats": len(per_epoch_us),
-        "repeat_us": [round(v, 4) for v in per_epoch_us],
+        "repeat_us": [round(v, 4) for v in wall],
+        "repeat_cpu_us": [round(cpu, 4) for _, cpu in per_epoch_us],
     }
 
 
@@ -63,8 +69,8 @@ def keras_fit_epoch(
     one_x, one_y = x[: spec.batch_size], y[: spec.batch_size]
     for warm_x, warm_y in ((one_x, one_y), (x, y)):
         model.fit(warm_x, warm_y, batch_size=spec.batch_size, epochs=2, verbose=0)
-    one_us: list[float] = []
-    many_us: list[float] = []
+    one_us: list[tuple[float, float]] = []
+    many_us: list[tuple[float, float]] = []
     for _ in range(rounds):
         one_us += epoch_times_us(keras, model, one_x, one_y, spec.batch_size, epochs)
         many_us += epoch_times_us(keras, model, x, y, spec.batch_size, epochs)

@@ -35,23 +35,25 @@ def time_calls(
     """
     per = calls * (kernels_per_call or 1)
 
-    def one_repeat() -> float:
+    def one_repeat() -> tuple[float, float]:
+        """Microseconds per call, wall and this process's CPU time."""
         if sync is not None:
             sync()
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         for _ in range(calls):
             fn()
         if sync is not None:
             sync()
-        return (time.perf_counter() - start) * 1e6 / per
+        return (time.perf_counter() - start) * 1e6 / per, (time.process_time() - start_cpu) * 1e6 / per
 
     one_repeat()  # warm-up
-    found = [one_repeat() for _ in range(repeats)]
+    found, found_cpu = zip(*(one_repeat() for _ in range(repeats)), strict=True)
     timed = {
         "value_us": round(statistics.median(found), 4),
         "calls": calls,
         "repeats": repeats,
         "repeat_us": [round(v, 4) for v in found],
+        "repeat_cpu_us": [round(v, 4) for v in found_cpu],
     }
     if kernels_per_call is not None:
         timed["kernels_per_call"] = kernels_per_call

@@ -6,10 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tiny_mlp_bench.records import PROBE_SCHEMA, read_record, validate_record, write_record
+from tiny_mlp_bench.records import (
+    PROBE_RECORD_TYPE,
+    PROBE_SCHEMA,
+    PROBE_SCHEMA_VERSION,
+    read_record,
+    validate_record,
+    write_record,
+)
 
-PROBE_RECORD_TYPE = "tiny-mlp-bench.probe"
-PROBE_SCHEMA_VERSION = 1
+__all__ = ["PROBE_RECORD_TYPE", "PROBE_SCHEMA_VERSION", "read_probe", "validate_probe", "write_probe"]
 
 
 def validate_probe(record: dict, source: str = "probe record") -> dict:
