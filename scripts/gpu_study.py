@@ -58,7 +58,7 @@ BUNDLE = "source.bundle"  # the checkout's history in the kit, for a copy that a
 RESULTS = ROOT / "results"
 ARCHIVES = RESULTS / "archive"
 STUDY_LOG = Path(gpu_study_readme.STUDY_LOG)  # the plan, each job's outcome and the times
-LANE_LOGS = Path("logs") / "gpu_study"  # each lane's Snakemake output
+LANE_LOGS = Path(gpu_study_readme.LANE_LOGS)  # each lane's Snakemake output
 # What the end of the command needs after the last job: the stop grace, the report rendered from
 # the records, and the archive, which renders it again to seal it. On the 2-core development machine
 # a render of the default study's 63 records took 3.6 s (make verify), and render and pack of a small

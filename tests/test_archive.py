@@ -7,11 +7,14 @@ commits, modified trees and later code changes are real.
 
 from __future__ import annotations
 
+import datetime
 import json
+import os
 import shutil
 import subprocess
 import sys
 import tarfile
+import time
 
 import pytest
 from rocrate.rocrate import ROCrate
@@ -19,6 +22,7 @@ from rocrate.rocrate import ROCrate
 from conftest import ROOT, copy_workflow, synthetic_probes, synthetic_record, synthetic_study, synthetic_sweeps
 from tiny_mlp_bench.archive import (
     PROFILES,
+    RECORD_FOLDERS,
     ArchiveError,
     check_manifest,
     pack,
@@ -28,6 +32,7 @@ from tiny_mlp_bench.archive import (
     write_manifest,
 )
 from tiny_mlp_bench.archive.packing import unused_name
+from tiny_mlp_bench.archive.snakemake_logs import NONE_FOUND, record_span, study_logs
 from tiny_mlp_bench.report.gpu_archive import GpuArchiveError, choose
 
 
@@ -143,6 +148,95 @@ def test_pack_refuses_records_the_report_was_not_made_from(study):
     with pytest.raises(ArchiveError, match=r"results/report\.md is not what this commit renders"):
         archive(study)
     assert list((study / "results" / "archive").iterdir()) == []
+
+
+T0 = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC).timestamp()
+
+
+def snakemake_log(repo, start: float, end: float, text: str = "Finished job 0.\n"):
+    """A log of a Snakemake invocation as Snakemake leaves it: named by its start in local time,
+    last written at its end."""
+    folder = repo / ".snakemake" / "log"
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / f"{datetime.datetime.fromtimestamp(start).isoformat().replace(':', '')}.snakemake.log"
+    log.write_text(text)
+    os.utime(log, (end, end))
+    return log
+
+
+def write_json(path, record: dict, written: float) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+    os.utime(path, (written, written))
+
+
+def test_the_studys_snakemake_logs_are_those_of_invocations_that_ran_while_it_was_made(tmp_path, monkeypatch):
+    # Snakemake names a log by its local time: in a zone 5:30 east of UTC, as India's.
+    monkeypatch.setenv("TZ", "IST-5:30")
+    time.tzset()
+    try:
+        results = tmp_path / "results"
+        assert study_logs(tmp_path) == []  # no results, no .snakemake: none
+        # An older run record says when it started, its file when it ended (written as its job ended); a
+        # sweep record's load block says both; a probe's load block its start only (no zone: UTC).
+        write_json(results / "runs" / "a.json", {"identity": {"started_at": "2026-01-01T00:01:00+00:00"}}, T0 + 300)
+        times = {"started_at": "2026-01-01T00:04:00.000001+00:00", "ended_at": "2026-01-01T00:08:00+00:00"}
+        write_json(results / "sweep" / "cpu.json", {"load": times}, time.time())
+        write_json(results / "probes" / "p.json", {"load": {"started_at": "2026-01-01T00:06:00"}}, T0 + 600)
+        assert record_span(results / "runs" / "a.json")[1].timestamp() == T0 + 300
+        assert record_span(results / "probes" / "p.json")[1].timestamp() == T0 + 600
+        (results / "report.md").write_text("# report\n")
+        os.utime(results / "report.md", (T0 + 1200, T0 + 1200))
+        # The records' span is 00:01 to 00:10 UTC, and the report was rendered at 00:20.
+        snakemake_log(tmp_path, T0 - 3600, T0 - 1800)  # an earlier study's, ended before the records began
+        ran = snakemake_log(tmp_path, T0 + 30.123456, T0 + 400)  # made the run record and the sweep
+        rest = snakemake_log(tmp_path, T0 + 450, T0 + 620)  # made the probe
+        during = "Job stats:\nThis was a dry-run (flag -n). The order of jobs does not reflect the order of execution."
+        snakemake_log(tmp_path, T0 + 500, T0 + 501, during)  # a dry run while the study ran: never the study's
+        rendered = snakemake_log(tmp_path, T0 + 1190, T0 + 1210)  # --forcerun render_report
+        snakemake_log(tmp_path, T0 + 1500, T0 + 1501)  # after the report: a dry run, or nothing left to do
+        (tmp_path / ".snakemake" / "log" / "notes.snakemake.log").write_text("not Snakemake's")
+        assert [p.name for p in study_logs(tmp_path)] == [ran.name, rest.name, rendered.name]
+        assert ran.name.endswith("T053030.123456.snakemake.log")  # 00:00:30 UTC is 05:30:30 there
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+@pytest.mark.slow
+def test_pack_carries_the_snakemake_logs_of_the_study_and_no_other(study):
+    results = study / "results"
+    records = [path for kind in RECORD_FOLDERS for path in (results / kind).glob("*.json")]
+    for path in records:  # written at 00:10 UTC: the end of a record that states none
+        os.utime(path, (T0 + 600, T0 + 600))
+    spans = [record_span(path) for path in records]
+    began, ended = min(s for s, _ in spans).timestamp(), max(e for _, e in spans).timestamp()
+    os.utime(results / "report.md", (ended + 60, ended + 60))
+    snakemake_log(study, began - 7200, began - 3600)  # an earlier study's
+    ran = snakemake_log(study, began - 30, ended + 70, "Finished job 0.\n1 of 1 steps (100%) done\n")
+    dry_run = "This was a dry-run (flag -n). The order of jobs does not reflect the order of execution.\n"
+    snakemake_log(study, ended + 600, ended + 601, dry_run)  # `snakemake -n` after the study
+    folder = archive(study)
+    archived = f"logs/snakemake/{ran.name}"
+    assert sorted(p.name for p in (folder / "logs" / "snakemake").iterdir()) == [ran.name]
+    assert (folder / archived).read_bytes() == ran.read_bytes()
+    assert (folder / archived).stat().st_mtime == ran.stat().st_mtime  # its end kept
+    provenance = json.loads((folder / "provenance.json").read_text())
+    assert provenance["study"]["snakemake_logs"] == [archived] and NONE_FOUND not in provenance["notes"]
+    listed = {line.split("  ", 1)[1] for line in (folder / "MANIFEST.sha256").read_text().splitlines()}
+    assert archived in listed and "logs/train/torch-cpu-seed-1.log" in listed
+    (run,) = ROCrate(folder).get_by_type("CreateAction")
+    assert archived in {entity.id for entity in run["result"]}
+    verify(folder)
+
+
+@pytest.mark.slow
+def test_pack_without_a_snakemake_log_still_packs_and_says_so(study):
+    folder = archive(study)  # the study's repository has no .snakemake/
+    provenance = json.loads((folder / "provenance.json").read_text())
+    assert provenance["study"]["snakemake_logs"] == [] and provenance["notes"] == [NONE_FOUND]
+    assert not (folder / "logs" / "snakemake").exists() and (folder / "logs/train/torch-cpu-seed-1.log").is_file()
+    check_manifest(folder)
 
 
 @pytest.mark.slow

@@ -305,7 +305,18 @@ def test_a_failed_job_still_leaves_a_report_and_an_archive_that_name_it(tmp_path
     failed = readme.split("Failed: `probe-torch-cpu`", 1)[1]
     assert "`logs/probe_fixed_costs/torch-cpu.log` ends:" in failed and "this probe fails on purpose" in failed
     assert "**Made from a modified tree** (`--allow-modified`): `scripts/probe_fixed_costs.py`" in readme
-    assert json.loads((folder / "provenance.json").read_text())["modified_tree_allowed"] is True
+    provenance = json.loads((folder / "provenance.json").read_text())
+    assert provenance["modified_tree_allowed"] is True
+    # Each Snakemake call's output is archived, lane by lane, and Snakemake's own log of each call that made a record.
+    lane = (folder / "logs" / "gpu_study" / "cpu.log").read_text()
+    assert len([line for line in lane.splitlines() if line.startswith("$ ")]) == 4
+    assert (folder / "logs" / "gpu_study" / "prepare.log").is_file()
+    own = [(folder / rel).read_text() for rel in provenance["study"]["snakemake_logs"]]
+    timing = json.loads((folder / "logs" / "gpu_study.json").read_text())
+    for job in timing["jobs"]:
+        if job["outcome"] == "done":
+            assert sum(job["output"] in log for log in own) == 1, job["output"]
+    assert f"the calls that made records: {len(own)} in `logs/snakemake/`." in readme
 
 
 @pytest.mark.workflow

@@ -12,6 +12,7 @@ from pathlib import Path
 from tiny_mlp_bench import archive
 
 STUDY_LOG = "logs/gpu_study.json"
+LANE_LOGS = "logs/gpu_study"  # each lane's Snakemake calls' output, <lane>.log, and prepare.log
 
 
 def answer_section(report: str) -> str:
@@ -63,6 +64,12 @@ def write(folder: Path, timing: dict, modified: list[str]) -> None:
             "the records that were made."
         )
     limit = timing["time_for_jobs_s"]
+    snakemake_logs = provenance["study"].get("snakemake_logs", [])
+    own_logs = (
+        f"{len(snakemake_logs)} in `{archive.SNAKEMAKE_LOGS}/`"
+        if snakemake_logs
+        else "none was found (provenance.json's notes say why)"
+    )
     lines = [
         f"# GPU study: {env.get('gpu_name') or 'no GPU'}, {timing['started'][:10]}",
         "",
@@ -76,6 +83,8 @@ def write(folder: Path, timing: dict, modified: list[str]) -> None:
         f"- Set-up {timing['setup_s']} s, then the jobs {timing['jobs_wall_s']} s ({timing['lanes']}"
         + (f"; {limit:g} s from the command's start for jobs" if limit is not None else "")
         + f"): `{STUDY_LOG}`, which also holds each job's plan and outcome.",
+        f"- Each Snakemake call's output: `{LANE_LOGS}/<lane>.log` (and `prepare.log`); Snakemake's own logs of",
+        f"  the calls that made records: {own_logs}.",
     ]
     if modified:
         lines.append(

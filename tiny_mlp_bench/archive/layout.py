@@ -22,6 +22,7 @@ CODE = "workflow.tar.gz"  # `git archive` of the tracked files outside results/ 
 OLD_CODE_FOLDER = "workflow"  # what archives held instead before: the code tree at the study's commit
 QUOTED = "gpu-archive"  # the records of the archive whose GPU answer the report quotes: QUOTED/<name>/runs/
 QUOTED_RECORDS = "runs/torch-*-seed-*.json"  # all the quoted answer reads of an archive
+SNAKEMAKE_LOGS = "logs/snakemake"  # Snakemake's own logs of the study's invocations (snakemake_logs.py)
 
 
 class ArchiveError(Exception):

@@ -1,7 +1,8 @@
 """Packing a finished study into a new archive, and resealing an existing one with this commit's code.
 
-Both fill a partial folder (the study's results/ and logs/, or the archive as it is) with the
-records of any archive whose GPU answer the report quotes, and hand it to sealing.build.
+Both fill a partial folder (the study's results/ and logs/ with Snakemake's logs of its
+invocations, or the archive as it is) with the records of any archive whose GPU answer the report
+quotes, and hand it to sealing.build.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from tiny_mlp_bench.archive.layout import (
     record_files,
 )
 from tiny_mlp_bench.archive.sealing import build
+from tiny_mlp_bench.archive.snakemake_logs import NONE_FOUND, copy_logs, study_logs
 
 
 def slug(text: str) -> str:
@@ -66,7 +68,9 @@ def copy_quoted(archives: Path, name: str, folder: Path) -> None:
 
 
 def pack(repo: Path, archives: Path, *, name: str | None = None, allow_modified: bool = False) -> Path:
-    """Pack the finished study in ``repo``'s results/ and logs/ into ``archives``/<name>."""
+    """Pack the finished study in ``repo``'s results/ and logs/ into ``archives``/<name>, with the
+    logs in .snakemake/log/ of the Snakemake invocations that made it (snakemake_logs.py); where
+    there are none, provenance.json's notes say so."""
     results = repo / "results"
     needed = (results / "report.md", results / MODEL, results / "runs", results / "config.yaml")
     missing = [p for p in needed if not p.exists()]
@@ -78,6 +82,7 @@ def pack(repo: Path, archives: Path, *, name: str | None = None, allow_modified:
     sources = {kind: results / kind for kind in (*RECORD_FOLDERS, "data")}
     sources |= {"logs": repo / "logs", "config.yaml": results / "config.yaml"}
     model = read_json(results / MODEL)["model"]
+    snakemake_logs = study_logs(repo)
     quoted = (model.get("archived_gpu") or {}).get("archive")
     if name is None:  # a second study of the same machine on the same day gets the next free name
         name = unused_name(archives, archive_name(results, datetime.date.today()))
@@ -92,6 +97,7 @@ def pack(repo: Path, archives: Path, *, name: str | None = None, allow_modified:
                 shutil.copytree(source, folder / rel)
             elif source.is_file():
                 shutil.copy2(source, folder / rel)
+        copy_logs(snakemake_logs, folder)
         if quoted:
             copy_quoted(archives, quoted, folder)
 
@@ -112,6 +118,7 @@ def pack(repo: Path, archives: Path, *, name: str | None = None, allow_modified:
         repo,
         allow_modified=allow_modified,
         check=same_report,
+        notes=[] if snakemake_logs else [NONE_FOUND],
         no_archive_qualifies=bool(model.get("no_archive_qualifies")),
     )
     return destination

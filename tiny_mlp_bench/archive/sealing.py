@@ -18,6 +18,7 @@ from tiny_mlp_bench.archive.manifest import write_manifest
 from tiny_mlp_bench.archive.provenance import study_commit, study_facts
 from tiny_mlp_bench.archive.rendering import render, render_command
 from tiny_mlp_bench.archive.repository import extract, git, modified_files, write_code
+from tiny_mlp_bench.archive.snakemake_logs import archived_logs
 from tiny_mlp_bench.atomic import write_text_atomic
 
 
@@ -55,7 +56,7 @@ def seal(
         "archive": name,
         "archived_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "archived_on": platform.node(),
-        "study": {"commit": commit, **facts},
+        "study": {"commit": commit, **facts, "snakemake_logs": archived_logs(folder)},
         "render": {
             "commit": head,
             "code": CODE,
