@@ -19,8 +19,8 @@ def test_the_readme_table_is_the_catalogues_as_make_variant_table_writes_it(tmp_
     rows = variant_table.table().splitlines()[2:]
     assert len(rows) == len(catalogue.VARIANTS)
     assert rows[0] == "| torch | `seed` | cpu, cuda | yes | — (the asker's loop) |"
-    assert "| torch | `graphed` | cuda | yes |" in rows[5] and "| tf_keras | `xla` | cpu, cuda | – |" in rows[9]
-    assert "| keras_torch | `seed` | cpu, cuda | – |" in rows[17]  # a default rung of a framework run on request
+    assert "| torch | `graphed` | cuda | yes |" in rows[5] and "| tf_keras | `xla` | cpu, cuda | – |" in rows[10]
+    assert "| keras_torch | `seed` | cpu, cuda | – |" in rows[18]  # a default rung of a framework run on request
     # A stale table is found and rewritten between the markers, the text around it kept.
     stale = tmp_path / "README.md"
     stale.write_text(f"intro\n{variant_table.BEGIN}\n| old |\n{variant_table.END}\nafter\n")

@@ -273,6 +273,30 @@ def test_the_answer_is_computed_from_the_run():
     assert cpu.library_to_result == ("torch-cpu", "sync_free", 2.0)
 
 
+def test_the_answer_says_how_often_keras_2_paused_after_its_last_epoch():
+    records = synthetic_study()
+    # Keras 2's seed runs (timing points 4, 3 and 5 s) end fit 2 ms, 1.2 s and 2 s after their last epoch.
+    askers = [r for r in records if r["identity"]["run_id"].startswith("tf_keras-cpu-seed-")]
+    for record, pause in zip(sorted(askers, key=lambda r: r["identity"]["repeat"]), (0.002, 1.2, 2.0), strict=True):
+        record["timings"]["phases_s"]["fit_end"] = pause
+    for repeat in (1, 2):  # the same fit with autotuning off: no pause
+        record = synthetic_record("tf_keras", "cpu", repeat, 3.0, variant="autotune_off", step_ms=2.0)
+        record["timings"]["phases_s"]["fit_end"] = 0.001
+        records.append(record)
+    pause = build_report(records).machines[0].answer.keras.pause
+    assert (pause.runs, pause.paused, pause.longest_s) == (3, 2, 2.0)
+    assert pause.keras_s_without == pytest.approx(3.0)  # the median of 3.998, 1.8 and 3.0 s
+    assert (pause.pause_free_variant, pause.pause_free_runs, pause.pause_free_paused) == ("autotune_off", 2, 0)
+    answer = render_markdown(build_report(records)).split("## The answer")[1].split("## The question's table")[0]
+    assert (
+        "Keras 2's `fit` paused after its last epoch in 2 of its 3 runs (0.1 s or more of its `fit_end` phase, the "
+        "longest 2.00 s); less that phase, its median is 3.00 s, 2.33× faster than torch; with tf.data autotuning "
+        "off (`autotune_off`) it paused in 0 of 2 runs"
+    ) in answer
+    # Records from before fit_end was timed: no sentence.
+    assert build_report(synthetic_study()).machines[0].answer.keras.pause is None
+
+
 def test_the_answer_says_what_was_not_measured():
     text = render_markdown(build_report(synthetic_study(), probes=synthetic_probes(cuda=False)))
     answer = text.split("## The answer")[1].split("## The question's table")[0]

@@ -246,6 +246,49 @@ def test_keras_2_times_its_pause_after_the_last_epoch(small_dataset, tmp_path):
 
 
 @pytest.mark.slow
+def test_keras_2_autotune_off_changes_only_the_option_on_fits_own_dataset(small_dataset, monkeypatch):
+    # Keras 2's fit hands the dataset its array adapter built to DataHandler._infer_steps: what fit iterates.
+    from tf_keras.src.engine import data_adapter
+
+    from tiny_mlp_bench.backends import backend, loop
+    from tiny_mlp_bench.backends.contract import RunSpec
+    from tiny_mlp_bench.dataset import read_dataset
+    from tiny_mlp_bench.initial_weights import live_initial_weights
+    from tiny_mlp_bench.timing import Clock
+
+    data, seen = read_dataset(small_dataset), []
+    infer_steps = data_adapter.DataHandler._infer_steps
+
+    def infer_and_keep(handler, steps, dataset):
+        seen.append(dataset)
+        return infer_steps(handler, steps, dataset)
+
+    monkeypatch.setattr(data_adapter.DataHandler, "_infer_steps", infer_and_keep)
+    adapters_dataset = data_adapter.TensorLikeDataAdapter.get_dataset
+    fw = backend("tf_keras").load("cpu")
+    weights = live_initial_weights(5, 20, data.train[:, :2])
+    for variant in ("seed", "autotune_off"):
+        spec = RunSpec(
+            device="cpu",
+            variant=variant,
+            repeat=1,
+            init_seed=5,
+            weights=weights,
+            epochs=2,
+            batch_size=64,
+            learning_rate=0.001,
+            hidden_units=20,
+            threads=1,
+        )
+        clock = Clock()
+        with clock.phase("fit"):
+            loop("tf_keras", variant)(fw, spec, data, clock).fit(clock, 2)
+    seed, autotune_off = (dataset.options().autotune.enabled for dataset in seen)
+    assert seed is not False and autotune_off is False  # the asker's: autotuning on (its default)
+    assert data_adapter.TensorLikeDataAdapter.get_dataset is adapters_dataset  # put back after fit
+
+
+@pytest.mark.slow
 def test_keras_on_jax_runs_an_epoch_per_call(small_dataset, tmp_path):
     framework = "keras_jax"
     out = tmp_path / "spe.json"

@@ -33,6 +33,7 @@ class Role(Enum):
     FLOOR = "the floor"  # every per-operation call gone: the least a step costs on each device
     COMPILED_EPOCH = "the compiled epoch"  # torch's epoch in one compiled call, timed in kernel and the rest
     ONE_CALL_PER_EPOCH = "one call per epoch"  # Keras's train function called once an epoch
+    PAUSE_FREE = "no pause after fit"  # Keras 2's fit without the autotuning thread it can wait for at its end
 
 
 ROLES = tuple(Role)  # the closed list
@@ -183,6 +184,14 @@ VARIANTS = (
         "per-step launches: the `fused_epoch` graph captured in one CUDA graph, one replay per epoch",
     ),
     Variant("tf_keras", "seed", DEVICES, "— (the asker's `fit`, Keras 2 as the asker ran it)", role=Role.ASKERS),
+    Variant(
+        "tf_keras",
+        "autotune_off",
+        DEVICES,
+        "the pause at the end of `fit` (not the steps: the same pipeline and steps): tf.data autotuning off on "
+        "the dataset tf-keras builds, whose model thread `fit` can wait seconds for when it ends",
+        role=Role.PAUSE_FREE,
+    ),
     Variant("tf_keras", "xla", DEVICES, "TensorFlow op dispatch, by compiling the step with XLA", default=False),
     Variant(
         "tf_keras",

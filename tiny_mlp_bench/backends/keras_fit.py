@@ -51,6 +51,7 @@ EPOCHS_PER_BLOCK = catalogue.variant("keras", "epoch_blocks").epochs_per_call("c
 # compile() options of each variant the catalogue lists for keras, from the steps per epoch.
 COMPILE_OPTIONS = {
     "seed": lambda steps_per_epoch: {},
+    "autotune_off": lambda steps_per_epoch: {},  # the asker's compile: only fit's dataset differs
     "xla": lambda steps_per_epoch: {"jit_compile": True},
     "steps_per_execution": lambda steps_per_epoch: {"steps_per_execution": steps_per_epoch},
     "epoch_blocks": lambda steps_per_epoch: {
@@ -136,6 +137,33 @@ class FitRun:
         }
 
 
+class AutotuneOffRun(FitRun):
+    """autotune_off (Keras 2): the asker's ``fit``, its dataset built by tf-keras's own array adapter with
+    tf.data autotuning turned off, the one option changed: the same pipeline and steps.
+
+    With autotuning on, the one iterator Keras 2's ``fit`` makes for all its epochs runs a model thread
+    that sleeps for periods doubling up to 60 s; deleting the iterator when ``fit`` ends can miss its
+    wake-up and wait out the sleep (docs/keras2-pause.md). Beside ``seed``, the difference in their
+    ``fit_end`` phases is that pause's cause.
+    """
+
+    def fit(self, clock, epochs: int) -> None:
+        from tf_keras.src.engine import data_adapter
+
+        adapters_dataset = data_adapter.TensorLikeDataAdapter.get_dataset
+        options = self.fw.lib.data.Options()
+        options.autotune.enabled = False
+        data_adapter.TensorLikeDataAdapter.get_dataset = lambda adapter: adapters_dataset(adapter).with_options(options)
+        try:
+            super().fit(clock, epochs)
+        finally:
+            data_adapter.TensorLikeDataAdapter.get_dataset = adapters_dataset
+
+    @property
+    def details(self) -> dict[str, str]:
+        return {**super().details, "data": "tf-keras's array adapter's dataset, tf.data autotuning off"}
+
+
 class EpochBlocksRun(FitRun):
     """epoch_blocks: EPOCHS_PER_BLOCK epochs per ``fit`` epoch, all of a block's steps in one XLA-compiled call.
 
@@ -217,6 +245,8 @@ def register(framework: str) -> None:
         loops["steps_per_execution"] = FitRun
     if framework == "keras":  # a tf.data pipeline into Keras 3's fit on TensorFlow, the one timed here
         loops["epoch_blocks"] = EpochBlocksRun
+    if framework == "tf_keras":  # the iterator made once per fit, whose deletion can pause, is Keras 2's
+        loops["autotune_off"] = AutotuneOffRun
     register_loops(framework, loops)
 
 

@@ -23,6 +23,9 @@ HAND_WRITTEN = [f.name for f in catalogue.FRAMEWORKS if f.hand_written]  # the r
 KERAS_VERSIONS = [f for f in (*catalogue.keras_frameworks(2), *catalogue.keras_frameworks(3)) if f.probed]
 # The asker's Keras's backend, TensorFlow: each other Keras 3 backend is set beside it.
 ASKERS_BACKEND = catalogue.framework(ASKERS_KERAS).keras_backend
+# A fit_end phase this long is a pause: fit returns ~1 ms after its last epoch when it does not pause
+# (Keras 3, and Keras 2 most times), and Keras 2's pauses run from tens of ms to tens of seconds.
+PAUSED_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,20 @@ class KerasVersion:
 
 
 @dataclass(frozen=True)
+class KerasPause:
+    """Keras 2's ``fit`` returning long after its last epoch (its fit_end phase), on cpu: in the asker's
+    ``fit`` and in the same ``fit`` with tf.data autotuning off (docs/keras2-pause.md)."""
+
+    runs: int  # the asker's Keras's completed seed runs that timed fit_end
+    paused: int  # those whose fit_end reached PAUSED_S
+    longest_s: float  # the longest fit_end among them
+    keras_s_without: float | None  # the median of their timing points, each less its fit_end
+    pause_free_variant: str | None  # the rung with autotuning off, where the catalogue has one
+    pause_free_runs: int  # its completed runs that timed fit_end
+    pause_free_paused: int
+
+
+@dataclass(frozen=True)
 class KerasAnswer:
     """The asker's Keras (Keras 2) against torch's loop on cpu, and each Keras's cost per epoch and step."""
 
@@ -94,6 +111,7 @@ class KerasAnswer:
     keras_s: float | None  # Keras 2's seed timing point (median)
     torch_s: float | None
     versions: tuple[KerasVersion, ...]  # Keras 2, Keras 3 on TensorFlow, on JAX: those in the study
+    pause: KerasPause | None = None  # where Keras 2's seed runs timed their fit_end phase
 
     def version(self, framework: str) -> KerasVersion | None:
         return next((v for v in self.versions if v.framework == framework), None)
@@ -201,8 +219,10 @@ def answer(
     timing_points: dict[str, float],
     costs: dict[str, FixedCosts],
     floors: dict[str, Floor],
+    runs: pd.DataFrame,
 ) -> Answer:
-    """``summary``: model.summarize's medians per pair and variant; ``timing_points``: the asker's loops' per pair."""
+    """``summary``: model.summarize's medians per pair and variant; ``timing_points``: the asker's loops' per
+    pair; ``runs``: runs.run_row's row per run."""
     by_pair = {ladder.pair: ladder for ladder in ladders}
     torch_cuda, torch_cpu = pair_name(TORCH, "cuda"), pair_name(TORCH, "cpu")
     cuda_seed, cpu_seed = seed_of(by_pair, torch_cuda), seed_of(by_pair, torch_cpu)
@@ -222,9 +242,35 @@ def answer(
         keras_s=timing_points.get(pair_name(ASKERS_KERAS, "cpu")),
         torch_s=timing_points.get(torch_cpu),
         versions=keras_versions(by_pair, timing_points, cpu_costs),
+        pause=keras_pause(runs),
     )
     choices = tuple(fastest(summary, device, seed_of(by_pair, pair_name(TORCH, device))) for device in DEVICES)
     return Answer(gpu, keras, keras_backends(by_pair), choices)
+
+
+def fit_ends(runs: pd.DataFrame, variant: str | None) -> pd.DataFrame:
+    """The asker's Keras's completed cpu runs of ``variant`` that timed fit_end."""
+    chosen = (runs["pair"] == pair_name(ASKERS_KERAS, "cpu")) & (runs["variant"] == variant)
+    return runs[chosen & (runs["status"] == "ok") & runs["fit_end_s"].notna()]
+
+
+def keras_pause(runs: pd.DataFrame) -> KerasPause | None:
+    """How often Keras 2's fit paused after its last epoch, and its timing point without the pauses."""
+    askers, pause_free_rung = (catalogue.rung_with_role(ASKERS_KERAS, role) for role in (Role.ASKERS, Role.PAUSE_FREE))
+    pause_free_variant = pause_free_rung.name if pause_free_rung else None
+    seed, pause_free = fit_ends(runs, askers.name), fit_ends(runs, pause_free_variant)
+    if seed.empty:
+        return None
+    pauses = seed["fit_end_s"].astype(float)
+    return KerasPause(
+        runs=len(seed),
+        paused=int((pauses >= PAUSED_S).sum()),
+        longest_s=float(pauses.max()),
+        keras_s_without=float((seed["fit_predict_s"].astype(float) - pauses).median()),
+        pause_free_variant=pause_free_variant,
+        pause_free_runs=len(pause_free),
+        pause_free_paused=int((pause_free["fit_end_s"].astype(float) >= PAUSED_S).sum()),
+    )
 
 
 def keras_versions(by_pair: dict[str, Ladder], timing_points: dict[str, float], cpu_costs: FixedCosts | None):

@@ -15,7 +15,7 @@ import pandas as pd
 
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH
-from tiny_mlp_bench.report.answer import ASKERS_BACKEND
+from tiny_mlp_bench.report.answer import ASKERS_BACKEND, PAUSED_S
 from tiny_mlp_bench.report.cells import num, pct, table, us
 from tiny_mlp_bench.report.environment_table import environment_table
 from tiny_mlp_bench.report.fixed_costs import COMPILED_EPOCH
@@ -187,6 +187,7 @@ def environment() -> jinja2.Environment:
     # The question's frameworks, for the sentences that name them.
     env.globals.update(torch=TORCH, askers_keras=ASKERS_KERAS, askers_backend=ASKERS_BACKEND)
     env.globals.update(removes=removes, cv_warning=CV_WARNING)
+    env.globals.update(paused_s=PAUSED_S)
     return env
 
 

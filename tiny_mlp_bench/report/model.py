@@ -90,7 +90,7 @@ def machine(label: str, records: list[dict], sweeps: list[dict], probes: list[di
     attention = runs[(runs["status"] != "ok") | runs["converged"].eq(False)]
     return Machine(
         label=label,
-        answer=answer(found, summary, medians, costs, floors),
+        answer=answer(found, summary, medians, costs, floors, runs),
         runs=runs,
         summary=summary,
         question=question,
