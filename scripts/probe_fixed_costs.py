@@ -21,6 +21,7 @@ from tiny_mlp_bench.cli import CONFIG_EPILOG, add_config_options
 from tiny_mlp_bench.envelope import DeviceMissing, Measurement, run_job
 from tiny_mlp_bench.initial_weights import live_initial_weights
 from tiny_mlp_bench.question import askers_rung
+from tiny_mlp_bench.records import PROBE_RECORD_TYPE, PROBE_SCHEMA_VERSION
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -91,8 +92,8 @@ class FixedCostsProbe(Measurement):
     def record(self, status: str, reason: str | None) -> dict:
         args = self.args
         return {
-            "record_type": probes.PROBE_RECORD_TYPE,
-            "schema_version": probes.PROBE_SCHEMA_VERSION,
+            "record_type": PROBE_RECORD_TYPE,
+            "schema_version": PROBE_SCHEMA_VERSION,
             "framework": args.framework,
             "device": args.device,
             "status": status,

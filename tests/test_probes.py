@@ -14,7 +14,7 @@ from conftest import config_flags, run_script
 from test_cuda_paths import A_GPU_DRIVER, run_seeing
 from tiny_mlp_bench import probes
 from tiny_mlp_bench.dataset import read_dataset
-from tiny_mlp_bench.records import RecordError
+from tiny_mlp_bench.records import PROBE_SCHEMA_VERSION, RecordError
 
 
 def probe(*args, check: bool = False):
@@ -40,7 +40,7 @@ def torch_cpu_record(small_dataset, tmp_path_factory) -> dict:
 @pytest.mark.slow
 def test_torch_cpu_probe_writes_a_valid_record(torch_cpu_record):
     record = torch_cpu_record
-    assert record["record_type"] == "tiny-mlp-bench.probe" and record["schema_version"] == probes.PROBE_SCHEMA_VERSION
+    assert record["record_type"] == "tiny-mlp-bench.probe" and record["schema_version"] == PROBE_SCHEMA_VERSION
     assert (record["framework"], record["device"], record["status"], record["reason"]) == ("torch", "cpu", "ok", None)
     found = record["measurements"]
     # The fused_epoch rung's call is timed by its own runs (test_training), not compiled once more here.

@@ -21,13 +21,7 @@ and reads the probe record.
 
 from tiny_mlp_bench.probes.keras_epoch import FIT_EPOCHS, FIT_ROUNDS, as_timed, epoch_times_us, keras_fit_epoch
 from tiny_mlp_bench.probes.measure import REPEATS, Say, time_calls
-from tiny_mlp_bench.probes.record import (
-    PROBE_RECORD_TYPE,
-    PROBE_SCHEMA_VERSION,
-    read_probe,
-    validate_probe,
-    write_probe,
-)
+from tiny_mlp_bench.probes.record import read_probe, validate_probe, write_probe
 from tiny_mlp_bench.probes.torch_cpu import (
     INIT_DRAWS,
     INIT_SCHEME,
@@ -68,8 +62,6 @@ __all__ = [
     "INIT_DRAWS",
     "INIT_SCHEME",
     "LAUNCH_CALLS",
-    "PROBE_RECORD_TYPE",
-    "PROBE_SCHEMA_VERSION",
     "PROFILED_STEPS",
     "REPEATS",
     "STEP_CALLS",

@@ -1,21 +1,12 @@
-"""The probe record: its type and schema version, and validating, writing and reading it against
-probe_record.schema.json.
+"""The probe record: validating, writing and reading it against probe_record.schema.json. Its type
+and schema version are records.py's, beside the run and sweep records' (records.upgrade reads all three).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tiny_mlp_bench.records import (
-    PROBE_RECORD_TYPE,
-    PROBE_SCHEMA,
-    PROBE_SCHEMA_VERSION,
-    read_record,
-    validate_record,
-    write_record,
-)
-
-__all__ = ["PROBE_RECORD_TYPE", "PROBE_SCHEMA_VERSION", "read_probe", "validate_probe", "write_probe"]
+from tiny_mlp_bench.records import PROBE_SCHEMA, read_record, validate_record, write_record
 
 
 def validate_probe(record: dict, source: str = "probe record") -> dict:
