@@ -95,6 +95,18 @@ def test_a_phase_must_be_named_in_phases():
         pass
 
 
+def test_a_phase_is_timed_once(fake_time):
+    # A second timing would replace the first: a rung that timed its parent's phase again kept only its own part.
+    clock = Clock()
+    with clock.phase("optimizer"):
+        fake_time.now += 2
+    with pytest.raises(RuntimeError, match="phase 'optimizer' timed twice"), clock.phase("optimizer"):
+        fake_time.now += 1
+    assert clock.phases_s == {"optimizer": 2}
+    with clock.phase("fit"), pytest.raises(RuntimeError, match="phase 'fit' timed twice"), clock.phase("fit"):
+        pass  # nor inside itself, before its first timing ends
+
+
 def test_keras_callback_closes_a_block_at_every_epoch_end(fake_time):
     keras = types.SimpleNamespace(callbacks=types.SimpleNamespace(Callback=object))
     clock = Clock()

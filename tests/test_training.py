@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import collections
 import datetime
 import json
+import types
 
 import numpy as np
 import pytest
@@ -11,11 +13,11 @@ import pytest
 from conftest import config_flags, run_script
 from test_cuda_paths import A_GPU_DRIVER, run_seeing
 from tiny_mlp_bench import environment
-from tiny_mlp_bench.backends.contract import Backend, EpochLoop
+from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
 from tiny_mlp_bench.backends.torch_epoch import SPLIT_CALLS
 from tiny_mlp_bench.driver import run, score
 from tiny_mlp_bench.records import read_record, read_sweep
-from tiny_mlp_bench.timing import METHOD, SETUP_PARTS
+from tiny_mlp_bench.timing import METHOD, SETUP_PARTS, Clock
 from train import parse_args
 
 
@@ -398,6 +400,75 @@ def test_the_catalogue_decides_where_a_variant_runs(small_dataset, tmp_path):
     assert run(args, fake_backend(), fake_loop(exact)) == 0
     record = read_record(out)
     assert record["status"] == "skipped" and record["reason"] == "torch graphed runs on cuda only"
+
+
+@pytest.fixture
+def thread_limits_put_back():
+    """The numpy backend's prepare() limits this process's BLAS and OpenMP pools: put them back after."""
+    import threadpoolctl
+
+    with threadpoolctl.threadpool_limits(limits=None):
+        yield
+
+
+@pytest.mark.parametrize("variant", ["reference", pytest.param("fused", marks=pytest.mark.slow)])
+def test_each_numpy_phase_is_timed_once(small_dataset, tmp_path, monkeypatch, thread_limits_put_back, variant):
+    # Through the real driver and the registered rung: a rung that timed a set-up phase again would
+    # replace the first timing with the second's, keeping only part of the phase's work.
+    entered = collections.Counter()
+    phase = Clock.phase
+
+    def counted(clock, name):
+        entered[name] += 1
+        return phase(clock, name)
+
+    monkeypatch.setattr(Clock, "phase", counted)
+    out = tmp_path / "r.json"
+    command = ["--framework", "numpy", "--variant", variant, "--epochs", "2"]
+    args = parse_args([*config_flags("train.py"), *command, "--dataset", str(small_dataset), "--output", str(out)])
+    assert run(args) == 0
+    record = read_record(out)
+    assert record["status"] == "ok", record["reason"]
+    phases = ("import", "setup", "startup", "data", "model", "optimizer", "fit", "predict")
+    assert entered == dict.fromkeys(phases, 1)
+    assert set(record["timings"]["phases_s"]) == set(phases)
+
+
+class CountingCuda:
+    """numba.cuda as the numpy backend's start-up and sync use it, writing down each call; no GPU needed."""
+
+    def __init__(self):
+        self.calls = []
+
+    def is_available(self):
+        return True
+
+    def current_context(self):
+        self.calls.append("current_context")
+
+    def synchronize(self):
+        self.calls.append("synchronize")
+
+
+def test_the_cuda_floors_sync_leaves_cuda_alone_until_the_startup_phase_starts_it(monkeypatch):
+    from tiny_mlp_bench.backends import numpy_reference
+
+    monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
+    fw = types.SimpleNamespace(
+        threadpoolctl=types.SimpleNamespace(threadpool_limits=lambda threads: None),
+        numba=types.SimpleNamespace(config=types.SimpleNamespace(ENABLE_CUDASIM=0)),
+        cuda=CountingCuda(),
+        device_started=False,
+    )
+    spec = RunSpec("cuda", "fused", 1, 1, None, 1, 64, 1e-3, 20, 1)
+    clock = Clock(sync=numpy_reference.prepare(fw, spec))
+    with clock.timing_point(), clock.phase("setup"):
+        assert fw.cuda.calls == []  # the readings before start-up made no context
+        with clock.phase("startup"):
+            assert fw.cuda.calls == []
+            assert numpy_reference.start_device(fw, spec) is None
+        assert fw.cuda.calls == ["current_context", "synchronize"]  # made inside the phase; its end waits
+    assert fw.cuda.calls[-1] == "synchronize" and fw.cuda.calls.count("current_context") == 1
 
 
 def test_numpy_gradients_match_torch_autograd():

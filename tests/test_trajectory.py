@@ -126,11 +126,12 @@ def test_every_rung_follows_torch_seed(data, torch_seed_parameters, framework, v
 
 @pytest.mark.slow
 def test_the_cuda_floor_kernel_follows_torch_seed_under_the_simulator(
-    data, dataset_file, torch_seed_parameters, tmp_path
+    data, dataset_file, torch_seed_parameters, tmp_path, monkeypatch
 ):
     """The numpy `fused` rung's CUDA kernel, run by numba's CUDA simulator on the CPU (in a process of
     its own: the simulator is chosen when numba is imported), takes torch `seed`'s steps, and its own
-    step count is the epochs' steps; the rung still refuses the simulator as a GPU."""
+    step count is the epochs' steps; the rung still refuses the simulator as a GPU. It takes the cpu
+    floor's steps exactly: both run the same float32 operations in the same order."""
     orders = np.stack(injected_orders(data))
     np.save(tmp_path / "orders.npy", orders)
     script = Path(__file__).with_name("cuda_simulator_run.py")
@@ -145,6 +146,43 @@ def test_the_cuda_floor_kernel_follows_torch_seed_under_the_simulator(
     for name, expected, initial in zip(("w1", "b1", "w2", "b2"), torch_seed_parameters, start, strict=True):
         assert not np.allclose(expected, initial), f"{name} did not move: the test would prove nothing"
         np.testing.assert_allclose(out[name], expected, rtol=RTOL, atol=ATOL, err_msg=f"numpy cuda fused: {name}")
+    # Exactly, not within a tolerance: each parameter's terms are summed in row order and Adam runs per element
+    # in float32 from the same step scalars, so the two floors round alike at every operation.
+    cpu_floor = train("numpy", "fused", data, injected_orders(data), monkeypatch)
+    for name, on_cpu in zip(("w1", "b1", "w2", "b2"), cpu_floor, strict=True):
+        np.testing.assert_array_equal(out[name], on_cpu, err_msg=f"numpy cuda fused against cpu fused: {name}")
+
+
+@pytest.mark.parametrize(("hidden", "batch"), [(20, 64), (20, 50), (20, 128), (4, 256), (32, 64), (2, 1024)])
+def test_the_cuda_floor_kernels_warps_meet_no_bank_conflict(hidden, batch):
+    """Shared memory serves a warp's 32 reads or writes at once only where they fall in its 32 banks (4-byte
+    words, bank = word address mod 32). The kernel's thread t writes share[j, t] for every parameter j; each
+    owner k then sums share[k, i] over the batch's rows i, a warp's owners all at the same i at once."""
+    from tiny_mlp_bench.backends.numba_cuda_fused import row_length, threads_for
+
+    threads = threads_for(batch, hidden)  # the sizes fit the block's shared memory
+    columns = 4 * hidden + 2  # every parameter's row and the squared error's
+
+    def banks(addresses) -> int:
+        return len({address % 32 for address in addresses})
+
+    def conflicts(row: int) -> list[str]:
+        """Each step of either loop whose warp's addresses share a bank, for rows ``row`` floats long."""
+        found = []
+        for warp in range(threads // 32):
+            lanes = range(32 * warp, 32 * warp + 32)
+            for j in range(columns):  # the write loop, at its step j
+                if banks(j * row + t for t in lanes) < 32:
+                    found.append(f"write of row {j} by warp {warp}")
+            for first in range(0, columns, threads):  # each round of owners (k = t, t + threads, ...)
+                owners = [first + t for t in lanes if first + t < columns]
+                for i in range(batch):  # the read loop, at its step i
+                    if banks(k * row + i for k in owners) < len(owners):
+                        found.append(f"read of position {i} by warp {warp}'s owners from {owners[0]}")
+        return found
+
+    assert conflicts(row_length(threads)) == []
+    assert conflicts(threads), "rows a whole number of warps long conflict: the check would catch them"
 
 
 def test_the_cuda_floor_kernel_refuses_what_one_block_cannot_hold():
@@ -153,8 +191,8 @@ def test_the_cuda_floor_kernel_refuses_what_one_block_cannot_hold():
     assert (threads_for(64, 20), threads_for(50, 20)) == (64, 64)  # the batch's rows in whole warps
     with pytest.raises(ValueError, match="1024 rows at most, not 2048"):
         threads_for(2048, 20)
-    with pytest.raises(ValueError, match="256 hidden units at batch 64 need 256 KiB, over the 48 KiB"):
-        threads_for(64, 256)
+    with pytest.raises(ValueError, match="256 hidden units at batch 64 need 260 KiB, over the 48 KiB"):
+        threads_for(64, 256)  # 1026 rows of 65 floats: each row one float longer than the block's 64 threads
 
 
 def test_a_rung_that_does_less_is_caught(data, torch_seed_parameters, monkeypatch):

@@ -7,7 +7,8 @@ Keras, through the callback :meth:`Clock.keras_callback` provides. Callers say w
 never read a clock or pass readings around. Where the device runs asynchronously the caller sets
 ``sync``, which is called before every reading.
 
-Adding a phase is one edit: name it in PHASES and wrap the code in ``clock.phase(name)``.
+Adding a phase is one edit: name it in PHASES and wrap the code in ``clock.phase(name)``, once: a clock
+refuses to time a phase twice.
 """
 
 from __future__ import annotations
@@ -67,7 +68,9 @@ METHOD = {"block": "call", "sync": "block end", "compile_cache": "cold", "own_wo
 class Clock:
     """Reads the time for one run (or one sweep point) and keeps what it read.
 
-    ``sync`` waits for the device before each reading (None on a synchronous device).
+    ``sync`` waits for the device before each reading (None on a synchronous device). It is called
+    before the ``startup`` phase too, so it must do nothing until that phase has started the device:
+    otherwise the first sync would start it, outside the clock.
     ``label`` and ``planned_epochs``, when given, make it print a progress line about every tenth
     of the epochs, so a log shows a run is alive.
     """
@@ -76,6 +79,7 @@ class Clock:
         self.sync = sync
         self.label, self.planned_epochs = label, planned_epochs
         self.phases_s: dict[str, float] = {}
+        self._entered: set[str] = set()
         self.timing_point_s: float | None = None
         self.block_s: list[float] = []
         self.block_cpu_s: list[float] = []
@@ -91,9 +95,18 @@ class Clock:
 
     @contextlib.contextmanager
     def phase(self, name: str):
-        """Time the block of code inside as phase ``name``; blocks started inside it count from its start."""
+        """Time the block of code inside as phase ``name``; blocks started inside it count from its start.
+
+        Each phase is timed once per clock: a second timing would silently replace the first, so that the
+        record kept only part of the phase's work (a rung whose subclass times its parent's phase again).
+        """
         if name not in PHASES:
             raise ValueError(f"unknown phase '{name}'; add it to timing.PHASES")
+        if name in self._entered or name in self.phases_s:
+            raise RuntimeError(
+                f"phase '{name}' timed twice: its second timing would replace its first; time each phase once"
+            )
+        self._entered.add(name)
         start = self._lap = self._fit_start = self.now()
         self._lap_cpu = time.process_time()
         yield

@@ -8,7 +8,9 @@ rows and every epoch's permutation (drawn in NumPy from the run's seed, as the c
 are copied to the device in set-up, and the weights and Adam's state stay there between launches.
 No framework, no per-step launch, no copy: what is left is the arithmetic and the barriers of one
 block, what the GPU itself needs for this network. Numba compiles the kernel at its first launch,
-inside the first block (no on-disk cache: every run compiles cold).
+inside the first block (no on-disk cache: every run compiles cold). Adam runs per element in float32, as
+torch's does; only the step's scalars (the bias-corrected step size and second-moment correction) are
+computed in float64, as torch computes them on the host.
 
 Under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) the same kernel runs on the CPU, in Python;
 the trajectory test uses it. A run never takes the simulator for a GPU (``simulated``).
@@ -38,13 +40,22 @@ def simulated(numba) -> bool:
     return bool(getattr(numba.config, "ENABLE_CUDASIM", 0)) or from_environment
 
 
+def row_length(threads: int) -> int:
+    """Floats in one row of the kernel's shared gradient, one row per parameter (and the squared error),
+    one float per thread. A warp's owners each sum their own row, all at the same position at once:
+    rows ``threads`` floats long (a whole number of warps) would put all 32 reads in one of shared
+    memory's 32 banks, served one at a time. One float more shifts each row one bank on, so the 32
+    reads fall in 32 banks, and a warp writing one row at its 32 positions still does too."""
+    return threads + 1
+
+
 def threads_for(batch_size: int, hidden: int) -> int:
     """Threads of the block: the batch's rows, rounded up to whole warps. Raises ValueError where the
     batch's gradient terms (every row's, every parameter's) do not fit in one block's shared memory."""
     if batch_size > MAX_THREADS:
         raise ValueError(f"the cuda fused rung takes batches of {MAX_THREADS} rows at most, not {batch_size}")
     threads = 32 * math.ceil(batch_size / 32)
-    needed = (4 * hidden + 2) * threads * 4  # float32 terms: the parameters' and the squared error, per row
+    needed = (4 * hidden + 2) * row_length(threads) * 4  # float32: the parameters' rows and the squared error's
     if needed > SHARED_BYTES:
         raise ValueError(
             f"the cuda fused rung keeps a batch's gradient in one block's shared memory: {hidden} hidden units at "
@@ -58,22 +69,31 @@ def fused_kernel(hidden: int, threads: int):
 
     ``hidden`` and ``threads`` size its shared and local arrays, so they are compile-time constants.
     ``step`` (one int64) and ``loss`` (one float32) are device arrays it updates: Adam's step count
-    and the last batch's loss.
+    and the last batch's loss. ``lr`` is a float64, as the reference's learning rate is: each step's
+    step size is made from it in float64.
     """
     params = 4 * hidden + 1  # w1 (2 x hidden), b1, w2 (hidden x 1), b2
     columns = params + 1  # each row's gradient of every parameter, and its squared error
+    row = row_length(threads)
+    # Adam's constants in float32: a float64 constant would carry every per-element operation into float64.
+    beta1, beta2 = float32(BETA1), float32(BETA2)
+    one_minus_beta1, one_minus_beta2 = float32(1 - BETA1), float32(1 - BETA2)
+    eps = float32(EPS)
 
     @cuda.jit
     def train(w1, b1, w2, b2, m, v, step, loss, rows, orders, batch_size, lr):
         t = cuda.threadIdx.x
-        share = cuda.shared.array((columns, threads), float32)
+        share = cuda.shared.array((columns, row), float32)
         z1 = cuda.local.array(hidden, float32)
         n = orders.shape[1]
+        # Adam's step count, in a local: every thread counts the same steps, so step[0] is read once, here,
+        # and written once, at the end, and no barrier in the loop need wait for it.
+        count = step[0]
         for epoch in range(orders.shape[0]):
             for start in range(0, n, batch_size):
-                count = min(batch_size, n - start)
+                rows_in = min(batch_size, n - start)
                 # Forward and backward of this thread's row: its gradient of every parameter.
-                if t < count:
+                if t < rows_in:
                     r = orders[epoch, start + t]
                     x0, x1, y = rows[r, 0], rows[r, 1], rows[r, 2]
                     z2 = b2[0]
@@ -82,7 +102,7 @@ def fused_kernel(hidden: int, threads: int):
                         if z1[j] > 0:
                             z2 += z1[j] * w2[j, 0]
                     diff = max(z2, float32(0.0)) - y
-                    scale = float32(2.0 / count)  # d(mean squared error)/d(prediction)
+                    scale = float32(2.0 / rows_in)  # d(mean squared error)/d(prediction)
                     dz2 = scale * diff if z2 > 0 else float32(0.0)  # the final ReLU passes it only where open
                     for j in range(hidden):
                         dz1 = dz2 * w2[j, 0] if z1[j] > 0 else float32(0.0)
@@ -92,21 +112,25 @@ def fused_kernel(hidden: int, threads: int):
                         share[3 * hidden + j, t] = max(z1[j], float32(0.0)) * dz2
                     share[4 * hidden, t] = dz2
                     share[params, t] = diff * diff
+                # Every row's terms are in shared memory before the owners sum them, and every row's forward
+                # and backward has read the weights before an owner updates them.
                 cuda.syncthreads()
-                # Adam on the parameters this thread owns, from the batch's summed gradient.
-                count_after = step[0] + 1
-                c1 = 1.0 - BETA1**count_after
-                c2 = 1.0 - BETA2**count_after
+                # Adam on the parameters this thread owns, from the batch's summed gradient. The step's
+                # scalars in float64 (torch's host arithmetic), then float32, as the reference's NumPy rounds them.
+                count += 1
+                step_size = float32(lr / (1.0 - BETA1**count))
+                c2 = float32(1.0 - BETA2**count)
                 for k in range(t, columns, threads):
                     grad = float32(0.0)
-                    for i in range(count):
+                    for i in range(rows_in):
                         grad += share[k, i]
                     if k == params:
-                        loss[0] = grad / count
+                        loss[0] = grad / rows_in
                     else:
-                        m[k] = BETA1 * m[k] + (1 - BETA1) * grad
-                        v[k] = BETA2 * v[k] + (1 - BETA2) * grad * grad
-                        update = float32((lr / c1) * m[k] / (math.sqrt(v[k] / c2) + EPS))
+                        m[k] = beta1 * m[k] + one_minus_beta1 * grad
+                        v[k] = beta2 * v[k] + one_minus_beta2 * grad * grad
+                        # float32() on the square root: the simulator's math.sqrt returns a Python float.
+                        update = step_size * m[k] / (float32(math.sqrt(v[k] / c2)) + eps)
                         if k < 2 * hidden:
                             w1[k // hidden, k % hidden] -= update
                         elif k < 3 * hidden:
@@ -115,10 +139,14 @@ def fused_kernel(hidden: int, threads: int):
                             w2[k - 3 * hidden, 0] -= update
                         else:
                             b2[0] -= update
-                cuda.syncthreads()  # every owner read step[0] and the shared gradient before they change
-                if t == 0:
-                    step[0] = count_after
+                # The owners' weight updates are visible to every thread, and every owner has read the shared
+                # gradient, before the next batch's forward reads the weights and overwrites the gradient.
                 cuda.syncthreads()
+        # Every thread read step[0] before its first barrier, and thread 0 is past the last one: when the
+        # loop ran at least once, no thread reads step[0] after this write. When it ran no batch, thread 0
+        # writes back the value every thread read, so a late reader sees it unchanged.
+        if t == 0:
+            step[0] = count
 
     return train
 
@@ -130,23 +158,32 @@ class CudaFusedRun(ReferenceRun):
     on_gpu = True  # the clock waits for the GPU at each block's end
 
     def __init__(self, fw, spec, data, clock):
+        self.threads = threads_for(spec.batch_size, spec.hidden_units)  # refuses a size before any set-up
         super().__init__(fw, spec, data, clock)
-        self.threads = threads_for(spec.batch_size, spec.hidden_units)
-        with clock.phase("data"):  # every epoch's permutation, drawn now, and the rows: one copy each
-            self.rows_device = cuda.to_device(self.rows)
-            self.orders_device = cuda.to_device(self.draw_orders(spec.epochs).astype(np.int32))
-        with clock.phase("model"):
-            self.device_params = {name: cuda.to_device(value) for name, value in self.params.items()}
-        with clock.phase("optimizer"):
-            size = sum(p.size for p in self.params.values())
-            self.m = cuda.to_device(np.zeros(size, np.float32))
-            self.v = cuda.to_device(np.zeros(size, np.float32))
-            self.step = cuda.to_device(np.zeros(1, np.int64))
-            self.loss_device = cuda.to_device(np.full(1, np.nan, np.float32))
-            self.train = fused_kernel(spec.hidden_units, self.threads)
-            cuda.synchronize()
         self.numba_version = fw.numba.__version__
         self.epochs_done = 0
+
+    def set_up_data(self) -> None:
+        """The reference's rows, then every epoch's permutation, drawn now, and the rows: one copy each."""
+        super().set_up_data()
+        self.rows_device = cuda.to_device(self.rows)
+        self.orders_device = cuda.to_device(self.draw_orders(self.spec.epochs).astype(np.int32))
+
+    def set_up_model(self) -> None:
+        """The reference's host weights, which predict after training, and their copies on the device."""
+        super().set_up_model()
+        self.device_params = {name: cuda.to_device(value) for name, value in self.params.items()}
+
+    def set_up_optimizer(self) -> None:
+        """In place of the reference's Adam, which the kernel never uses: Adam's state on the device in one
+        flat order (w1, b1, w2, b2), the loss, and the kernel to compile."""
+        size = sum(p.size for p in self.params.values())
+        self.m = cuda.to_device(np.zeros(size, np.float32))
+        self.v = cuda.to_device(np.zeros(size, np.float32))
+        self.step = cuda.to_device(np.zeros(1, np.int64))
+        self.loss_device = cuda.to_device(np.full(1, np.nan, np.float32))
+        self.train = fused_kernel(self.spec.hidden_units, self.threads)
+        cuda.synchronize()
 
     def run_epochs(self, epochs: int) -> None:
         """One launch for ``epochs`` epochs, the next ones of the permutations copied in set-up."""
@@ -157,7 +194,7 @@ class CudaFusedRun(ReferenceRun):
         p = self.device_params
         self.train[1, self.threads](
             p["w1"], p["b1"], p["w2"], p["b2"], self.m, self.v, self.step, self.loss_device,
-            self.rows_device, orders, self.spec.batch_size, np.float32(self.spec.learning_rate),
+            self.rows_device, orders, self.spec.batch_size, float(self.spec.learning_rate),
         )  # fmt: skip
         self.epochs_done += epochs
 
