@@ -13,10 +13,14 @@ records and logs. A copy of the repository that came without its .git gets one f
 bundle, so that the records name their commit; a copy whose tracked files differ from that commit
 stops before anything runs, unless --allow-modified (the archive then says so).
 
-The jobs run in the order that matters most (tiny_mlp_bench/plan.py): the question's pair first,
-then what no GPU has measured, then the rest. Two lanes, a cpu one and a cuda one, each on its own
-half of the cores, run their jobs one after another as Snakemake calls of their own, whose jobs take
-every core of their lane (--serial: one lane for all, on every core). With
+The jobs run in the order that matters most (tiny_mlp_bench/plan.py), round by round (a round
+holds every job's r-th repeat; rounds after the first in the order a recorded seed draws): the
+question first, then what no GPU has measured, then the rest, the cheapest first. The question's
+pair, torch's seed on cpu and on cuda, runs alone on every core; then two lanes, a cpu one and a cuda
+one, each on its own half of the physical cores, run the round's other jobs one after another as
+Snakemake calls of their own, whose jobs take every core of their lane (--serial: one lane for all,
+on every core). Each job's outcome says where it ran, what ran beside it and, for a cuda job, the
+GPU's clocks before and after. With
 --time-limit, the whole command, set-up to sealed archive, ends within that many seconds: a job is
 not started when its expected time no longer fits, a running one is stopped when the time for jobs
 is up (it leaves no record), and the report and the archive are made of what finished. A failed job
@@ -31,6 +35,8 @@ import argparse
 import datetime
 import json
 import os
+import random
+import shutil
 import subprocess
 import sys
 import time
@@ -44,12 +50,10 @@ from tiny_mlp_bench.atomic import write_text_atomic  # noqa: E402
 from tiny_mlp_bench.gpu_study_env import (  # noqa: E402
     StudyError,
     check_needs,
-    core_siblings,
     cuda_toolkit,
     gpu_state,
     prepare_environment,
     say,
-    shared_between_lanes,
     study_needs,
 )
 
@@ -59,11 +63,6 @@ RESULTS = ROOT / "results"
 ARCHIVES = RESULTS / "archive"
 STUDY_LOG = Path(gpu_study_readme.STUDY_LOG)  # the plan, each job's outcome and the times
 LANE_LOGS = Path(gpu_study_readme.LANE_LOGS)  # each lane's Snakemake output
-# What the end of the command needs after the last job: the stop grace, the report rendered from
-# the records, and the archive, which renders it again to seal it. On the 2-core development machine
-# a render of the default study's 63 records took 3.6 s (make verify), and render and pack of a small
-# study 2.4 s and 2.3 s: 45 s is about twice what the grace and both renders of the GPU study need.
-ARCHIVE_RESERVE_S = 45
 # The pre-flight's own time at most: the study's Python imports torch and numba and, on a GPU, compiles
 # the floor kernel (seconds); a machine that takes longer is not fit to time anything.
 PREFLIGHT_TIMEOUT_S = 120
@@ -174,11 +173,16 @@ def preflight(python: Path, allow_no_gpu: bool, serial: bool) -> tuple[dict, lis
         if found["floor_kernel"].startswith("failed"):
             problems.append(f"the floor kernel does not run on this GPU: {found['floor_kernel']}")
     cores = os.sched_getaffinity(0)
-    lane_cores = {"serial": cores} if serial else lanes.split_cores(cores, ["cpu", "cuda"])
+    siblings = lanes.core_siblings(cores)
+    physical = lanes.physical_cores(cores, siblings)
+    lane_cores = {"serial": cores} if serial else lanes.split_cores(cores, ["cpu", "cuda"], siblings)
     on = ", ".join(f"{lane} on {lanes.core_list(mine)}" for lane, mine in lane_cores.items())
-    say(f"CPU: {len(cores)} cores ({lanes.core_list(cores)}); lanes: {on or 'none (fewer cores than lanes)'}")
-    if shared := shared_between_lanes(lane_cores, core_siblings(cores)):
-        say(f"  the lanes share physical cores (hyper-thread siblings {', '.join(shared)}): --serial runs one lane")
+    topology = "" if all(siblings.values()) else ", topology unknown: each counted as a core of its own"
+    say(
+        f"CPU: {len(cores)} logical CPUs ({lanes.core_list(cores)}) on {len(physical)} physical cores{topology}; "
+        + ("" if serial else "the question's pair alone on all, then ")
+        + f"lanes: {on or 'none apart (fewer physical cores than lanes)'}"
+    )
     for line in gpu_state().splitlines():
         say(f"GPU state: {line}")
     return found, problems
@@ -192,35 +196,47 @@ def prepare_study(python: Path, config: Path, until: float | None) -> None:
         raise StudyError(f"making the dataset and the config as run failed or ran out of time: {lanes.tail(log)}")
 
 
-def make_plan(python: Path, gpu: str | None) -> list[dict]:
-    """The jobs in the order to run them, each with its expected time (tiny_mlp_bench/plan.py)."""
+def make_plan(python: Path, gpu: str | None, seed: int, serial: bool) -> dict:
+    """The jobs in the order to run them, each with its expected time, and the stages they run in
+    (tiny_mlp_bench/plan.py)."""
     command = [str(python), "-m", "tiny_mlp_bench.plan", "--config", str(RESULTS / "config.yaml")]
-    command += ["--archives", str(ARCHIVES), *(["--gpu", gpu] if gpu else [])]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    command += ["--archives", str(ARCHIVES), "--seed", str(seed), *(["--gpu", gpu] if gpu else [])]
+    done = subprocess.run([*command, *(["--serial"] if serial else [])], cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         raise StudyError(f"no plan: {done.stderr.strip()[-800:]}")
     return json.loads(done.stdout)
 
 
 def run_study(python: Path, config: Path, serial: bool, until: float | None, t0: float, gpu: str | None) -> dict:
-    """The study, lane by lane, each job its own Snakemake call; what happened, in logs/gpu_study.json."""
+    """The study, stage by stage and lane by lane, each job its own Snakemake call; what happened, in
+    logs/gpu_study.json."""
     started = datetime.datetime.now(datetime.UTC)
     prepare_study(python, config, until)
-    planned = make_plan(python, gpu)
-    by_lane = {"serial": planned} if serial else {d: [j for j in planned if j["device"] == d] for d in ("cpu", "cuda")}
-    # Two lanes share the machine half and half; one lane has it all.
-    cores = {} if serial else lanes.split_cores(os.sched_getaffinity(0), list(by_lane))
-    on = {lane: f"cores {lanes.core_list(cores[lane])}" if lane in cores else "every core" for lane in by_lane}
-    say(
-        f"{len(planned)} jobs in {len(by_lane)} lanes ({', '.join(f'{lane} on {where}' for lane, where in on.items())})"
-        + ("" if until is None else f", {until - t0:.0f} s for jobs")
+    seed = random.SystemRandom().randrange(2**31)  # recorded below: the order can be made again
+    planned = make_plan(python, gpu, seed, serial)
+    by_name = {job["name"]: job for job in planned["jobs"]}
+    cores = os.sched_getaffinity(0)
+    # Side by side, each lane on its own physical cores; alone (and --serial's one lane), on all of them.
+    lane_cores = lanes.split_cores(cores, ["cpu", "cuda"], lanes.core_siblings(cores))
+    on = {lane: f"cores {lanes.core_list(found)}" for lane, found in lane_cores.items()}
+    how = (
+        "one at a time on every core"
+        if serial
+        else f"in {len(planned['stages'])} stages: the question's pair alone on every core, the rest in lanes "
+        f"({', '.join(f'{lane} on {where}' for lane, where in on.items()) or 'not apart: too few physical cores'})"
     )
+    say(f"{len(by_name)} jobs {how}" + ("" if until is None else f"; {until - t0:.0f} s for jobs"))
     jobs_began = time.monotonic()
+    runner, outcomes = lanes.Lanes(python, config, ROOT, LANE_LOGS, say), []
     try:
-        outcomes = lanes.Lanes(python, config, ROOT, LANE_LOGS, say).run(by_lane, until, t0, cores)
+        for stage in planned["stages"]:
+            apart = len(stage) > 1  # lanes side by side: each on its own cores
+            by_lane = {lane: [by_name[name] for name in names] for lane, names in stage.items()}
+            outcomes += runner.run(by_lane, until, t0, lane_cores if apart else None)
     except lanes.Interrupted:
         raise StudyError("interrupted: the running jobs were stopped and nothing was archived") from None
-    order = [job["name"] for job in planned]
+    lanes.add_beside(outcomes)
+    order = list(by_name)
     timing = {
         "command": sys.argv,
         "started": started.isoformat(timespec="seconds"),
@@ -228,8 +244,11 @@ def run_study(python: Path, config: Path, serial: bool, until: float | None, t0:
         "jobs_wall_s": round(time.monotonic() - jobs_began, 1),
         "lanes": "one timed job at a time, on every core"
         if serial
-        else f"a cpu lane ({on['cpu']}) and a cuda lane ({on['cuda']}), one timed job at a time in each",
-        "lane_cores": {lane: sorted(found) for lane, found in cores.items()},
+        else f"the question's pair alone on every core, then a cpu lane ({on.get('cpu', 'every core')}) and a cuda "
+        f"lane ({on.get('cuda', 'every core')}) side by side, one timed job at a time in each",
+        "lane_cores": {lane: sorted(found) for lane, found in lane_cores.items()},
+        "order_seed": seed,
+        "stages": planned["stages"],
         "time_for_jobs_s": None if until is None else round(until - t0, 1),
         "jobs": sorted(outcomes, key=lambda outcome: order.index(outcome["name"])),
     }
@@ -237,20 +256,35 @@ def run_study(python: Path, config: Path, serial: bool, until: float | None, t0:
     return timing
 
 
-def render_what_finished(python: Path) -> None:
+def seconds_left(deadline: float | None) -> float | None:
+    """What is left of the command's time limit (monotonic ``deadline``), or None without one."""
+    return None if deadline is None else max(deadline - time.monotonic(), 0.0)
+
+
+def render_what_finished(python: Path, deadline: float | None) -> None:
     """The report of the records in results/, as render_report would make it had they been all."""
     try:
-        archive.render(ROOT, RESULTS, archive.render_command(RESULTS), python=str(python))
+        command = archive.render_command(RESULTS)
+        archive.render(ROOT, RESULTS, command, python=str(python), timeout=seconds_left(deadline))
     except archive.ArchiveError as err:
         raise StudyError(f"nothing to archive: {err}") from err
 
 
-def pack(python: Path, name: str | None, allow_modified: bool) -> Path:
-    """archive_study.py pack in the study's Python (the render and the RO-Crate need its packages)."""
+def pack(python: Path, name: str | None, allow_modified: bool, deadline: float | None) -> Path:
+    """archive_study.py pack in the study's Python (the render and the RO-Crate need its packages), within
+    the time limit: stopped at it, it leaves no archive, partial or whole."""
     before = set(ARCHIVES.iterdir()) if ARCHIVES.is_dir() else set()
     command = [str(python), str(ROOT / "scripts" / "archive_study.py"), "pack"]
     command += [*(["--name", name] if name else []), *(["--allow-modified"] if allow_modified else [])]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    try:
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=seconds_left(deadline))
+    except subprocess.TimeoutExpired:
+        for left in set(ARCHIVES.iterdir()) - before:  # the partial folder the stopped pack was filling
+            shutil.rmtree(left, ignore_errors=True)
+        raise StudyError(
+            "packing the archive ran past the time limit: the records and the report are in results/; "
+            "archive them with `python scripts/archive_study.py pack`, or give --archive-reserve more seconds"
+        ) from None
     if done.returncode != 0:
         raise StudyError(f"archiving failed: {done.stderr.strip()[-1500:]}")
     (folder,) = set(ARCHIVES.iterdir()) - before
@@ -287,8 +321,8 @@ def main() -> int:
     parser.add_argument(
         "--archive-reserve",
         type=float,
-        default=ARCHIVE_RESERVE_S,
-        help=f"seconds of the time limit kept for the report and the archive (default {ARCHIVE_RESERVE_S})",
+        default=lanes.ARCHIVE_RESERVE_S,
+        help=f"seconds of the time limit kept for the report and the archive (default {lanes.ARCHIVE_RESERVE_S})",
     )
     parser.add_argument("--name", help="the archive's folder name (default: <date>-<gpu model>)")
     parser.add_argument("--allow-modified", action="store_true", help="run from a modified tree; the archive says so")
@@ -318,8 +352,9 @@ def main() -> int:
         gpu = found["torch"]["gpu"]
         say(f"commit {commit[:12]}, {gpu or 'no GPU'}, config {args.config}")
         timing = run_study(python, args.config, args.serial, until, t0, gpu)
-        render_what_finished(python)
-        folder = pack(python, args.name, bool(modified))
+        deadline = None if args.time_limit is None else t0 + args.time_limit
+        render_what_finished(python, deadline)
+        folder = pack(python, args.name, bool(modified), deadline)
         gpu_study_readme.write(folder, timing, modified)
     except StudyError as err:
         say(f"error: {err}")

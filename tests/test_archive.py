@@ -412,3 +412,12 @@ def test_a_second_study_of_a_day_is_archived_under_the_next_free_name(tmp_path):
     (tmp_path / "2026-12-02-nvidia-h200").mkdir()
     (tmp_path / "2026-12-02-nvidia-h200-2").mkdir()
     assert unused_name(tmp_path, "2026-12-02-nvidia-h200") == "2026-12-02-nvidia-h200-3"
+
+
+def test_a_render_past_its_time_is_stopped_and_named(tmp_path):
+    # The GPU study renders within its time limit: a render still running at it is stopped, saying so.
+    (tmp_path / "slow_render.py").write_text("import time; time.sleep(60)\n")
+    began = time.monotonic()
+    with pytest.raises(ArchiveError, match=r"took over 1 s, the time it had"):
+        render(tmp_path, tmp_path, ["slow_render.py"], timeout=1)
+    assert time.monotonic() - began < 10

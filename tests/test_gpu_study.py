@@ -308,8 +308,12 @@ def test_a_failed_job_still_leaves_a_report_and_an_archive_that_name_it(tmp_path
     provenance = json.loads((folder / "provenance.json").read_text())
     assert provenance["modified_tree_allowed"] is True
     # Each Snakemake call's output is archived, lane by lane, and Snakemake's own log of each call that made a record.
-    lane = (folder / "logs" / "gpu_study" / "cpu.log").read_text()
-    assert len([line for line in lane.splitlines() if line.startswith("$ ")]) == 4
+    # torch's seed alone, then the cpu lane's three jobs (the study has no cuda).
+    calls = {}
+    for lane in ("alone", "cpu"):
+        text = (folder / "logs" / "gpu_study" / f"{lane}.log").read_text()
+        calls[lane] = len([line for line in text.splitlines() if line.startswith("$ ")])
+    assert calls == {"alone": 1, "cpu": 3}
     assert (folder / "logs" / "gpu_study" / "prepare.log").is_file()
     own = [(folder / rel).read_text() for rel in provenance["study"]["snakemake_logs"]]
     timing = json.loads((folder / "logs" / "gpu_study.json").read_text())
@@ -447,9 +451,22 @@ def test_the_whole_command_rehearsed_on_a_node_python_as_gpu_nodes_have_it(
     folder = directory / "results" / "archive" / "small"
     timing = json.loads((folder / "logs" / "gpu_study.json").read_text())
     assert {job["outcome"] for job in timing["jobs"]} == {"done"}
-    # A cpu and a cuda job ran side by side, never two on one device.
+    # The question's pair alone, nothing beside it; then a cpu and a cuda job side by side, never two on one
+    # device, each lane on its own cores, and what ran beside each job is in its outcome.
+    jobs = {job["name"]: job for job in timing["jobs"]}
+    assert timing["stages"][0] == {"alone": ["torch-cpu-seed-1", "torch-cuda-seed-1"]}
+    assert jobs["torch-cpu-seed-1"]["beside"] == jobs["torch-cuda-seed-1"]["beside"] == {}
     assert most_jobs_at_once(timing["jobs"]) == {"cpu": 1, "cuda": 1}
     assert most_jobs_at_once(timing["jobs"], by_device=False) == 2
+    assert jobs["numpy-cuda-fused-1"]["beside"] and jobs["numpy-cuda-fused-1"]["cores"] != jobs["sweep-cpu"]["cores"]
+    # Around each cuda job, the GPU's state as nvidia-smi says it (here: that there is none).
+    assert all("gpu_before" in job and "gpu_after" in job for job in jobs.values() if job["device"] == "cuda")
+    # The set-up this rehearsal measured is the allowance the GPU study's plan is held to: on the machine the
+    # H200 archive's records were made on, config/gpu.yaml's plan fits a 480 s limit with the floor and the
+    # torch cuda probe inside it.
+    fits = gpu_plan_fits(tmp_path, timing["setup_s"], time_limit=480)
+    assert fits["numpy-cuda-fused-1"] and fits["probe-torch-cuda"], (timing["setup_s"], fits)
+    assert fits["torch-cpu-seed-1"] and fits["torch-cuda-seed-1"]
     records = [json.loads(p.read_text()) for p in sorted((folder / "runs").glob("*.json"))]
     assert len(records) == 5  # torch seed on both devices, numpy's two rungs on cpu and its fused on cuda
     readme = (folder / "README.md").read_text()
@@ -463,6 +480,32 @@ def test_the_whole_command_rehearsed_on_a_node_python_as_gpu_nodes_have_it(
     # The archive is sealed like any other: its manifest and its re-rendered report check out.
     checked = verify(directory, folder)
     assert checked.returncode == 0, checked.stderr[-3000:]
+
+
+def gpu_plan_fits(tmp_path: Path, setup_s: float, time_limit: float) -> dict[str, bool]:
+    """Which jobs of config/gpu.yaml the plan fits in ``time_limit`` after ``setup_s`` of set-up, for the
+    machine the committed H200 archive was made on (its CPU model and count, and its GPU)."""
+    from tiny_mlp_bench import config_check
+
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config |= yaml.safe_load((ROOT / "config" / "gpu.yaml").read_text())
+    (tmp_path / "gpu-as-run.yaml").write_text(yaml.safe_dump(config_check.with_catalogue_defaults(config)))
+    first = sorted((ROOT / "results" / "archive").glob("*-h200/runs/*.json"))[0]
+    env = json.loads(first.read_text())["environment"]
+    command = [sys.executable, "-m", "tiny_mlp_bench.plan", "--config", str(tmp_path / "gpu-as-run.yaml")]
+    command += ["--archives", str(ROOT / "results" / "archive"), "--gpu", env["gpu_name"]]
+    command += ["--cpu-model", env["cpu_model"], "--logical-cpus", str(env["logical_cpus"])]
+    command += ["--time-limit", str(time_limit), "--setup-s", str(setup_s)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {job["name"]: job["fits"] for job in json.loads(done.stdout)["jobs"]}
+
+
+def test_the_gpu_studys_plan_puts_the_question_first_and_the_floor_and_probe_early_in_the_cuda_lane(tmp_path):
+    # With no set-up at all, 480 s fits much of config/gpu.yaml; what is left out is the dearest.
+    fits = gpu_plan_fits(tmp_path, 0, time_limit=480)
+    assert fits["torch-cpu-seed-1"] and fits["torch-cuda-seed-1"] and fits["numpy-cuda-fused-1"]
+    assert fits["probe-torch-cuda"] and not all(fits.values())
 
 
 def test_the_preflight_says_what_the_study_would_use_and_names_what_stops_it(tmp_path):

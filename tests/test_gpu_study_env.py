@@ -64,17 +64,6 @@ def test_a_cuda_toolkit_is_one_with_libnvvm_where_numba_cuda_looks(tmp_path):
     assert root is None and "none has nvvm/lib64/libnvvm.so" in looked
 
 
-def test_the_preflight_names_lanes_that_share_a_physical_core(tmp_path):
-    for core, siblings in {0: "0,2", 1: "1,3", 2: "0,2", 3: "1,3"}.items():
-        (tmp_path / f"cpu{core}" / "topology").mkdir(parents=True)
-        (tmp_path / f"cpu{core}" / "topology" / "thread_siblings_list").write_text(siblings + "\n")
-    siblings = gpu_study_env.core_siblings({0, 1, 2, 3}, tmp_path)
-    # Split in halves, each lane's core has its sibling in the other lane.
-    assert gpu_study_env.shared_between_lanes({"cpu": {0, 1}, "cuda": {2, 3}}, siblings) == ["0,2", "1,3"]
-    assert gpu_study_env.shared_between_lanes({"cpu": {0, 2}, "cuda": {1, 3}}, siblings) == []
-    assert gpu_study_env.parse_core_list("0-2,8") == {0, 1, 2, 8}
-
-
 def test_the_preflight_runs_the_floor_kernel_as_the_study_would():
     # Under numba's CUDA simulator (no GPU here): the kernel the study compiles for the GPU, two epochs.
     code = "from tiny_mlp_bench import gpu_preflight; print(gpu_preflight.floor_kernel())"

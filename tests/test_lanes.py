@@ -126,3 +126,54 @@ def test_a_job_that_wrote_its_record_as_the_time_ran_out_is_done(tmp_path, monke
 
 def test_a_call_reruns_what_a_stopped_job_left_incomplete():
     assert "--rerun-incomplete" in lanes.snakemake_command("python", "config.yaml", "results/runs/a.json")
+
+
+def topology(sysfs, siblings: dict[int, str]):
+    for cpu, listed in siblings.items():
+        (sysfs / f"cpu{cpu}" / "topology").mkdir(parents=True)
+        (sysfs / f"cpu{cpu}" / "topology" / "thread_siblings_list").write_text(listed + "\n")
+    return lanes.core_siblings(set(siblings), sysfs)
+
+
+def test_lanes_get_whole_physical_cores_however_the_machine_numbers_its_threads(tmp_path):
+    # Threads numbered core by core (0-3 the first thread of each core, 4-7 their siblings): halves of the
+    # logical numbering would put a core's two threads in two lanes.
+    by_core = topology(tmp_path / "by-core", {cpu: f"{cpu % 4},{cpu % 4 + 4}" for cpu in range(8)})
+    assert lanes.split_cores(set(range(8)), ["cpu", "cuda"], by_core) == {"cpu": {0, 1, 4, 5}, "cuda": {2, 3, 6, 7}}
+    # Siblings side by side (0-1 one core): the same halves as the numbering.
+    adjacent = topology(tmp_path / "adjacent", {cpu: f"{cpu - cpu % 2}-{cpu - cpu % 2 + 1}" for cpu in range(8)})
+    assert lanes.split_cores(set(range(8)), ["cpu", "cuda"], adjacent) == {"cpu": {0, 1, 2, 3}, "cuda": {4, 5, 6, 7}}
+    # One physical core with two threads cannot be shared out; a topology the kernel does not show
+    # counts each CPU as a core of its own.
+    assert lanes.split_cores({0, 1}, ["cpu", "cuda"], topology(tmp_path / "one", {0: "0-1", 1: "0-1"})) == {}
+    unknown = lanes.core_siblings({0, 1}, tmp_path / "nothing")
+    assert unknown == {0: "", 1: ""}
+    assert lanes.split_cores({0, 1}, ["cpu", "cuda"], unknown) == {"cpu": {0}, "cuda": {1}}
+    assert lanes.parse_core_list("0-2,8") == {0, 1, 2, 8}
+
+
+def test_each_job_says_what_ran_beside_it_and_for_how_long():
+    outcomes = [
+        {"name": "a", "lane": "cpu", "started_s": 0.0, "took_s": 10.0},
+        {"name": "b", "lane": "cuda", "started_s": 4.0, "took_s": 2.0},
+        {"name": "c", "lane": "cuda", "started_s": 10.0, "took_s": 5.0},  # starts as a ends: not beside it
+        {"name": "d", "lane": "cuda", "started_s": 14.9, "took_s": 1.0},  # after c in its lane, the times rounded
+        {"name": "skipped", "lane": "cpu", "outcome": "skipped for time"},
+    ]
+    lanes.add_beside(outcomes)
+    assert [o.get("beside") for o in outcomes] == [{"b": 2.0}, {"a": 2.0}, {}, {}, None]
+
+
+def test_a_cuda_job_keeps_the_gpus_state_before_and_after_and_every_job_its_cores(tmp_path, stand_in):
+    readings = []
+
+    def read():
+        readings.append(len(readings))
+        return [{"pstate": "P0", "reading": str(len(readings))}]
+
+    running = lanes.Lanes(sys.executable, tmp_path / "config.yaml", tmp_path, "logs", lambda line: None, read)
+    planned = {"cpu": [job("c", 0, 1)], "cuda": [job("g", 0, 1, "cuda")]}
+    outcomes = {o["name"]: o for o in running.run(planned, until=None, t0=time.monotonic())}
+    assert outcomes["g"]["gpu_before"] != outcomes["g"]["gpu_after"] and len(readings) == 2
+    assert "gpu_before" not in outcomes["c"] and "gpu_after" not in outcomes["c"]
+    assert outcomes["c"]["cores"] == outcomes["g"]["cores"] == "every core"

@@ -121,3 +121,60 @@ def test_a_job_no_estimate_matches_is_named():
     config = CONFIG | {"plan_estimates_s": {"torch-*": 5}}
     with pytest.raises(ValueError, match="no estimate in plan_estimates_s matches keras_jax-cpu-seed-1"):
         plan.plan(config, Path("/nonexistent"), None)
+
+
+def test_later_rounds_run_in_the_order_the_seed_draws_and_round_r_holds_repeat_r():
+    config = CONFIG | {"repeats": 3}
+    planned = plan.plan(config, Path("/nonexistent"), None, seed=7)
+    assert {p.round for p in planned} == {1, 2, 3}
+    for p in planned:
+        assert p.round == (p.job.repeat or 1)
+    later = [p.job.name for p in planned if p.round > 1]
+    assert later == [p.job.name for p in plan.plan(config, Path("/nonexistent"), None, seed=7) if p.round > 1]
+    assert later != [p.job.name for p in plan.plan(config, Path("/nonexistent"), None, seed=8) if p.round > 1]
+    # The same jobs whatever the seed; the first round keeps its priority order.
+    other = plan.plan(config, Path("/nonexistent"), None, seed=8)
+    assert sorted(later) == sorted(p.job.name for p in other if p.round > 1)
+    assert [p.job.name for p in planned if p.round == 1] == [p.job.name for p in other if p.round == 1]
+
+
+def test_the_questions_pair_runs_alone_then_the_lanes_side_by_side_round_by_round():
+    planned = plan.plan(CONFIG, Path("/nonexistent"), None, seed=1)
+    staged = [{lane: [p.job.name for p in jobs] for lane, jobs in stage.items()} for stage in plan.stages(planned)]
+    assert [list(stage) for stage in staged] == [["alone"], ["cpu", "cuda"], ["alone"], ["cpu", "cuda"]]
+    assert staged[0]["alone"] == ["torch-cpu-seed-1", "torch-cuda-seed-1"]
+    assert sorted(staged[2]["alone"]) == ["torch-cpu-seed-2", "torch-cuda-seed-2"]
+    # Keras's question rungs head their lanes; every job of a lane is of its device.
+    assert staged[1]["cpu"][0] == "keras_jax-cpu-seed-1" and staged[1]["cuda"][0] == "keras_jax-cuda-seed-1"
+    for stage in staged[1::2]:
+        assert all(f"-{lane}" in name for lane, names in stage.items() for name in names)
+    # --serial: one lane, the plan's order.
+    assert plan.stages(planned, serial=True) == [{"serial": planned}]
+
+
+def test_after_the_question_the_cheapest_first_probes_and_sweeps_before_rungs_as_long():
+    estimates = {"*": 10, "numpy-*": 2, "torch-*-fused_epoch-*": 60, "probe-*": 60, "sweep-*": 5}
+    planned = plan.plan(CONFIG | {"plan_estimates_s": estimates, "repeats": 1}, Path("/nonexistent"), None)
+    cuda = [p.job.name for p in planned if p.lane == "cuda" and p.tier == 2]
+    assert cuda == [
+        "numpy-cuda-fused-1",
+        "sweep-cuda",
+        "torch-cuda-graphed-1",
+        "probe-torch-cuda",
+        "probe-keras_jax-cuda",
+        "torch-cuda-fused_epoch-1",
+    ]
+
+
+def test_the_schedule_starts_no_job_that_no_longer_fits_and_a_stage_waits_for_every_lane():
+    estimates = {"*": 10, "torch-cpu-seed-*": 4, "torch-cuda-seed-*": 6, "keras_jax-cuda-*": 30}
+    planned = plan.plan(CONFIG | {"plan_estimates_s": estimates, "repeats": 1}, Path("/nonexistent"), None)
+    starts = plan.schedule(planned, time_for_jobs=40)
+    # Alone, one after the other; then both lanes start together, when the alone stage has ended.
+    assert (starts["torch-cpu-seed-1"], starts["torch-cuda-seed-1"]) == (0, 4)
+    assert starts["keras_jax-cpu-seed-1"] == starts["keras_jax-cuda-seed-1"] == 10
+    # The cuda lane's Keras run takes it to the end: nothing after it fits. The cpu lane fits three of 10.
+    cuda_after = [p.job.name for p in planned if p.lane == "cuda" and p.job.name != "keras_jax-cuda-seed-1"]
+    assert all(starts[name] is None for name in cuda_after) and starts["keras_jax-cuda-seed-1"] is not None
+    cpu = [starts[p.job.name] for p in planned if p.lane == "cpu"]
+    assert cpu == [10, 20, 30] + [None] * (len(cpu) - 3)

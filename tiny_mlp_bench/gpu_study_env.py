@@ -1,7 +1,7 @@
 """The study's Python on a GPU machine (scripts/gpu_study.py): .venv-gpu/, a virtual environment
 over the machine's own packages (its torch and JAX built for CUDA, and the .pth hooks beside them)
 with the carried kit installed into it, the check that it has everything the study needs, and what
-the pre-flight reads of the machine itself: the CUDA toolkit, the cores' siblings, the GPU's state.
+the pre-flight reads of the machine itself: the CUDA toolkit and the GPU's state.
 
 Standard library only, as the command that uses it: it runs on the machine's bare Python, before
 any of the study's packages is installed. StudyError and say are the command's own, defined here
@@ -172,37 +172,8 @@ def toolkit_version(root: Path) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", root.name))
 
 
-def core_siblings(cores: set[int], sysfs: Path = Path("/sys/devices/system/cpu")) -> dict[int, str]:
-    """Each core's hyper-thread siblings as the kernel lists them (``0,8`` or ``0-1``); "" where unknown."""
-    found = {}
-    for core in sorted(cores):
-        path = sysfs / f"cpu{core}" / "topology" / "thread_siblings_list"
-        found[core] = path.read_text().strip() if path.is_file() else ""
-    return found
-
-
-def shared_between_lanes(lane_cores: dict[str, set[int]], siblings: dict[int, str]) -> list[str]:
-    """The physical cores that two lanes share (one's core the other's hyper-thread sibling)."""
-    lane_of = {core: lane for lane, cores in lane_cores.items() for core in cores}
-    shared = set()
-    for core, listed in siblings.items():
-        others = {lane_of.get(other) for other in parse_core_list(listed)} - {None, lane_of.get(core)}
-        if others:
-            shared.add(listed)
-    return sorted(shared)
-
-
-def parse_core_list(text: str) -> set[int]:
-    """``0-3,8`` as the set of cores it names."""
-    cores = set()
-    for part in filter(None, text.split(",")):
-        first, _, last = part.partition("-")
-        cores.update(range(int(first), int(last or first) + 1))
-    return cores
-
-
-# What nvidia-smi says of each GPU's state before a study: the clocks it runs at against its most,
-# its performance state, power and temperature, and why its clocks are held down, if they are.
+# What nvidia-smi says of each GPU's state before a study and around each cuda job: the clocks it runs
+# at against its most, its performance state, power and temperature, and why its clocks are held down.
 GPU_FIELDS = (
     "name,pstate,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,temperature.gpu,clocks_event_reasons.active"
 )
@@ -220,3 +191,14 @@ def gpu_state() -> str:
         if done.returncode == 0:  # older drivers know the reasons by their older name only
             return done.stdout.strip()
     return f"nvidia-smi failed: {done.stderr.strip() or done.stdout.strip()}"
+
+
+def gpu_readings() -> list[dict[str, str]] | str:
+    """gpu_state() as one dict per GPU, field to value, or why there is none: what a cuda job's outcome
+    keeps of the GPU before and after it (its clocks, power state and why they are held down)."""
+    said = gpu_state()
+    lines = said.splitlines()
+    if len(lines) < 2 or "," not in lines[0]:
+        return said
+    fields = [field.strip() for field in lines[0].split(",")]
+    return [dict(zip(fields, (value.strip() for value in line.split(",")), strict=False)) for line in lines[1:]]

@@ -82,7 +82,9 @@ def write(folder: Path, timing: dict, modified: list[str]) -> None:
         "  comes from the records in `runs/`, `sweep/` and `probes/`.",
         f"- Set-up {timing['setup_s']} s, then the jobs {timing['jobs_wall_s']} s ({timing['lanes']}"
         + (f"; {limit:g} s from the command's start for jobs" if limit is not None else "")
-        + f"): `{STUDY_LOG}`, which also holds each job's plan and outcome.",
+        + f"): `{STUDY_LOG}`, which also holds each job's plan and outcome, the cores it ran on, what ran beside",
+        "  it and, for a cuda job, the GPU's clocks, power state and throttle reasons before and after.",
+        f"- Later rounds (every repeat after the first) ran in the order seed {timing['order_seed']} draws.",
         f"- Each Snakemake call's output: `{LANE_LOGS}/<lane>.log` (and `prepare.log`); Snakemake's own logs of",
         f"  the calls that made records: {own_logs}.",
     ]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
 
@@ -77,3 +78,21 @@ def probes(config: dict) -> list[Job]:
 
 def timed_jobs(config: dict) -> list[Job]:
     return training_runs(config) + sweeps(config) + probes(config)
+
+
+def in_rounds(timed: list[Job], seed: int) -> list[list[Job]]:
+    """The jobs in rounds, round r holding every job's r-th repeat (a sweep or a probe, which has none,
+    in the first), each round in an order drawn from ``seed`` and the round's number.
+
+    Run round by round, every rung's runs spread over the study's time, so that a repeat's number
+    and the time of day go with no rung; the seed, recorded, makes the order again.
+    """
+    rounds: dict[int, list[Job]] = {}
+    for job in timed:
+        rounds.setdefault(job.repeat or 1, []).append(job)
+    ordered = []
+    for number in sorted(rounds):
+        jobs = list(rounds[number])
+        random.Random(f"{seed}:{number}").shuffle(jobs)
+        ordered.append(jobs)
+    return ordered

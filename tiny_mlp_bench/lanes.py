@@ -1,11 +1,14 @@
 """Lanes of timed jobs for the GPU study (scripts/gpu_study.py): each lane runs its jobs one after
 another, each as a Snakemake call of its own, and starts none that no longer fits the time left.
 
-A cpu lane and a cuda lane run side by side, as two Snakemake processes (``--nolock``: their
-outputs are disjoint, and the dataset both read is made before they start), each pinned to its own
-share of the cores: a cuda job is bound by its host thread, and a cpu job's threads or a cold
-compilation's workers on the same cores would slow it. Standard library only: the GPU study's
-command runs on a machine's bare Python.
+The study runs in stages (plan.stages): the question's pair alone, one job at a time with nothing
+beside it, then a cpu lane and a cuda lane side by side, as two Snakemake processes (``--nolock``:
+their outputs are disjoint, and the dataset both read is made before they start), each pinned to its
+own share of the physical cores: a cuda job is bound by its host thread, and a cpu job's threads or a
+cold compilation's workers on the same core, or on its hyper-thread sibling, would slow it. Each job's
+outcome says on which cores it ran, what ran beside it and, for a cuda job, the GPU's clocks, power
+state and throttle reasons before and after. Standard library only: the GPU study's command runs
+on a machine's bare Python.
 """
 
 from __future__ import annotations
@@ -18,6 +21,13 @@ import threading
 import time
 from pathlib import Path
 
+from tiny_mlp_bench.gpu_study_env import gpu_readings
+
+# What the end of the GPU study needs after the last job: the stop grace, the report rendered from
+# the records, and the archive, which renders it again to seal it. On the 2-core development machine
+# a render of the default study's 63 records took 3.6 s (make verify), and render and pack of a small
+# study 2.4 s and 2.3 s: 45 s is about twice what the grace and both renders of the GPU study need.
+ARCHIVE_RESERVE_S = 45
 # How long Snakemake may take to stop its job at the time limit before its process group is killed.
 STOP_GRACE_S = 10
 TAIL_LINES = 8  # of a failed job's log, kept for the archive's README
@@ -28,15 +38,44 @@ class Interrupted(Exception):
     """Ctrl-C: the lanes stopped their jobs and started no more."""
 
 
-def split_cores(cores: set[int], lanes: list[str]) -> dict[str, set[int]]:
-    """The cores in order, cut into one run of equal share per lane (the last lane takes what is left
-    over); none where there are fewer cores than lanes."""
-    ordered, share = sorted(cores), len(cores) // len(lanes)
+def core_siblings(cores: set[int], sysfs: Path = Path("/sys/devices/system/cpu")) -> dict[int, str]:
+    """Each core's hyper-thread siblings as the kernel lists them (``0,8`` or ``0-1``); "" where unknown."""
+    found = {}
+    for core in sorted(cores):
+        path = sysfs / f"cpu{core}" / "topology" / "thread_siblings_list"
+        found[core] = path.read_text().strip() if path.is_file() else ""
+    return found
+
+
+def parse_core_list(text: str) -> set[int]:
+    """``0-3,8`` as the set of cores it names."""
+    cores = set()
+    for part in filter(None, text.split(",")):
+        first, _, last = part.partition("-")
+        cores.update(range(int(first), int(last or first) + 1))
+    return cores
+
+
+def physical_cores(cores: set[int], siblings: dict[int, str]) -> list[frozenset[int]]:
+    """The logical CPUs of ``cores`` grouped by the physical core they are threads of, in order of their
+    first CPU; a CPU whose siblings are unknown counts as a physical core of its own."""
+    groups: dict[frozenset[int], None] = {}
+    for cpu in sorted(cores):
+        groups.setdefault(frozenset(parse_core_list(siblings.get(cpu, "")) & cores) or frozenset({cpu}), None)
+    return list(groups)
+
+
+def split_cores(cores: set[int], lanes: list[str], siblings: dict[int, str] | None = None) -> dict[str, set[int]]:
+    """The physical cores in order, cut into one run of equal share per lane (the last lane takes what
+    is left over), each lane with every thread of its cores: no two lanes on one physical core, however
+    the machine numbers its logical CPUs. None where there are fewer physical cores than lanes."""
+    physical = physical_cores(cores, siblings or {})
+    share = len(physical) // len(lanes)
     if share == 0:
         return {}
     starts = [i * share for i in range(len(lanes))]
-    ends = [*starts[1:], len(ordered)]
-    return {lane: set(ordered[a:b]) for lane, a, b in zip(lanes, starts, ends, strict=True)}
+    ends = [*starts[1:], len(physical)]
+    return {lane: set().union(*physical[a:b]) for lane, a, b in zip(lanes, starts, ends, strict=True)}
 
 
 def core_list(cores: set[int]) -> str:
@@ -134,8 +173,9 @@ def recorded_failure(record: Path) -> str | None:
 class Lanes:
     """The study's jobs (plan.py's, as dicts), lane by lane, in ``cwd`` with ``python``'s Snakemake."""
 
-    def __init__(self, python: Path, config: Path, cwd: Path, logs: Path, say) -> None:
+    def __init__(self, python: Path, config: Path, cwd: Path, logs: Path, say, readings=gpu_readings) -> None:
         self.python, self.config, self.cwd, self.logs, self.say = python, config, cwd, logs, say
+        self.gpu_readings = readings  # the GPU's state around a cuda job (a test's stand-in where it has none)
         self.stop = threading.Event()  # set on Ctrl-C: the lanes stop their jobs and start no more
 
     def run(
@@ -182,10 +222,15 @@ class Lanes:
                 self.say(f"{where}: skipped, expected {job['expected_s']:g} s with {max(left, 0):.0f} s left")
             else:
                 self.say(f"{where}: tier {job['tier']}, expected {job['expected_s']:g} s ({job['expected_from']})")
+                outcome["cores"] = core_list(cores) if cores else "every core"
+                if job["device"] == "cuda":
+                    outcome["gpu_before"] = self.gpu_readings()
                 begun = time.monotonic()
                 command = snakemake_command(self.python, self.config, job["output"])
                 outcome["outcome"] = run_snakemake(command, self.cwd, log, until, self.stop)
                 outcome |= {"started_s": round(begun - t0, 1), "took_s": round(time.monotonic() - begun, 1)}
+                if job["device"] == "cuda":
+                    outcome["gpu_after"] = self.gpu_readings()
                 if outcome["outcome"] == "stopped" and (self.cwd / job["output"]).is_file():
                     # The job wrote its record just as the time ran out, and Snakemake was stopped in its
                     # bookkeeping after it. Records are written whole or not at all: the run finished.
@@ -200,3 +245,18 @@ class Lanes:
                     )
                 self.say(f"{where}: {outcome['outcome']} in {outcome['took_s']} s")
             outcomes.append(outcome)
+
+
+def add_beside(outcomes: list[dict]) -> None:
+    """Give each job that ran its ``beside``: the other lanes' jobs whose time overlapped its own, with
+    the seconds they overlapped, from the outcomes' ``started_s`` and ``took_s`` (a lane's own jobs run
+    one after another: the rounding of their times would make them touch)."""
+    ran = [o for o in outcomes if "started_s" in o]
+    for job in ran:
+        start, end = job["started_s"], job["started_s"] + job["took_s"]
+        job["beside"] = {
+            other["name"]: round(overlap, 1)
+            for other in ran
+            if other["lane"] != job["lane"]
+            and (overlap := min(end, other["started_s"] + other["took_s"]) - max(start, other["started_s"])) > 0
+        }

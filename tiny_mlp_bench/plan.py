@@ -1,14 +1,20 @@
-"""The GPU study's plan: its timed jobs in the order that matters most, each with its expected time.
+"""The GPU study's plan: its timed jobs in the order that matters most, each with its expected time,
+in the stages it runs in, and which of them fit its time.
 
 A GPU machine may be had for minutes, so scripts/gpu_study.py runs what matters first and starts
-no job that no longer fits its time limit. The order, in three tiers:
+no job that no longer fits its time limit. The jobs run in rounds, round r holding every job's r-th
+repeat (jobs.in_rounds). The first round runs in three tiers:
 
 1. the question: the asker's torch loop and the asker's Keras ``fit`` (Keras 2, on TensorFlow, where
    the study runs it, else Keras 3 on JAX), on each device;
 2. what no archived record from a GPU has measured: a rung, a probe, a sweep, on each device (the
-   cpu twin gives the same machine's comparison);
-3. the rest: rungs measured on a GPU before, rungs that run on cpu only, and every repeat after
-   the first.
+   cpu twin gives the same machine's comparison), the cheapest first;
+3. the rest, the cheapest first: rungs measured on a GPU before and rungs that run on cpu only.
+
+Later rounds run in the order a recorded seed shuffles them into, so that neither a repeat's number
+nor the time of day goes with a rung. In every round the question's pair, the asker's torch loop on
+cpu and on cuda, runs alone (lane ``alone``): nothing else runs while the GPU-against-CPU answer is
+timed. Then a cpu lane and a cuda lane run the round's other jobs side by side (lanes.py).
 
 A job's expected time comes from the newest archived record of the same kind of machine (the same
 CPU model and count and, for a cuda job, the same GPU): the phases its record times, the fit scaled
@@ -17,8 +23,11 @@ patterns (``torch-cuda-*``, ``probe-*``) to seconds, the most specific that matc
 with the most characters besides ``*``: a config as run is written with its keys sorted).
 
     python -m tiny_mlp_bench.plan --config results/config.yaml --archives results/archive [--gpu NAME]
+        [--time-limit S --setup-s S] [--seed N] [--cpu-model M --logical-cpus N]
 
-prints the plan as JSON, one object per job: name, output, device, tier, expected_s, expected_from.
+prints the plan as JSON: the seed, the time for jobs and one object per job (name, output, device,
+round, tier, lane, expected_s, expected_from and, with a time limit, whether it fits and when it
+would start). ``--cpu-model`` and ``--logical-cpus`` plan for another machine than this one.
 """
 
 from __future__ import annotations
@@ -34,10 +43,12 @@ from pathlib import Path
 import yaml
 
 from tiny_mlp_bench import catalogue, environment, jobs, records
+from tiny_mlp_bench.lanes import ARCHIVE_RESERVE_S
 from tiny_mlp_bench.question import TORCH, askers_keras, askers_rung
 from tiny_mlp_bench.timing import FIT_PARTS, SETUP_PARTS
 
 TIERS = ("the question", "never measured on a GPU", "the rest")
+ALONE = "alone"  # the lane of the jobs that run with nothing beside them: the question's pair
 # Snakemake's own start and the program's, before its first phase: a nothing-to-do Snakemake call
 # took 1.2 s and a one-second numpy run 3.2 s from the command on the 2-core development machine.
 JOB_OVERHEAD_S = 3.0
@@ -49,6 +60,8 @@ class Planned:
     tier: int  # 1, 2 or 3: the index into TIERS, plus one
     expected_s: float
     expected_from: str  # the archive whose record it comes from, or "estimate <pattern>"
+    round: int  # the repeat it runs in (jobs.in_rounds)
+    lane: str  # ALONE, or its device's lane
 
     def as_dict(self) -> dict:
         return {
@@ -56,6 +69,8 @@ class Planned:
             "output": self.job.output,
             "log": self.job.log,
             "device": self.job.device,
+            "round": self.round,
+            "lane": self.lane,
             "tier": self.tier,
             "tier_name": TIERS[self.tier - 1],
             "expected_s": round(self.expected_s, 1),
@@ -155,33 +170,129 @@ def tier(job: jobs.Job, question: set[tuple], measured: set[tuple]) -> int:
     return 2 if cuda_side(job) not in measured | {None} else 3
 
 
-def plan(config: dict, archives: Path, gpu: str | None) -> list[Planned]:
-    """The config's timed jobs in the order to run them, each with its expected time."""
-    timed = jobs.timed_jobs(config)
+def lane(job: jobs.Job) -> str:
+    """ALONE for the question's pair (the asker's torch loop, on cpu and on cuda: the GPU-against-CPU
+    answer, timed with nothing beside it); every other job runs in its device's lane."""
+    pair = job.rule == "train" and (job.framework, job.variant) == (TORCH, askers_rung(TORCH))
+    return ALONE if pair else job.device
+
+
+# Among jobs expected to take as long, the probes and sweeps first: one job a device each, the
+# fixed costs and the crossover, against a ladder's many rungs.
+KIND_FIRST = {"probe_fixed_costs": 0, "sweep_crossover": 1, "train": 2}
+
+
+def plan(config: dict, archives: Path, gpu: str | None, seed: int = 0, machine: dict | None = None) -> list[Planned]:
+    """The config's timed jobs in the order to run them, each with its expected time, round and lane.
+
+    The first round runs by tier, the cheapest first within tiers 2 and 3; later rounds in ``seed``'s
+    order. ``machine`` (this_machine's keys) plans for another machine than this one.
+    """
     first = question(config["frameworks"])
     ok_records = list(archived(archives))  # read once: both questions are asked of every record
     measured = measured_on_gpus(ok_records)
-    seconds = archived_seconds(ok_records, this_machine(gpu), config["epochs"])
+    seconds = archived_seconds(ok_records, machine or this_machine(gpu), config["epochs"])
+    timed = jobs.timed_jobs(config)
+    config_order = {job: i for i, job in enumerate(timed)}
+    expected = {job: seconds.get(measure_key(job)) or estimate(job, config["plan_estimates_s"]) for job in timed}
     planned = []
-    for job in timed:
-        expected = seconds.get(measure_key(job)) or estimate(job, config["plan_estimates_s"])
-        planned.append(Planned(job, tier(job, first, measured), *expected))
-    return sorted(planned, key=lambda p: p.tier)  # stable: the config's order within a tier
+    for number, round_jobs in enumerate(jobs.in_rounds(timed, seed), 1):
+        in_round = [Planned(job, tier(job, first, measured), *expected[job], number, lane(job)) for job in round_jobs]
+        if number == 1:  # by priority; later rounds keep the seed's order
+            in_round.sort(
+                key=lambda p: (
+                    (p.tier, config_order[p.job])
+                    if p.tier == 1
+                    else (p.tier, p.expected_s, KIND_FIRST[p.job.rule], config_order[p.job])
+                )
+            )
+        planned += in_round
+    return planned
+
+
+def stages(planned: list[Planned], serial: bool = False) -> list[dict[str, list[Planned]]]:
+    """The plan as the study runs it: round by round, the round's ALONE jobs one after another, then
+    its other jobs in their lanes side by side. ``serial``: one lane, every job one after another."""
+    if serial:
+        return [{"serial": list(planned)}]
+    found = []
+    for number in sorted({p.round for p in planned}):
+        in_round = [p for p in planned if p.round == number]
+        alone = [p for p in in_round if p.lane == ALONE]
+        side_by_side = {
+            device: [p for p in in_round if p.lane == device]
+            for device in ("cpu", "cuda")
+            if device in {p.lane for p in in_round}
+        }
+        found += [stage for stage in ({ALONE: alone} if alone else None, side_by_side or None) if stage]
+    return found
+
+
+def schedule(planned: list[Planned], time_for_jobs: float, serial: bool = False) -> dict[str, float | None]:
+    """When each job would start (seconds after the first), were each to take its expected time, or
+    None where it would not fit: a lane starts no job whose expected time exceeds the time left, as
+    lanes.py does, and a stage starts when the one before has ended in every lane."""
+    starts, stage_start = {}, 0.0
+    for stage in stages(planned, serial):
+        stage_end = stage_start
+        for lane_jobs in stage.values():
+            now = stage_start
+            for p in lane_jobs:
+                if p.expected_s <= time_for_jobs - now:
+                    starts[p.job.name], now = now, now + p.expected_s
+                else:
+                    starts[p.job.name] = None
+            stage_end = max(stage_end, now)
+        stage_start = stage_end
+    return starts
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, required=True, help="the config as run (results/config.yaml)")
     parser.add_argument("--archives", type=Path, required=True, help="the archived studies (results/archive)")
-    parser.add_argument("--gpu", help="this machine's GPU, as torch names it (none: no GPU)")
+    parser.add_argument("--gpu", help="the machine's GPU, as torch names it (none: no GPU)")
+    parser.add_argument("--seed", type=int, default=0, help="the seed of the later rounds' order (default 0)")
+    parser.add_argument("--serial", action="store_true", help="one timed job at a time, as gpu_study.py --serial")
+    parser.add_argument("--time-limit", type=float, help="the study's --time-limit: say which jobs fit in it")
+    parser.add_argument(
+        "--archive-reserve",
+        type=float,
+        default=ARCHIVE_RESERVE_S,
+        help=f"seconds of the time limit kept for the report and the archive (default {ARCHIVE_RESERVE_S:g})",
+    )
+    parser.add_argument("--setup-s", type=float, help="the seconds the study takes before its first job")
+    parser.add_argument("--cpu-model", help="plan for a machine with this CPU model (default: this machine's)")
+    parser.add_argument("--logical-cpus", type=int, help="plan for a machine with this many logical CPUs")
     args = parser.parse_args(argv)
+    if args.time_limit is not None and args.setup_s is None:
+        parser.error("--time-limit needs --setup-s: the seconds the study takes before its first job")
     config = yaml.safe_load(args.config.read_text())
+    machine = this_machine(args.gpu)
+    given = {"cpu_model": args.cpu_model, "logical_cpus": args.logical_cpus}
+    machine |= {key: value for key, value in given.items() if value}
     try:
-        planned = plan(config, args.archives, args.gpu)
+        planned = plan(config, args.archives, args.gpu, args.seed, machine)
     except ValueError as err:
         print(f"error: {args.config}: {err}", file=sys.stderr)
         return 1
-    json.dump([p.as_dict() for p in planned], sys.stdout, indent=1)
+    found = {
+        "seed": args.seed,
+        "machine": machine,
+        "jobs": [p.as_dict() for p in planned],
+        "stages": [
+            {lane: [p.job.name for p in in_lane] for lane, in_lane in stage.items()}
+            for stage in stages(planned, args.serial)
+        ],
+    }
+    if args.time_limit is not None:
+        time_for_jobs = args.time_limit - args.archive_reserve - args.setup_s
+        starts = schedule(planned, time_for_jobs, args.serial)
+        found |= {"time_for_jobs_s": round(time_for_jobs, 1), "setup_s": args.setup_s}
+        for job in found["jobs"]:
+            start = starts[job["name"]]
+            job |= {"fits": start is not None, "starts_s": None if start is None else round(start, 1)}
+    json.dump(found, sys.stdout, indent=1)
     print()
     return 0
 

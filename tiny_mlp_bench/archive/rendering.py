@@ -40,8 +40,16 @@ def render_command(folder: Path, *, no_archive_qualifies: bool = False) -> list[
     return [*command, "--", *records["runs"]]
 
 
-def render(code: Path, folder: Path, command: list[str], python: str = sys.executable) -> None:
-    """Run the render command with the code in ``code`` on the records in ``folder``."""
-    done = subprocess.run([python, str(code / command[0]), *command[1:]], cwd=folder, capture_output=True, text=True)
+def render(
+    code: Path, folder: Path, command: list[str], python: str = sys.executable, timeout: float | None = None
+) -> None:
+    """Run the render command with the code in ``code`` on the records in ``folder``, stopped after
+    ``timeout`` seconds where given (its report is written whole or not at all)."""
+    try:
+        done = subprocess.run(
+            [python, str(code / command[0]), *command[1:]], cwd=folder, capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        raise ArchiveError(f"rendering the report in {folder} took over {timeout:.0f} s, the time it had") from None
     if done.returncode != 0:
         raise ArchiveError(f"rendering the report in {folder} failed:\n{done.stderr.strip()[-2000:]}")
