@@ -200,7 +200,7 @@ def make_plan(python: Path, gpu: str | None, seed: int, serial: bool) -> dict:
     """The jobs in the order to run them, each with its expected time, and the stages they run in
     (tiny_mlp_bench/plan.py)."""
     command = [str(python), "-m", "tiny_mlp_bench.plan", "--config", str(RESULTS / "config.yaml")]
-    command += ["--archives", str(ARCHIVES), "--seed", str(seed), *(["--gpu", gpu] if gpu else [])]
+    command += ["--archives", str(ARCHIVES), "--order", str(seed), *(["--gpu", gpu] if gpu else [])]
     done = subprocess.run([*command, *(["--serial"] if serial else [])], cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         raise StudyError(f"no plan: {done.stderr.strip()[-800:]}")

@@ -23,9 +23,9 @@ patterns (``torch-cuda-*``, ``probe-*``) to seconds, the most specific that matc
 with the most characters besides ``*``: a config as run is written with its keys sorted).
 
     python -m tiny_mlp_bench.plan --config results/config.yaml --archives results/archive [--gpu NAME]
-        [--time-limit S --setup-s S] [--seed N] [--cpu-model M --logical-cpus N]
+        [--time-limit S --setup-s S] [--order N] [--cpu-model M --logical-cpus N]
 
-prints the plan as JSON: the seed, the time for jobs and one object per job (name, output, device,
+prints the plan as JSON: the order seed, the time for jobs and one object per job (name, output, device,
 round, tier, lane, expected_s, expected_from and, with a time limit, whether it fits and when it
 would start). ``--cpu-model`` and ``--logical-cpus`` plan for another machine than this one.
 """
@@ -252,7 +252,7 @@ def main(argv=None) -> int:
     parser.add_argument("--config", type=Path, required=True, help="the config as run (results/config.yaml)")
     parser.add_argument("--archives", type=Path, required=True, help="the archived studies (results/archive)")
     parser.add_argument("--gpu", help="the machine's GPU, as torch names it (none: no GPU)")
-    parser.add_argument("--seed", type=int, default=0, help="the seed of the later rounds' order (default 0)")
+    parser.add_argument("--order", type=int, default=0, help="the seed of the later rounds' order (default 0)")
     parser.add_argument("--serial", action="store_true", help="one timed job at a time, as gpu_study.py --serial")
     parser.add_argument("--time-limit", type=float, help="the study's --time-limit: say which jobs fit in it")
     parser.add_argument(
@@ -272,12 +272,12 @@ def main(argv=None) -> int:
     given = {"cpu_model": args.cpu_model, "logical_cpus": args.logical_cpus}
     machine |= {key: value for key, value in given.items() if value}
     try:
-        planned = plan(config, args.archives, args.gpu, args.seed, machine)
+        planned = plan(config, args.archives, args.gpu, args.order, machine)
     except ValueError as err:
         print(f"error: {args.config}: {err}", file=sys.stderr)
         return 1
     found = {
-        "seed": args.seed,
+        "order_seed": args.order,
         "machine": machine,
         "jobs": [p.as_dict() for p in planned],
         "stages": [
