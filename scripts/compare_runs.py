@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Compare this study's run records with an archived study's, rung by rung, per step.
 
-For every rung timed on either side: both medians with their min-max over repeats, the ratio of
-this study's step to the archive's, and a verdict that says "faster" or "slower" only where the two
-min-max ranges do not overlap (tiny_mlp_bench/report/compare.py). Then, for every Keras rung, its
-pause at the end of fit (the fit_end phase) on both sides. Writes Markdown to stdout, or to --output.
+For every rung timed on either side: each side's geometric mean over its runs with a 95% interval,
+the ratio of this study's step to the archive's with its 95% interval and the exact Mann-Whitney
+p-value, and a verdict that says "faster" or "slower" only where the interval excludes 1 and the test
+passes at 5% (tiny_mlp_bench/report/compare.py). Then, for every Keras rung, its pause at the end of
+fit (the fit_end phase) on both sides. Writes Markdown to stdout, or to --output.
 
 Usage: python scripts/compare_runs.py results/archive/2026-11-30-cpu-2core/runs [--this results/runs]
 """
@@ -21,13 +22,25 @@ from tiny_mlp_bench.atomic import write_text_atomic
 from tiny_mlp_bench.records import RecordError
 from tiny_mlp_bench.report.cells import num, span, table, us
 from tiny_mlp_bench.report.compare import FitEndPause, RungChange, compare, fit_end_pauses, read_runs, versions
+from tiny_mlp_bench.report.inference import Interval, Ratio
 
 
-def spread(side: tuple[float, float, float, int] | None) -> list[str]:
+def bounds(low, high, cell) -> str:
+    """An interval's two ends; "unbounded" on a side too few runs bound."""
+    return f"{'unbounded' if low is None else cell(low)}–{'unbounded' if high is None else cell(high)}"
+
+
+def side_cells(side: Interval | None) -> list[str]:
     if side is None:
         return ["–", "–", "0"]
-    median, low, high, runs = side
-    return [us(median), f"{us(low)}–{us(high)}", str(runs)]
+    interval = "–" if side.runs < 2 else bounds(side.low, side.high, us)
+    return [us(side.estimate), interval, str(side.runs)]
+
+
+def ratio_cells(found: Ratio | None) -> list[str]:
+    if found is None:
+        return ["–", "–", "–"]
+    return [num(found.estimate), bounds(found.low, found.high, num), num(found.p_value, 3)]
 
 
 def pause_cells(side: tuple[float, float, float] | None) -> list[str]:
@@ -55,12 +68,17 @@ def pause_section(pauses: list[FitEndPause]) -> list[str]:
     ]
 
 
+def row(change: RungChange) -> list[str]:
+    sides = [*side_cells(change.side(change.this)), *side_cells(change.side(change.archive))]
+    return [f"{change.pair} `{change.variant}`", *sides, *ratio_cells(change.ratio), change.verdict]
+
+
 def render(
     changes: list[RungChange], pauses: list[FitEndPause], this: list[dict], archive: list[dict], archive_dir: Path
 ) -> str:
-    rows = [[f"{c.pair} `{c.variant}`", *spread(c.this), *spread(c.archive), num(c.ratio), c.verdict] for c in changes]
-    header = ["rung", "this µs / step", "min–max", "runs", "archive µs / step", "min–max", "runs"]
-    header += ["this / archive", "verdict"]
+    rows = [row(c) for c in changes]
+    header = ["rung", "this µs / step", "95% interval", "runs", "archive µs / step", "95% interval", "runs"]
+    header += ["this / archive", "95% interval", "p", "verdict"]
     return "\n".join(
         [
             f"# This study against {archive_dir}",
@@ -68,10 +86,12 @@ def render(
             f"- This study: {versions(this)}",
             f"- The archive: {versions(archive)}",
             "",
-            "Steady-state µs per optimiser step, the median over repeats. A change is called faster or slower only "
-            "where the two min–max ranges do not overlap; with one run on a side there is no spread to judge by.",
+            "Steady-state µs per optimiser step: the geometric mean of the runs, with a 95% t-interval on their "
+            "logs. The ratio is Hodges–Lehmann's, with the 95% interval of the exact Mann–Whitney test inverted, "
+            "and p is that test's. A change is called faster or slower only where the interval excludes 1 and "
+            "p < 0.05; 3 runs against 3 cannot get there (their least p is 0.10).",
             "",
-            table(header, rows, "lrrrrrrrl"),
+            table(header, rows, "lrrrrrrrrrl"),
             "",
             *pause_section(pauses),
         ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import run_script, synthetic_record, table_rows
@@ -19,28 +20,34 @@ def runs(variant: str, steps_ms: list[float], framework: str = "torch") -> list[
 
 
 ARCHIVE = [
-    *runs("seed", [1.0, 1.1, 0.9]),
-    *runs("sync_free", [0.25, 0.26]),
-    *runs("compiled", [0.1, 0.2]),
+    *runs("seed", [1.0, 1.1, 0.9, 1.05, 0.95]),
+    *runs("sync_free", [0.25, 0.26, 0.24, 0.25, 0.27]),
+    *runs("compiled", [0.1, 0.2, 0.15, 0.12, 0.18]),
+    *runs("resident", [1.0, 1.1, 0.9]),
     *runs("reference", [0.08], framework="numpy"),
     *runs("seed", [2.0, 2.0], framework="keras"),
 ]
 THIS = [
-    *runs("seed", [0.5, 0.55, 0.45]),  # half the archive's, the ranges apart: faster
-    *runs("sync_free", [0.5, 0.52]),  # twice the archive's: slower
-    *runs("compiled", [0.12, 0.18]),  # inside the archive's range, 0.1 to 0.2: noise
-    *runs("reference", [0.04], framework="numpy"),  # one run a side: no spread to judge by
+    *runs("seed", [0.5, 0.55, 0.45, 0.52, 0.48]),  # half the archive's, 5 runs a side: faster
+    *runs("sync_free", [0.5, 0.52, 0.49, 0.51, 0.5]),  # twice the archive's: slower
+    *runs("compiled", [0.12, 0.18, 0.14, 0.16, 0.15]),  # inside the archive's runs: not resolved
+    *runs("resident", [0.5, 0.55, 0.45]),  # half the archive's, but 3 runs against 3 cannot resolve it
+    *runs("reference", [0.04], framework="numpy"),  # one run a side
 ]
 
 
-def test_a_change_is_called_only_where_the_spreads_do_not_overlap():
+def test_a_change_is_called_only_where_the_runs_resolve_it():
     found = {(c.pair, c.variant): c for c in compare(THIS, ARCHIVE)}
-    assert found["torch-cpu", "seed"].verdict == "faster"
-    assert found["torch-cpu", "seed"].ratio == pytest.approx(0.5)
+    seed = found["torch-cpu", "seed"]
+    assert seed.verdict == "faster" and seed.ratio.estimate == pytest.approx(0.5, rel=0.05)
+    assert seed.ratio.high < 1 and seed.ratio.p_value == pytest.approx(2 / 252)  # the exact test's least at 5 v 5
     assert found["torch-cpu", "sync_free"].verdict == "slower"
-    assert found["torch-cpu", "compiled"].verdict == "within the noise"
-    assert found["torch-cpu", "compiled"].ratio == pytest.approx(0.15 / 0.15)
-    assert found["numpy-cpu", "reference"].verdict == "not judged: one run, no spread"
+    assert found["torch-cpu", "compiled"].verdict == "not resolved by 5 and 5 runs"
+    # Every run of one side below every run of the other, yet the exact test's p is 0.10: nothing is bounded.
+    resident = found["torch-cpu", "resident"]
+    assert resident.verdict == "not resolved by 3 and 3 runs" and resident.ratio.p_value == pytest.approx(0.1)
+    assert resident.ratio.low is None and resident.ratio.high is None
+    assert found["numpy-cpu", "reference"].verdict == "not resolved by 1 and 1 runs"
     assert found["keras-cpu", "seed"].verdict == "only in the archive" and found["keras-cpu", "seed"].ratio is None
 
 
@@ -56,9 +63,19 @@ def test_the_command_writes_a_table_per_rung(tmp_path):
     this = write_runs(tmp_path / "results" / "runs", THIS)
     result = run_script("compare_runs.py", archive, "--this", this)
     assert result.returncode == 0, result.stderr
-    rows = table_rows(result.stdout)
-    assert ["torch-cpu `seed`", "500.0", "450.0–550.0", "3", "1000.0", "900.0–1100.0", "3", "0.50", "faster"] in rows
-    assert ["keras-cpu `seed`", "–", "–", "0", "2000.0", "2000.0–2000.0", "2", "–", "only in the archive"] in rows
+    steps = result.stdout.split("## Keras's pause at the end of fit")[0]
+    rows = {row[0]: row[1:] for row in table_rows(steps)}
+    seed = rows["torch-cpu `seed`"]
+
+    def geometric_mean_us(steps_ms: list[float]) -> str:
+        return f"{np.exp(np.mean(np.log(steps_ms))) * 1000:.1f}"
+
+    assert seed[0] == geometric_mean_us([0.5, 0.55, 0.45, 0.52, 0.48]) and seed[2] == "5"
+    assert seed[3] == geometric_mean_us([1.0, 1.1, 0.9, 1.05, 0.95]) and seed[5] == "5"
+    assert seed[6] == "0.50" and seed[8] == "0.008" and seed[9] == "faster"
+    assert rows["torch-cpu `resident`"][7:] == ["unbounded–unbounded", "0.100", "not resolved by 3 and 3 runs"]
+    only_archived = ["–", "–", "0", "2000.0", "2000.0–2000.0", "2", "–", "–", "–", "only in the archive"]
+    assert rows["keras-cpu `seed`"] == only_archived
 
 
 def with_fit_end(records: list[dict], pauses_s: list[float]) -> list[dict]:
@@ -78,7 +95,7 @@ def test_the_command_shows_each_keras_rungs_pause_at_the_end_of_fit(tmp_path):
     assert result.returncode == 0, result.stderr
     steps, pauses = result.stdout.split("## Keras's pause at the end of fit")
     keras_2_steps = next(row for row in table_rows(steps) if row[0] == "tf_keras-cpu `seed`")
-    assert keras_2_steps[1:7] == ["2000.0", "2000.0–2000.0", "3", "2000.0", "2000.0–2000.0", "1"]  # as before
+    assert keras_2_steps[1:7] == ["2000.0", "2000.0–2000.0", "3", "2000.0", "–", "1"]  # as before
     # Only the Keras rungs, this study's first; a dash where a side's records have no fit_end.
     assert table_rows(pauses)[2:] == [
         ["tf_keras-cpu `seed`", "12.200", "0.050–20.200", "–", "–"],

@@ -1,9 +1,10 @@
 """This study against an archived one, rung by rung: did a new torch, driver or machine make it faster?
 
-Each side's runs are summarised as the report summarises them (median steady-state step over the
-repeats, with its min-max). A rung's change is flagged only where the two sides' min-max ranges do
-not overlap: inside the spread of the repeats a difference is noise. With a single run on either
-side there is no spread to judge by, and the rung is not judged.
+Each side's rung is its runs' steady-state steps: their geometric mean with a t-interval on their logs,
+and the ratio of this study's to the archive's by Hodges-Lehmann, with the interval from inverting the
+exact Mann-Whitney test (report/inference.py). A rung is called faster or slower only where that
+interval excludes 1 and the exact test passes at 5%; otherwise the runs do not resolve it, and the
+verdict says with how many. 3 runs against 3 never resolve anything (the exact test's least p is 0.10).
 
 Beside the steps, each Keras rung's pause at the end of ``fit`` (the fit_end phase, from the last
 epoch's end to ``fit`` returning, inside all epochs): Keras 2 at times pauses there for many seconds.
@@ -18,6 +19,7 @@ import pandas as pd
 
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.records import RecordError, read_record
+from tiny_mlp_bench.report.inference import Interval, Ratio, ratio, rung_interval
 from tiny_mlp_bench.report.runs import run_row, summarize
 
 SIDES = ("this", "archive")
@@ -26,28 +28,29 @@ KERAS_FRAMEWORKS = frozenset(f.name for f in catalogue.FRAMEWORKS if f.keras is 
 
 @dataclass(frozen=True)
 class RungChange:
-    """One rung as measured on both sides; ``ratio`` is this side's step over the archive's."""
+    """One rung as measured on both sides: each side's runs' steady steps (s), empty on a side without it."""
 
     pair: str
     variant: str
-    this: tuple[float, float, float, int] | None  # median, min, max step (s) and runs timed
-    archive: tuple[float, float, float, int] | None
+    this: tuple[float, ...]
+    archive: tuple[float, ...]
+
+    def side(self, steps: tuple[float, ...]) -> Interval | None:
+        return rung_interval(steps) if steps else None
 
     @property
-    def ratio(self) -> float | None:
-        return self.this[0] / self.archive[0] if self.this and self.archive else None
+    def ratio(self) -> Ratio | None:
+        """This side's step over the archive's, with its interval and the exact test."""
+        return ratio(self.this, self.archive) if self.this and self.archive else None
 
     @property
     def verdict(self) -> str:
-        if self.this is None or self.archive is None:
-            return f"only in {'the archive' if self.this is None else 'this study'}"
-        if min(self.this[3], self.archive[3]) < 2:
-            return "not judged: one run, no spread"
-        if self.this[2] < self.archive[1]:
-            return "faster"
-        if self.this[1] > self.archive[2]:
-            return "slower"
-        return "within the noise"
+        if not self.this or not self.archive:
+            return f"only in {'the archive' if not self.this else 'this study'}"
+        found = self.ratio
+        if found.resolved:
+            return "faster" if found.estimate < 1 else "slower"
+        return f"not resolved by {len(self.this)} and {len(self.archive)} runs"
 
 
 def read_runs(folder: Path) -> list[dict]:
@@ -58,18 +61,26 @@ def read_runs(folder: Path) -> list[dict]:
     return [read_record(path) for path in paths]
 
 
-def step_spread(records: list[dict]) -> dict[tuple[str, str], tuple[float, float, float, int]]:
-    """Per (pair, variant): the median, min and max steady-state step over completed runs, and their count."""
+def steps_per_rung(records: list[dict]) -> dict[tuple[str, str], tuple[float, ...]]:
+    """Per (pair, variant), in ladder order: the steady-state step of each completed run that has one."""
     runs = pd.DataFrame([run_row(r, "") for r in records])
-    summary = summarize(runs).dropna(subset=["step_s"])
-    return {(s.pair, s.variant): (s.step_s, s.step_min_s, s.step_max_s, int(s.runs)) for s in summary.itertuples()}
+    done = runs[runs["status"] == "ok"].dropna(subset=["step_s"])
+    found = {}
+    for s in summarize(runs).itertuples():
+        steps = done[(done["pair"] == s.pair) & (done["variant"] == s.variant)]["step_s"].astype(float)
+        if len(steps):
+            found[s.pair, s.variant] = tuple(steps)
+    return found
 
 
 def compare(this: list[dict], archive: list[dict]) -> list[RungChange]:
     """Every rung timed on either side, in this study's ladder order, then the archive's leftovers."""
-    ours, theirs = step_spread(this), step_spread(archive)
+    ours, theirs = steps_per_rung(this), steps_per_rung(archive)
     keys = list(ours) + [key for key in theirs if key not in ours]
-    return [RungChange(pair, variant, ours.get((pair, variant)), theirs.get((pair, variant))) for pair, variant in keys]
+    return [
+        RungChange(pair, variant, ours.get((pair, variant), ()), theirs.get((pair, variant), ()))
+        for pair, variant in keys
+    ]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,69 @@
+"""What a study's runs support (tiny_mlp_bench/report/inference.py): a rung's interval, a ratio's, the exact test."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from tiny_mlp_bench.report.inference import ratio, rung_interval
+
+
+def exact_critical_count(m: int, n: int, alpha: float) -> int:
+    """The textbook route, written out as a check: the largest c with P(U <= c) <= alpha / 2 under the null,
+    from every way of ranking m runs among m + n. The interval is then the (c+1)-th pairing from each end."""
+    counts = np.zeros(m * n + 1)
+    for ranks in itertools.combinations(range(m + n), m):
+        counts[sum(ranks) - m * (m - 1) // 2] += 1
+    tail = np.cumsum(counts) / counts.sum()
+    return int(np.flatnonzero(tail <= alpha / 2).max())
+
+
+@pytest.mark.parametrize(("m", "n"), [(5, 5), (4, 6), (6, 8)])
+def test_the_ratios_interval_is_the_textbook_hodges_lehmann_one(m, n):
+    rng = np.random.default_rng(m * 10 + n)
+    a, b = np.exp(rng.normal(0.2, 0.1, m)), np.exp(rng.normal(0.0, 0.1, n))
+    found = ratio(a, b)
+    pairings = np.sort(np.subtract.outer(np.log(a), np.log(b)).ravel())
+    c = exact_critical_count(m, n, 0.05)
+    assert found.low == pytest.approx(np.exp(pairings[c]))
+    assert found.high == pytest.approx(np.exp(pairings[m * n - 1 - c]))
+    assert found.estimate == pytest.approx(np.exp(np.median(pairings)))
+    assert found.p_value == pytest.approx(stats.mannwhitneyu(a, b, method="exact").pvalue)
+    assert found.runs == (m, n)
+
+
+def test_three_runs_against_three_resolve_nothing_however_far_apart():
+    found = ratio([1.0, 1.1, 1.2], [2.0, 2.1, 2.2])
+    assert found.p_value == pytest.approx(0.1)  # the least the exact test can give 3 against 3
+    assert (found.low, found.high) == (None, None) and not found.resolved
+    # Five against five, as far apart, do resolve it.
+    five = ratio([1.0, 1.05, 1.1, 1.15, 1.2], [2.0, 2.05, 2.1, 2.15, 2.2])
+    assert five.resolved and five.high < 1 and five.p_value == pytest.approx(2 / 252)
+
+
+def test_identical_code_is_not_called_different():
+    rng = np.random.default_rng(3)
+    same = np.exp(rng.normal(0, 0.1, 10))
+    found = ratio(same[:5], same[5:])
+    assert found.low < 1 < found.high and not found.resolved
+
+
+def test_a_rungs_interval_is_a_t_interval_on_its_runs_logs():
+    values = [1.0, 1.2, 0.9, 1.1]
+    found = rung_interval(values)
+    logs = np.log(values)
+    half = stats.t.ppf(0.975, 3) * logs.std(ddof=1) / 2
+    assert found.estimate == pytest.approx(np.exp(logs.mean()))
+    assert (found.low, found.high) == pytest.approx((np.exp(logs.mean() - half), np.exp(logs.mean() + half)))
+    # One run has no interval; runs that agree exactly, an interval of that one value.
+    assert (rung_interval([2.0]).low, rung_interval([2.0]).runs) == (None, 1)
+    assert (rung_interval([2.0, 2.0]).low, rung_interval([2.0, 2.0]).high) == (2.0, 2.0)
+
+
+@pytest.mark.parametrize("bad", [[], [1.0, 0.0], [1.0, float("nan")], [-1.0]])
+def test_values_that_are_not_times_are_refused(bad):
+    with pytest.raises(ValueError, match="finite and positive"):
+        rung_interval(bad)

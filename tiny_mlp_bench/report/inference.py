@@ -1,0 +1,100 @@
+"""What a study's runs support: a rung's interval, a ratio's interval and the exact rank test.
+
+The run is the unit: the blocks inside one run are autocorrelated and share the machine's state, so
+every interval here is over runs' values (a run's steady step, its time to result), never over
+blocks. Times are compared on the log scale, where a ratio is a difference and the machine's
+slow episodes, which stretch a run by a factor, are roughly symmetric.
+
+- :func:`rung_interval`: the geometric mean of a rung's runs and a t-interval on their logs.
+- :func:`ratio`: one rung's runs against another's: the Hodges-Lehmann estimate of their ratio (the
+  median of every pairing's log ratio), its interval from inverting the exact Mann-Whitney test,
+  and that test's two-sided p-value. Small studies get honest answers: 3 runs against 3 cannot
+  reach p below 0.10, so their ratio's 95% interval is unbounded.
+
+scipy.stats does the distributions and the test; nothing here re-derives them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+CONFIDENCE = 0.95
+SIGNIFICANCE = 0.05  # the exact rank test's level for a claim that one is faster than the other
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A rung's value over its runs: the geometric mean and, from two runs on, its interval."""
+
+    estimate: float
+    low: float | None
+    high: float | None
+    runs: int
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """``a`` over ``b``: the Hodges-Lehmann estimate, its interval (None on an unbounded side: too few
+    runs to bound it), the exact Mann-Whitney p-value, and the runs on each side."""
+
+    estimate: float
+    low: float | None
+    high: float | None
+    p_value: float
+    runs: tuple[int, int]
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the runs support a claim that one side is faster: the interval excludes 1 and the
+        exact test passes at SIGNIFICANCE."""
+        excludes_one = (self.low is not None and self.low > 1) or (self.high is not None and self.high < 1)
+        return excludes_one and self.p_value < SIGNIFICANCE
+
+
+def positive(values, what: str) -> np.ndarray:
+    found = np.asarray(list(values), dtype=float)
+    if not len(found) or not np.all(np.isfinite(found)) or np.any(found <= 0):
+        raise ValueError(f"{what}: runs' values must be finite and positive, not {found.tolist()}")
+    return found
+
+
+def rung_interval(values, confidence: float = CONFIDENCE) -> Interval:
+    """The geometric mean of the runs' values and the t-interval of their logs, back on their scale."""
+    logs = np.log(positive(values, "rung_interval"))
+    centre = float(np.exp(logs.mean()))
+    if len(logs) < 2:
+        return Interval(centre, None, None, len(logs))
+    if np.ptp(logs) == 0:  # every run gave the same value: no spread to widen it
+        return Interval(centre, centre, centre, len(logs))
+    low, high = stats.t.interval(confidence, len(logs) - 1, loc=logs.mean(), scale=stats.sem(logs))
+    return Interval(centre, float(np.exp(low)), float(np.exp(high)), len(logs))
+
+
+def exact_test(a, b) -> float:
+    """The two-sided p-value of the exact Mann-Whitney test of ``a``'s runs against ``b``'s."""
+    return float(stats.mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue)
+
+
+def ratio(a, b, confidence: float = CONFIDENCE) -> Ratio:
+    """``a``'s runs over ``b``'s: Hodges-Lehmann on their logs, with the interval of every shift the exact
+    Mann-Whitney test does not reject at 1 - ``confidence``.
+
+    The test's p-value changes only where a shift equals one pairing's log ratio, so it is asked once in
+    each gap between consecutive pairings (and beyond both ends); the interval runs between the
+    pairings that bound the gaps it accepts. Where it accepts a shift beyond every pairing, that side
+    is unbounded (None).
+    """
+    log_a, log_b = np.log(positive(a, "ratio: a")), np.log(positive(b, "ratio: b"))
+    pairings = np.sort(np.subtract.outer(log_a, log_b).ravel())
+    estimate = float(np.exp(np.median(pairings)))
+    p_value = exact_test(log_a, log_b)
+    cuts = np.unique(pairings)
+    probes = np.concatenate(([cuts[0] - 1], (cuts[:-1] + cuts[1:]) / 2, [cuts[-1] + 1]))
+    accepted = [exact_test(log_a - shift, log_b) >= 1 - confidence for shift in probes]
+    first, last = accepted.index(True), len(accepted) - 1 - accepted[::-1].index(True)
+    low = None if first == 0 else float(np.exp(cuts[first - 1]))
+    high = None if last == len(probes) - 1 else float(np.exp(cuts[last]))
+    return Ratio(estimate, low, high, p_value, (len(log_a), len(log_b)))
