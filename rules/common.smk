@@ -49,6 +49,24 @@ if _config_problems:
     )
 validate(config, schema=str(CONFIG_SCHEMA))
 config.update(with_catalogue_defaults(config))
+# Each timed job's place in the study's seeded order, as a priority: the first the highest. Every timed
+# job takes every core it is given, so Snakemake starts them one at a time, in this order.
+_RUN_ORDER = jobs.run_order(config)
+RUN_PRIORITY = {
+    job.output: len(_RUN_ORDER) - place for place, job in enumerate(_RUN_ORDER)
+}
+
+
+def run_order_priority(rule_name):
+    """The priority function of a timed rule: its job's place in the run order (0 for one outside it)."""
+
+    def priority(wildcards):
+        output = jobs.OUTPUTS[rule_name].format(
+            **{key: wildcards[key] for key in wildcards.keys()}
+        )
+        return RUN_PRIORITY.get(output, 0)
+
+    return priority
 
 
 wildcard_constraints:

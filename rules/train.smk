@@ -15,6 +15,7 @@ rule train:
         ),
     log:
         jobs.log_pattern("train"),
+    priority: run_order_priority("train")
     container:
         get_image
     threads: get_cpu_threads()
@@ -39,6 +40,7 @@ rule sweep_crossover:
         ),
     log:
         jobs.log_pattern("sweep_crossover"),
+    priority: run_order_priority("sweep_crossover")
     container:
         get_image
     threads: get_cpu_threads()
@@ -70,6 +72,7 @@ rule probe_fixed_costs:
         ),
     log:
         jobs.log_pattern("probe_fixed_costs"),
+    priority: run_order_priority("probe_fixed_costs")
     container:
         get_image
     threads: get_cpu_threads()

@@ -14,6 +14,7 @@ CONFIG = {
     "devices": ["cpu", "cuda"],
     "variants": {"torch": ["seed", "graphed", "fused_epoch"], "keras_jax": ["seed"], "numpy": ["fused"]},
     "repeats": 2,
+    "claim_repeats": 1,  # every rung runs repeats times
     "epochs": 8,
     # In sorted order, as a config as run has them: the most specific pattern wins, not the first.
     "plan_estimates_s": {"*": 10, "probe-*": 90, "torch-cuda-*": 30},

@@ -7,7 +7,8 @@ import random
 from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
 
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import catalogue, question
+from tiny_mlp_bench.catalogue import Role
 
 # The timed rules' outputs (rules/train.smk).
 OUTPUTS = {
@@ -50,6 +51,16 @@ class Job:
         return f"probe-{self.framework}-{self.device}"
 
 
+def rung_repeats(config: dict, framework: str, variant: str) -> int:
+    """How many runs a rung gets: ``claim_repeats`` for those the answer's claims compare (the asker's torch
+    loop, the asker's Keras ``fit`` and each device's floor), where it is more than ``repeats``, which
+    every other rung gets."""
+    role = catalogue.variant(framework, variant).role
+    askers = framework in (question.TORCH, question.askers_keras(config["frameworks"])) and role is Role.ASKERS
+    claimed = askers or role is Role.FLOOR
+    return max(config["repeats"], config["claim_repeats"]) if claimed else config["repeats"]
+
+
 def training_runs(config: dict) -> list[Job]:
     """framework x device x its variants x repeat, where the catalogue says the variant runs on the device."""
     return [
@@ -58,7 +69,7 @@ def training_runs(config: dict) -> list[Job]:
         for device in config["devices"]
         for variant in config["variants"][framework]
         if catalogue.variant(framework, variant).runs_on(device)
-        for repeat in range(1, config["repeats"] + 1)
+        for repeat in range(1, rung_repeats(config, framework, variant) + 1)
     ]
 
 
@@ -78,6 +89,12 @@ def probes(config: dict) -> list[Job]:
 
 def timed_jobs(config: dict) -> list[Job]:
     return training_runs(config) + sweeps(config) + probes(config)
+
+
+def run_order(config: dict) -> list[Job]:
+    """Every timed job of the config in the order the study runs them: round by round, each round in the
+    order ``run_order_seed`` draws (the rules give each job its place as its priority)."""
+    return [job for round_jobs in in_rounds(timed_jobs(config), config["run_order_seed"]) for job in round_jobs]
 
 
 def in_rounds(timed: list[Job], seed: int) -> list[list[Job]]:
