@@ -63,9 +63,9 @@ def test_all_mistakes_are_reported_at_once():
 
 
 def test_a_framework_with_an_empty_list_of_variants_is_named():
-    config = DEFAULT | {"variants": {"torch": ["seed"], "keras": []}}
+    config = DEFAULT | {"variants": {"torch": ["seed"], "tf_keras": []}}
     assert config_errors(config, SCHEMA) == [
-        "config key 'variants.keras': no variants listed, but 'keras' is in frameworks",
+        "config key 'variants.tf_keras': no variants listed, but 'tf_keras' is in frameworks",
     ]
 
 

@@ -34,6 +34,7 @@ class Role(Enum):
     COMPILED_EPOCH = "the compiled epoch"  # torch's epoch in one compiled call, timed in kernel and the rest
     ONE_CALL_PER_EPOCH = "one call per epoch"  # Keras's train function called once an epoch
     PAUSE_FREE = "no pause after fit"  # Keras 2's fit without the autotuning thread it can wait for at its end
+    AA_CONTROL = "the A/A control"  # another rung's very code under a second name: what the machine fakes between them
 
 
 ROLES = tuple(Role)  # the closed list
@@ -98,7 +99,8 @@ FRAMEWORKS = (
         keras=2,
         keras_backend="TensorFlow",
     ),
-    # Keras 3 on TensorFlow: what tf.keras is today.
+    # Keras 3 on TensorFlow: what tf.keras is today. Full study only: its fit took 60-82 s a run on a
+    # 2-core machine, and the default study's runs must fit its minutes (Keras 3 is measured on JAX there).
     Framework(
         "keras",
         "Keras 3 on TensorFlow",
@@ -106,6 +108,7 @@ FRAMEWORKS = (
         backend="keras_fit",
         packages=("tensorflow", "keras"),
         probed=True,
+        default=False,
         keras=3,
         keras_backend="TensorFlow",
     ),
@@ -237,6 +240,16 @@ VARIANTS = (
         ("cpu",),
         "the framework itself: hand-written forward, backward and Adam",
         role=Role.REFERENCE,
+    ),
+    # The A/A control: runs of identical code under two names differ only by what the machine did to
+    # them, so their ratio is the largest difference this machine fakes. The reference is cheap.
+    Variant(
+        "numpy",
+        "reference_twin",
+        ("cpu",),
+        "nothing: `reference`'s very code under a second name, the A/A control (their ratio is what this "
+        "machine fakes between identical code)",
+        role=Role.AA_CONTROL,
     ),
     # On cuda the same arithmetic in one numba CUDA kernel: the framework is the hand-written loops,
     # NumPy's and numba's, so its name stays (and so do the archives' run ids).

@@ -229,4 +229,5 @@ register_backend(
         peak_gpu_memory_mb=lambda fw, device: None,
     )
 )
-register_loops("numpy", {"reference": ReferenceRun, "fused": fused})
+# The A/A control runs the reference's very loop under its own name.
+register_loops("numpy", {"reference": ReferenceRun, "reference_twin": ReferenceRun, "fused": fused})
