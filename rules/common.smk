@@ -187,6 +187,8 @@ def get_train_args(wildcards, threads):
         f"--hidden-units {config['hidden_units']}",
         f"--threads {threads}",
         f"--min-r2 {config['convergence_min_r2']}",
+        f"--steady-window-s {config['steady_window_s']}",
+        f"--steady-block-s {config['steady_block_s']}",
     ]
     if config["require_gpu"]:
         args.append("--require-gpu")

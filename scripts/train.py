@@ -3,7 +3,8 @@
 
 Usage: python scripts/train.py --framework torch --variant seed --device cpu --repeat 1 --epochs 1000 \
            --batch-size 64 --learning-rate 0.001 --hidden-units 20 --threads 2 --min-r2 0.99 \
-           --dataset results/data/dataset.parquet --output results/runs/torch-cpu-seed-1.json
+           --steady-window-s 1 --steady-block-s 0.05 --dataset results/data/dataset.parquet \
+           --output results/runs/torch-cpu-seed-1.json
 Frameworks and variants are the catalogue's (tiny_mlp_bench/catalogue.py); --help lists them. The
 training parameters have no defaults here: the workflow's config schema is their one source, and the
 train rule passes each one.
@@ -18,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_bench package beside scripts/
 
 from tiny_mlp_bench import catalogue, driver
-from tiny_mlp_bench.cli import CONFIG_EPILOG, add_config_options, positive_int
+from tiny_mlp_bench.cli import CONFIG_EPILOG, add_config_options, non_negative_float, positive_float, positive_int
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -52,6 +53,18 @@ def parse_args(argv=None) -> argparse.Namespace:
         type=float,
         required=True,
         help="train R^2 at or above which a run counts as converged: the config's convergence_min_r2",
+    )
+    parser.add_argument(
+        "--steady-window-s",
+        type=non_negative_float,
+        required=True,
+        help="seconds of steady blocks after the timing point (0: none): the config's steady_window_s",
+    )
+    parser.add_argument(
+        "--steady-block-s",
+        type=positive_float,
+        required=True,
+        help="wall seconds of one steady block: the config's steady_block_s",
     )
     parser.add_argument(
         "--require-gpu", action="store_true", help="fail instead of recording 'skipped' when the GPU is missing"

@@ -131,6 +131,8 @@ def config_flags(program: str) -> list[str]:
             *("--device", "cpu", "--repeat", 1, "--epochs", config["epochs"]),
             *model,
             *("--min-r2", config["convergence_min_r2"]),
+            # A tenth of a second of steady state, not the default's second: every test run would pay it.
+            *("--steady-window-s", 0.1, "--steady-block-s", config["steady_block_s"]),
         ],
         "probe_fixed_costs.py": ["--device", "cpu", *model],
         "sweep_crossover.py": [

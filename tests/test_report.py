@@ -7,6 +7,7 @@ import json
 import os
 import random
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -53,7 +54,11 @@ def test_summary_medians_spread_and_counts():
     assert (torch.median_s, torch.min_s, torch.max_s, torch.runs, torch.converged) == (7.0, 6.0, 8.0, 3, 2)
     assert (keras.median_s, keras.min_s, keras.max_s, keras.runs, keras.converged) == (4.0, 3.0, 5.0, 3, 3)
     assert torch.step_s == pytest.approx(1e-3)  # median later block (12 ms) / 12 steps
-    assert torch.first_block_excess_s == pytest.approx(0.5 - 0.012)
+    # What a user waits per step is the mean of the later blocks (12, 24 and 12 ms over 36 steps), and the
+    # first block's excess is over its steps at that pace; no steady window, so no low quantile.
+    assert torch.step_mean_s == pytest.approx(0.048 / 36)
+    assert torch.first_block_excess_s == pytest.approx(0.5 - 12 * 0.048 / 36)
+    assert pd.isna(torch.step_low_s)
     phases = [torch[f"{phase}_s"] for phase in PHASES if phase not in ("capture", "fit_end")]
     assert phases == pytest.approx([1.5, 0.25, 0.05, 0.05, 0.1, 0.05, 0.548, 0.004])
     assert pd.isna(torch.capture_s)  # only the graphed rung captures a graph
@@ -70,7 +75,9 @@ def test_steady_step_time_counts_the_steps_of_multi_epoch_blocks():
     record["timings"] |= {"block_s": [0.5, 0.048, 0.012, 0.072], "block_epochs": [1, 2, 1, 2]}
     run = build_report([record]).runs.iloc[0]
     assert run.step_s == pytest.approx(0.002)  # median of 2, 1 and 3 ms per step
-    assert run.first_block_excess_s == pytest.approx(0.5 - 12 * 0.002)
+    # At the mean pace, 0.132 s over 60 steps: 2.2 ms a step.
+    assert run.step_mean_s == pytest.approx(0.132 / 60)
+    assert run.first_block_excess_s == pytest.approx(0.5 - 12 * 0.132 / 60)
 
 
 def test_question_table_and_ratios():
@@ -103,7 +110,7 @@ def test_ladder_speedups_spread_and_floors():
     assert compiled.vs_previous == pytest.approx(0.25 / 0.15)
     assert compiled.cv == pytest.approx(0.4714, abs=1e-4) and compiled.noisy  # stdev(0.1, 0.2) / 0.15
     assert not seed.noisy and (seed.runs, seed.converged) == (3, 2)
-    assert seed.first_block_excess_s == pytest.approx(0.5 - 0.012)
+    assert seed.first_block_excess_s == pytest.approx(0.5 - 12 * 0.048 / 36)  # at the mean pace
     assert torch.fastest() is compiled and torch.biggest_rung is sync_free and torch.slower_rungs == []
     # The cpu floor: the numba fused rung's 5 µs per step, measured in the same run.
     assert (torch.floor.kind, torch.floor.step_s) == ("fused", pytest.approx(5e-6))
@@ -212,12 +219,15 @@ def test_break_even_epochs_weigh_the_one_time_cost_against_the_time_saved_per_ep
 
 def test_the_ladder_shows_each_rungs_one_time_cost_and_break_even():
     torch = {r.variant: r for r in only_machine(synthetic_study()).ladders[0].rungs}
-    assert torch["seed"].one_time_s == pytest.approx(0.25 + 0.5 - 0.012)  # set-up plus the first-block excess
+    # Set-up plus the first block's excess over its 12 steps at the mean pace of the later blocks (one of
+    # three twice as slow: 4/3 of the median step).
+    seed_mean, sync_free_mean = 1e-3 * 4 / 3, 0.25e-3 * 4 / 3
+    assert torch["seed"].one_time_s == pytest.approx(0.25 + 0.5 - 12 * seed_mean)
     assert torch["seed"].beats_seed_from is None
     sync_free = torch["sync_free"]
-    assert sync_free.one_time_s == pytest.approx(0.25 + 0.5 - 0.003)
-    expected = break_even_epochs(sync_free.one_time_s, 0.25e-3 * 12, torch["seed"].one_time_s, 1e-3 * 12)
-    assert sync_free.beats_seed_from == expected  # its own step and seed's, times 12 steps an epoch
+    assert sync_free.one_time_s == pytest.approx(0.25 + 0.5 - 12 * sync_free_mean)
+    expected = break_even_epochs(sync_free.one_time_s, sync_free_mean * 12, torch["seed"].one_time_s, seed_mean * 12)
+    assert sync_free.beats_seed_from == expected  # its own mean step and seed's, times 12 steps an epoch
 
 
 def gpu_study() -> list[dict]:
@@ -556,3 +566,24 @@ def test_the_report_says_how_many_epochs_its_cuda_runs_timed_a_block():
         if record["identity"]["device"] == "cuda":  # 200 epochs in 4 blocks of 50
             record["parameters"]["epochs"] = 200
     assert "and, on cuda, 50 for every rung, so that" in render_markdown(build_report(records))
+
+
+def test_a_steady_window_gives_the_median_and_low_quantile_of_its_equal_blocks():
+    record = synthetic_record("torch", "cpu", 1, 2.0)
+    blocks = [0.2, *([0.06] * 8), 0.1, 0.1]  # a restart, eight 5 ms steps' blocks, two slowed ones
+    record["timings"]["steady"] = {
+        "window_s": 1.0,
+        "epochs": 11,
+        "block_target_s": 0.05,
+        "block_s": blocks,
+        "block_cpu_s": blocks,
+        "block_epochs": [1] * 11,
+    }
+    validate_record(record)
+    run = build_report([record]).runs.iloc[0]
+    per_step = sorted(seconds / 12 for seconds in blocks[1:])
+    assert run.step_s == pytest.approx(0.005)  # the window's median block, not the timing point's
+    assert run.step_low_s == pytest.approx(np.quantile(per_step, 0.1))
+    # Time a user waits still comes from the timing point's own blocks.
+    timing_point = record["timings"]["block_s"]
+    assert run.step_mean_s == pytest.approx(sum(timing_point[1:]) / (12 * (len(timing_point) - 1)))

@@ -7,7 +7,7 @@ import types
 import pytest
 
 from tiny_mlp_bench import timing
-from tiny_mlp_bench.timing import Clock, steady_step_s
+from tiny_mlp_bench.timing import Clock, SteadyClock
 
 
 class FakeTime:
@@ -154,7 +154,12 @@ def test_progress_every_tenth_of_the_epochs(fake_time, capsys):
     assert len(lines) == 7  # 3, 6, ..., 18 and the last block (20): each crosses a tenth (2 epochs)
 
 
-def test_steady_state_is_the_median_later_block_per_step():
-    # 12 steps an epoch; blocks of 1, 2, 2 and 1 epochs; the first holds compilation.
-    assert steady_step_s([9.0, 0.024, 0.024, 0.03], [12, 24, 24, 12]) == pytest.approx(0.001)
-    assert steady_step_s([9.0], [12]) is None
+def test_a_steady_clock_closes_a_block_at_the_first_call_past_its_target(fake_time):
+    # Calls of 0.02 s against a 0.05 s target: a block closes after the third call, 0.06 s in.
+    clock = SteadyClock(sync=None, block_target_s=0.05)
+    clock.start()
+    clock.run_blocks(lambda n: setattr(fake_time, "now", fake_time.now + 0.02 * n), total=7, per_block=1)
+    window = clock.window()  # closes the block still open: the seventh call
+    assert window["block_epochs"] == [3, 3, 1] and window["block_target_s"] == 0.05
+    assert window["block_s"] == pytest.approx([0.06, 0.06, 0.02])
+    assert len(window["block_cpu_s"]) == 3

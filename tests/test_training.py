@@ -718,3 +718,24 @@ def test_jax_on_cuda_without_a_gpu_is_skipped_with_the_reason(small_dataset, tmp
     run_seeing(A_GPU_DRIVER, "train.py", *config_flags("train.py"), *args, check=True)
     record = read_record(out)
     assert record["status"] == "skipped" and record["reason"].startswith("no CUDA device: JAX ")
+
+
+@pytest.mark.parametrize("window_s", [0.3, 0.0])
+def test_the_steady_window_trains_on_after_the_asker_epochs_are_scored(
+    small_dataset, tmp_path, thread_limits_put_back, window_s
+):
+    out = tmp_path / "r.json"
+    command = ["--framework", "numpy", "--variant", "reference", "--epochs", "4", "--steady-window-s", str(window_s)]
+    args = parse_args([*config_flags("train.py"), *command, "--dataset", str(small_dataset), "--output", str(out)])
+    assert run(args) == 0
+    timings = read_record(out)["timings"]
+    # The optimiser's steps are the asker's epochs' alone, counted before the window trained on.
+    assert timings["steps_taken"] == 4 * timings["steps_per_epoch"]
+    if not window_s:
+        assert "steady" not in timings
+        return
+    steady = timings["steady"]
+    assert steady["window_s"] == window_s and sum(steady["block_epochs"]) == steady["epochs"]
+    # Blocks of the target length at least, but for the last; after the warm-up block, about the window.
+    assert all(seconds >= steady["block_target_s"] for seconds in steady["block_s"][:-1])
+    assert sum(steady["block_s"][1:]) >= 0.5 * window_s

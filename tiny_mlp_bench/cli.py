@@ -27,6 +27,13 @@ def positive_float(text: str) -> float:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a number of zero or more, got {text}")
+    return value
+
+
 def csv_ints(text: str) -> list[int]:
     """Comma-separated positive integers, e.g. 64,1024."""
     try:

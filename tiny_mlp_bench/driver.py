@@ -15,12 +15,12 @@ import math
 import numpy as np
 
 from tiny_mlp_bench import backends, catalogue
-from tiny_mlp_bench.backends.contract import Backend, Loop, RunSpec, Training
+from tiny_mlp_bench.backends.contract import GPU_EPOCHS_PER_BLOCK, Backend, Loop, RunSpec, Training
 from tiny_mlp_bench.dataset import Dataset
 from tiny_mlp_bench.envelope import DeviceMissing, Measurement, run_job
 from tiny_mlp_bench.initial_weights import SCHEME, live_initial_weights
 from tiny_mlp_bench.records import RECORD_TYPE, SCHEMA_VERSION, run_id, write_record
-from tiny_mlp_bench.timing import Clock
+from tiny_mlp_bench.timing import STEADY_MARGIN, Clock, SteadyClock
 
 
 def score(training: Training, data: Dataset, min_r2: float) -> dict:
@@ -45,11 +45,51 @@ def score(training: Training, data: Dataset, min_r2: float) -> dict:
     }
 
 
-def time_and_score(backend: Backend, loop: Loop, fw, spec: RunSpec, data: Dataset, clock: Clock, min_r2: float):
-    """Set up, train and predict inside the timing point, then score; returns (quality, details, steps taken).
+# The steady window trains at most this many epochs, whose permutations the cuda floor draws up front
+# (60 MB at the question's 750 rows).
+STEADY_MAX_EPOCHS = 20_000
 
-    Host syncs are counted, and what a loop measures of itself after timing is measured, after the
-    steps and the scoring, since both train further.
+
+def epochs_per_call(training: Training) -> int:
+    """The epochs one of the loop's calls runs, as its fit makes them: a steady window of whole calls
+    compiles no call of a new size."""
+    per_call = getattr(training, "epochs_per_block", 1)
+    return max(per_call, GPU_EPOCHS_PER_BLOCK) if getattr(training, "on_gpu", False) else per_call
+
+
+def steady_epochs(clock: Clock, epochs: int, per_call: int, window_s: float, block_target_s: float) -> int:
+    """Epochs for the steady window: its seconds and a first block's (the warm-up), at the pace of the timing
+    point's fastest later block (or of its whole fit), in whole calls of ``per_call`` epochs. The fastest,
+    so that the window still fills where the machine was slowed during the timing point and is not now."""
+    blocks, sizes = clock.block_s, clock.block_epochs
+    later = [seconds / size for seconds, size in zip(blocks[1:], sizes[1:], strict=True)]
+    per_epoch = min(later) if later else clock.phases_s["fit"] / epochs
+    wanted = STEADY_MARGIN * (window_s + block_target_s) / max(per_epoch, 1e-9)
+    calls = max(2, math.ceil(wanted / per_call))
+    return min(calls, max(2, STEADY_MAX_EPOCHS // per_call)) * per_call
+
+
+def steady_window(training: Training, clock: Clock, epochs: int, window_s: float, block_target_s: float) -> dict:
+    """Train on after the timing point, timed by a SteadyClock in blocks of about ``block_target_s``: the
+    record's ``timings.steady``. Its first block holds the restart (Keras's fit starting again) and is
+    the window's warm-up; the rest are the steady state the estimators read."""
+    more = steady_epochs(clock, epochs, epochs_per_call(training), window_s, block_target_s)
+    training.prepare_epochs(more)
+    steady = SteadyClock(clock.sync, block_target_s)
+    steady.start()
+    training.fit(steady, more)
+    return {"window_s": window_s, "epochs": more, **steady.window()}
+
+
+def time_and_score(
+    backend: Backend, loop: Loop, fw, spec: RunSpec, data: Dataset, clock: Clock, min_r2: float, window: tuple
+):
+    """Set up, train and predict inside the timing point, then score; returns (quality, details, steps
+    taken, steady window). ``window`` is the steady window's seconds and its blocks' target seconds.
+
+    The quality and the optimiser's steps are the asker's epochs': read before the steady window, which
+    trains on. Host syncs are counted, and what a loop measures of itself after timing is measured,
+    after the window, since both train further.
 
     Device start-up is the set-up's first part: the check that the device is there starts the
     runtime, so it runs inside the clock. Raises DeviceMissing when it is not there.
@@ -67,10 +107,12 @@ def time_and_score(backend: Backend, loop: Loop, fw, spec: RunSpec, data: Datase
         with clock.phase("predict"):
             training.predict_test_batch()
     quality, steps = score(training, data, min_r2), training.steps_taken()
+    window_s, block_target_s = window
+    steady = steady_window(training, clock, spec.epochs, window_s, block_target_s) if window_s > 0 else None
     syncs = training.host_syncs_per_epoch()
     details = training.details if syncs is None else {**training.details, "host_syncs_per_epoch": str(syncs)}
     details = {**details, **training.after_timing()}
-    return quality, details, steps
+    return quality, details, steps, steady
 
 
 class TrainingRun(Measurement):
@@ -86,7 +128,7 @@ class TrainingRun(Measurement):
         # A test hands in a framework-free backend and loop; a job takes the registered ones.
         self._backend, self._loop = backend, loop
         self.started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        self.quality, self.details, self.steps_taken = None, {}, None
+        self.quality, self.details, self.steps_taken, self.steady = None, {}, None, None
 
     @property
     def backend(self) -> Backend:
@@ -122,8 +164,9 @@ class TrainingRun(Measurement):
     def measure(self, fw, data: Dataset) -> None:
         self.say(f"training {self.spec.epochs} epochs on {self.device}")
         loop = self._loop or backends.loop(self.framework, self.spec.variant)
-        self.quality, self.details, self.steps_taken = time_and_score(
-            self.backend, loop, fw, self.spec, data, self.clock, self.args.min_r2
+        window = (self.args.steady_window_s, self.args.steady_block_s)
+        self.quality, self.details, self.steps_taken, self.steady = time_and_score(
+            self.backend, loop, fw, self.spec, data, self.clock, self.args.min_r2, window
         )
 
     def record(self, status: str, reason: str | None) -> dict:
@@ -135,6 +178,8 @@ class TrainingRun(Measurement):
             # own count shows it did, so that no rung is faster for doing less.
             timings["steps_per_epoch"] = math.ceil(len(data.train) / spec.batch_size)
             timings["steps_taken"] = self.steps_taken
+            if self.steady is not None:
+                timings["steady"] = self.steady
             expected = spec.epochs * timings["steps_per_epoch"]
             if self.steps_taken != expected:
                 took = f"the loop took {self.steps_taken} optimiser steps, not the {expected} of its epochs"

@@ -45,7 +45,7 @@ import yaml
 from tiny_mlp_bench import catalogue, environment, jobs, records
 from tiny_mlp_bench.lanes import ARCHIVE_RESERVE_S
 from tiny_mlp_bench.question import TORCH, askers_keras, askers_rung
-from tiny_mlp_bench.timing import FIT_PARTS, SETUP_PARTS
+from tiny_mlp_bench.timing import FIT_PARTS, SETUP_PARTS, STEADY_MARGIN
 
 TIERS = ("the question", "never measured on a GPU", "the rest")
 ALONE = "alone"  # the lane of the jobs that run with nothing beside them: the question's pair
@@ -125,8 +125,11 @@ def measured_on_gpus(ok_records: list[tuple]) -> set[tuple]:
     }
 
 
-def archived_seconds(ok_records: list[tuple], machine: dict, epochs: int) -> dict[tuple, tuple[float, str]]:
-    """Per measure_key, the seconds the newest training record of this machine kind took, and its archive."""
+def archived_seconds(
+    ok_records: list[tuple], machine: dict, epochs: int, steady_s: float = 0.0
+) -> dict[tuple, tuple[float, str]]:
+    """Per measure_key, the seconds the newest training record of this machine kind took, and its archive,
+    with ``steady_s`` for the steady window this study's runs add after their timing point."""
     found = {}
     for name, kind, record in ok_records:
         key = record_key(kind, record)
@@ -136,7 +139,7 @@ def archived_seconds(ok_records: list[tuple], machine: dict, epochs: int) -> dic
         inside = (*SETUP_PARTS, *FIT_PARTS)
         phases = {name: s for name, s in record["timings"]["phases_s"].items() if name not in inside}
         phases["fit"] = phases.get("fit", 0.0) * epochs / record["parameters"]["epochs"]
-        found[key] = (JOB_OVERHEAD_S + sum(phases.values()), name)
+        found[key] = (JOB_OVERHEAD_S + sum(phases.values()) + steady_s, name)
     return found
 
 
@@ -191,7 +194,8 @@ def plan(config: dict, archives: Path, gpu: str | None, seed: int = 0, machine: 
     first = question(config["frameworks"])
     ok_records = list(archived(archives))  # read once: both questions are asked of every record
     measured = measured_on_gpus(ok_records)
-    seconds = archived_seconds(ok_records, machine or this_machine(gpu), config["epochs"])
+    steady_s = STEADY_MARGIN * config.get("steady_window_s", 0.0)
+    seconds = archived_seconds(ok_records, machine or this_machine(gpu), config["epochs"], steady_s)
     timed = jobs.timed_jobs(config)
     config_order = {job: i for i, job in enumerate(timed)}
     expected = {job: seconds.get(measure_key(job)) or estimate(job, config["plan_estimates_s"]) for job in timed}

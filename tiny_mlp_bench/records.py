@@ -27,7 +27,8 @@ PROBE_RECORD_TYPE = "tiny-mlp-bench.probe"
 #    skipped (null before).
 # 6: a method (how the clock timed the record); per block CPU time (block_cpu_s, sweeps' block_cpu_step_s);
 #    the load block holds the job's start and end (UTC, to the microsecond) and what the kernel counted.
-SCHEMA_VERSION = 6
+# 7: a run's timings.steady: the steady window after the timing point (sweeps unchanged, as numbered).
+SCHEMA_VERSION = 7
 # Probe records count their own versions. 2: a method, each repeat's CPU time, the load block of version 6.
 PROBE_SCHEMA_VERSION = 2
 CONTAINER_ENGINES = ("docker", "podman", "apptainer")
@@ -90,7 +91,8 @@ def upgrade(record: dict) -> dict:
     older = range(1, SCHEMA_VERSION)
     if record.get("record_type") not in (RECORD_TYPE, SWEEP_RECORD_TYPE) or record.get("schema_version") not in older:
         return record
-    record["method"] = method_timed_with(record)  # before the timings below change shape
+    if record["schema_version"] < 6:  # from version 6 on, the record says its method itself
+        record["method"] = method_timed_with(record)  # before the timings below change shape
     environment = record.get("environment")
     container = environment.get("container") if isinstance(environment, dict) else None
     if record["schema_version"] == 1 and isinstance(container, str):

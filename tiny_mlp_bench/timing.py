@@ -14,7 +14,6 @@ refuses to time a phase twice.
 from __future__ import annotations
 
 import contextlib
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -195,10 +194,54 @@ class Clock:
             print(f"{self.label}: epoch {done}/{self.planned_epochs}, {elapsed:.1f} s", file=sys.stderr, flush=True)
 
 
-def steady_step_s(block_s: list[float], block_steps: list[int]) -> float | None:
-    """Steady-state seconds per step: the median block after the first, per step it ran.
+# A steady window trains this much longer than its blocks need at the timing point's pace, so that a
+# slower episode during it still fills the window.
+STEADY_MARGIN = 1.25
 
-    None with a single block: the first one holds warm-up and compilation and is never steady.
+
+class SteadyClock(Clock):
+    """The clock of a run's steady window, after its timing point: it closes a block at the end of the
+    first of the rung's own calls that ends ``block_target_s`` or more after the block began, so that
+    blocks last about as long whatever a rung's call (one epoch, or fifty), and a fast rung's steady
+    state rests on as many blocks as a slow one's. Whether a block is over is read from the host's
+    clock alone: on a GPU the device is waited for only where a block closes, as in the timing point.
     """
-    later = [seconds / steps for seconds, steps in zip(block_s[1:], block_steps[1:], strict=True)]
-    return statistics.median(later) if later else None
+
+    def __init__(self, sync: Callable[[], object] | None, block_target_s: float):
+        super().__init__(sync)
+        self.block_target_s = block_target_s
+        self._open_epochs = 0  # epochs of the calls in the block still open
+
+    def start(self) -> None:
+        """Begin the first block now (a loop that runs its own blocks begins it again, at once)."""
+        self._lap, self._lap_cpu = self.now(), time.process_time()
+
+    def run_blocks(self, run: Callable[[int], object], total: int, per_block: int) -> None:
+        self._open_epochs = 0
+        super().run_blocks(run, total, per_block)
+
+    def block_done(self, epochs: int) -> None:
+        self._open_epochs += epochs
+        if time.perf_counter() - self._lap >= self.block_target_s:
+            super().block_done(self._open_epochs)
+            self._open_epochs = 0
+
+    def finish(self) -> None:
+        """Close the block still open at the window's end (shorter than the others)."""
+        if self._open_epochs:
+            super().block_done(self._open_epochs)
+            self._open_epochs = 0
+
+    def since_last_block(self, name: str) -> None:
+        self.finish()
+        super().since_last_block(name)
+
+    def window(self) -> dict:
+        """The record's ``steady`` block: the target block length and each block's wall time, CPU time and epochs."""
+        self.finish()
+        return {
+            "block_target_s": self.block_target_s,
+            "block_s": self.block_s,
+            "block_cpu_s": self.block_cpu_s,
+            "block_epochs": self.block_epochs,
+        }

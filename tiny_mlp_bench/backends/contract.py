@@ -66,6 +66,10 @@ class Training(Protocol):
     def after_timing(self) -> dict[str, str]:
         """What the loop measures of itself after the timed run and the scoring, for its details."""
 
+    def prepare_epochs(self, epochs: int) -> None:
+        """Before the steady window (untimed): whatever ``epochs`` more epochs need that set-up made for
+        the asker's epochs alone (the cuda floor's permutations on the device)."""
+
 
 # A variant's loop: called inside the run's set-up phase, it builds what the clock then runs.
 Loop = Callable[[object, RunSpec, Dataset, Clock], Training]
@@ -94,6 +98,9 @@ class EpochLoop:
 
     def after_timing(self) -> dict[str, str]:
         return {}  # the fused_epoch rung times its compiled call here
+
+    def prepare_epochs(self, epochs: int) -> None:
+        return None  # most loops draw what an epoch needs as it runs
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,9 @@ class FitRun:
     def after_timing(self) -> dict[str, str]:
         return {}
 
+    def prepare_epochs(self, epochs: int) -> None:
+        return None  # fit shuffles as it goes
+
     @property
     def details(self) -> dict[str, str]:
         # Keras 2 keeps steps_per_execution in a variable of its own; Keras 3 in a plain attribute.
@@ -173,6 +176,8 @@ class EpochBlocksRun(FitRun):
     short, so the steps are the question's. The permutations are drawn with NumPy from the run's
     seed (``draw_orders``, which a test replaces) at the start of fit, inside the timing point.
     """
+
+    epochs_per_block = EPOCHS_PER_BLOCK  # one fit epoch's epochs: fit's own calls, a block each
 
     def __init__(self, fw, spec: RunSpec, data, clock):
         super().__init__(fw, spec, data, clock)

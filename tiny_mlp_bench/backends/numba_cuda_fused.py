@@ -185,6 +185,11 @@ class CudaFusedRun(ReferenceRun):
         self.train = fused_kernel(self.spec.hidden_units, self.threads)
         cuda.synchronize()
 
+    def prepare_epochs(self, epochs: int) -> None:
+        """``epochs`` more epochs' permutations, drawn and copied beside those of set-up (untimed)."""
+        more = self.draw_orders(epochs).astype(np.int32)
+        self.orders_device = cuda.to_device(np.concatenate([self.orders_device.copy_to_host(), more]))
+
     def run_epochs(self, epochs: int) -> None:
         """One launch for ``epochs`` epochs, the next ones of the permutations copied in set-up."""
         orders = self.orders_device[self.epochs_done : self.epochs_done + epochs]

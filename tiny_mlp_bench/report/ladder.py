@@ -185,13 +185,15 @@ def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ..
         seed = seed_rows.iloc[0] if len(seed_rows) else None
         seed_step = seed.step_s if seed is not None else None
         seed_once = one_time_s(seed.setup_s, seed.first_block_excess_s) if seed is not None else None
+        # Extrapolated waits take the mean step (docs/method.md, "Two estimators"): the median under-predicts them.
+        seed_mean = seed.step_mean_s if seed is not None else None
         rungs, previous = [], None
         for row in rows.itertuples(index=False):
             once, beats = one_time_s(row.setup_s, row.first_block_excess_s), None
-            timed = pd.notna(row.step_s) and seed_step is not None and pd.notna(seed_step)
+            timed = pd.notna(row.step_mean_s) and seed_mean is not None and pd.notna(seed_mean)
             if once is not None and seed_once is not None and timed and row.variant != askers:
                 per_epoch = row.steps_per_epoch
-                beats = break_even_epochs(once, row.step_s * per_epoch, seed_once, seed_step * per_epoch)
+                beats = break_even_epochs(once, row.step_mean_s * per_epoch, seed_once, seed_mean * per_epoch)
             rungs.append(
                 Rung(
                     pair=pair,

@@ -5,12 +5,14 @@ each pair and variant over its completed runs, in the order the report shows the
 from __future__ import annotations
 
 import math
+import statistics
 
+import numpy as np
 import pandas as pd
 
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.report.question_table import QUESTION_PAIRS
-from tiny_mlp_bench.timing import PHASES, steady_step_s
+from tiny_mlp_bench.timing import PHASES
 
 # Pairs in the question's order, then every other framework in the catalogue's order, on the devices
 # its first rung runs on; others follow (numpy on cuda, where only its floor rung runs, among them).
@@ -59,12 +61,47 @@ def detail_number(details: dict, key: str) -> float:
     return math.nan if found is None else float(found)
 
 
+# The code's own speed, beside the median: a low quantile of the steady window's blocks, which are about
+# equally long, so that the machine's slow episodes (whole blocks ~1.7x slower) move it least.
+LOW_QUANTILE = 0.1
+
+
+def per_step(blocks: list[float], epochs: list[int], steps_per_epoch: int | None) -> list[float]:
+    """Each block after the first (the warm-up) as seconds per optimiser step."""
+    if not steps_per_epoch or len(blocks) != len(epochs):
+        return []
+    return [seconds / (size * steps_per_epoch) for seconds, size in zip(blocks[1:], epochs[1:], strict=True)]
+
+
+def step_estimates(timings: dict) -> dict:
+    """A run's steady-state seconds per step, three ways (docs/method.md, "Two estimators"):
+
+    - ``step_s``, the code's own speed: the median block of the steady window (the timing point's
+      later blocks where a record has no window);
+    - ``step_low_s``: the LOW_QUANTILE block of the steady window, beside it (None without one);
+    - ``step_mean_s``, what a user waits: the timing point's later blocks' time over their steps, the
+      mean block, which every extrapolation to other epochs uses (the median under-predicts a wait).
+    """
+    steps, blocks = timings.get("steps_per_epoch"), timings.get("block_s") or []
+    block_epochs = timings.get("block_epochs") or []
+    later_steps = sum(block_epochs[1:]) * steps if steps and len(block_epochs) == len(blocks) > 1 else 0
+    window = timings.get("steady")
+    steady = per_step(window["block_s"], window["block_epochs"], steps) if window else []
+    timed = per_step(blocks, block_epochs, steps)
+    return {
+        "step_s": statistics.median(steady or timed) if steady or timed else None,
+        "step_low_s": float(np.quantile(steady, LOW_QUANTILE)) if steady else None,
+        "step_mean_s": sum(blocks[1:]) / later_steps if later_steps else None,
+    }
+
+
 def run_row(record: dict, machine: str) -> dict:
-    """One run's row: identity, phases, steady-state step time, first-block excess, quality, machine."""
+    """One run's row: identity, phases, steady-state step times, first-block excess, quality, machine."""
     ident, timings, quality, env = record["identity"], record["timings"], record["quality"] or {}, record["environment"]
     blocks, steps = timings.get("block_s") or [], timings.get("steps_per_epoch")
     block_steps = [epochs * steps for epochs in timings.get("block_epochs") or []] if steps else []
-    step_s = steady_step_s(blocks, block_steps) if blocks and len(block_steps) == len(blocks) else None
+    estimates = step_estimates(timings)
+    mean_s = estimates["step_mean_s"]
     params = record["parameters"]
     return {
         "run_id": ident["run_id"],
@@ -75,9 +112,9 @@ def run_row(record: dict, machine: str) -> dict:
         "fit_predict_s": timings.get("fit_predict_s"),
         **{f"{phase}_s": timings["phases_s"].get(phase) for phase in PHASES},
         "first_block_s": blocks[0] if blocks else None,
-        "step_s": step_s,
-        # The first block's time beyond what its steps take in the steady state: warm-up, tracing, compilation.
-        "first_block_excess_s": blocks[0] - block_steps[0] * step_s if step_s is not None else None,
+        **estimates,
+        # The first block's time beyond what its steps take at the mean pace: warm-up, tracing, compilation.
+        "first_block_excess_s": blocks[0] - block_steps[0] * mean_s if mean_s is not None and block_steps else None,
         "blocks": len(blocks),
         "steps_per_epoch": steps,
         **{key: params[key] for key in ("epochs", "batch_size", "hidden_units", "threads")},
@@ -115,6 +152,8 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
             max_s=("fit_predict_s", "max"),
             **{f"{phase}_s": (f"{phase}_s", "median") for phase in PHASES},
             step_s=("step_s", "median"),
+            step_low_s=("step_low_s", "median"),
+            step_mean_s=("step_mean_s", "median"),
             step_min_s=("step_s", "min"),
             step_max_s=("step_s", "max"),
             step_cv=("step_s", coefficient_of_variation),
