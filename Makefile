@@ -3,6 +3,7 @@
 # `make test-fast` the lints and the fast tests (no real workflow, cluster, container or network);
 # `make variant-table` writes the README's table of variants from the catalogue;
 # `make config-table` writes config/config.yaml and docs/running.md's table of keys from the config schema;
+# `make method-numbers` writes docs/method.md's A/A control and rungs' intervals from the archive it names;
 # `make images` builds the container images (docker/) with Podman or Docker;
 # `make compare ARCHIVE=results/archive/<name>` compares results/runs with an archived study;
 # `make archive` packs the finished study into results/archive/; `make verify` checks every archive;
@@ -13,7 +14,7 @@ BIN := $(VENV)/bin
 # Rules call `python` and tests call `snakemake`: both must be the environment's.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test test-fast variant-table config-table lint lock lock-cuda lock-gpu-kit gpu-kit clean images image-torch image-keras torch-cpu-wheel compare archive verify
+.PHONY: run test test-fast variant-table config-table method-numbers lint lock lock-cuda lock-gpu-kit gpu-kit clean images image-torch image-keras torch-cpu-wheel compare archive verify
 
 run: $(BIN)/.runtime-installed
 	snakemake --cores all
@@ -33,6 +34,9 @@ variant-table: $(BIN)/.runtime-installed
 
 config-table: $(BIN)/.runtime-installed
 	python scripts/config_table.py
+
+method-numbers: $(BIN)/.runtime-installed
+	python scripts/method_numbers.py
 
 # This study's records against an archived study's, per rung: make compare ARCHIVE=results/archive/<name>
 compare: $(BIN)/.runtime-installed

@@ -67,3 +67,19 @@ def test_a_rungs_interval_is_a_t_interval_on_its_runs_logs():
 def test_values_that_are_not_times_are_refused(bad):
     with pytest.raises(ValueError, match="finite and positive"):
         rung_interval(bad)
+
+
+def test_docs_method_states_the_design_numbers_of_the_archive_it_names(tmp_path):
+    import method_numbers
+
+    assert method_numbers.main(["--check"]) == 0, "run: make method-numbers"
+    # A stale copy is found, and rewritten between the markers with the text around them kept.
+    text = (method_numbers.METHOD).read_text()
+    begin = method_numbers.BEGIN.search(text).group(0)
+    stale = tmp_path / "method.md"
+    stale.write_text(f"intro\n{begin}\nold numbers\n{method_numbers.END}\nafter\n")
+    assert method_numbers.main(["--check", "--method", str(stale)]) == 1
+    assert method_numbers.main(["--method", str(stale)]) == 0
+    rewritten = stale.read_text()
+    assert rewritten.startswith(f"intro\n{begin}\nThe A/A control, numpy-cpu `reference_twin` against `reference`")
+    assert rewritten.endswith(f"{method_numbers.END}\nafter\n") and "old numbers" not in rewritten

@@ -9,7 +9,12 @@ from tiny_mlp_bench import jobs
 CONFIG = {
     "frameworks": ["torch", "tf_keras", "keras", "numpy"],
     "devices": ["cpu", "cuda"],
-    "variants": {"torch": ["seed", "sync_free"], "tf_keras": ["seed"], "keras": ["seed"], "numpy": ["fused"]},
+    "variants": {
+        "torch": ["seed", "sync_free"],
+        "tf_keras": ["seed"],
+        "keras": ["seed"],
+        "numpy": ["reference", "reference_twin", "fused"],
+    },
     "repeats": 3,
     "claim_repeats": 5,
     "run_order_seed": 0,
@@ -25,6 +30,8 @@ def test_the_rungs_the_claims_compare_get_claim_repeats_and_the_rest_repeats():
     # The asker's torch loop, the asker's Keras (Keras 2 where the study has it) and the floor, on each device.
     for rung in ("torch-cpu-seed", "torch-cuda-seed", "tf_keras-cpu-seed", "tf_keras-cuda-seed", "numpy-cpu-fused"):
         assert runs[rung] == 5, rung
+    # The A/A control and the reference whose code it runs: their ratio is read against the claims'.
+    assert runs["numpy-cpu-reference"] == runs["numpy-cpu-reference_twin"] == 5
     # Keras 3 on TensorFlow is not the asker's Keras beside Keras 2; sync_free is an ordinary rung.
     assert runs["keras-cpu-seed"] == runs["torch-cpu-sync_free"] == 3
     # Without Keras 2, Keras 3's seed stands for the asker's; repeats above claim_repeats win.

@@ -51,13 +51,18 @@ class Job:
         return f"probe-{self.framework}-{self.device}"
 
 
+# Besides the asker's loops: each device's floor, and the A/A control with the reference whose code it
+# runs, whose ratio is read against every claim's and so needs as many runs to be bounded.
+CLAIMED_ROLES = (Role.FLOOR, Role.AA_CONTROL, Role.REFERENCE)
+
+
 def rung_repeats(config: dict, framework: str, variant: str) -> int:
     """How many runs a rung gets: ``claim_repeats`` for those the answer's claims compare (the asker's torch
-    loop, the asker's Keras ``fit`` and each device's floor), where it is more than ``repeats``, which
-    every other rung gets."""
+    loop, the asker's Keras ``fit``, each device's floor, and the A/A control's pair), where it is more
+    than ``repeats``, which every other rung gets."""
     role = catalogue.variant(framework, variant).role
     askers = framework in (question.TORCH, question.askers_keras(config["frameworks"])) and role is Role.ASKERS
-    claimed = askers or role is Role.FLOOR
+    claimed = askers or role in CLAIMED_ROLES
     return max(config["repeats"], config["claim_repeats"]) if claimed else config["repeats"]
 
 
