@@ -81,6 +81,23 @@ def get_run_records():
     return [job.output for job in jobs.training_runs(config)]
 
 
+def train_job(wildcards):
+    """The training run a train job's wildcards name."""
+    return jobs.Job(
+        "train",
+        wildcards.device,
+        wildcards.framework,
+        wildcards.variant,
+        int(wildcards.repeat),
+    )
+
+
+def get_compiled_first(wildcards):
+    """A compiling rung's later run waits for its first, whose cold compilation fills the cache it reuses."""
+    first = train_job(wildcards).compiled_first
+    return [first.output] if first else []
+
+
 def get_sweeps():
     return [job.output for job in jobs.sweeps(config)]
 
@@ -192,6 +209,9 @@ def get_train_args(wildcards, threads):
     ]
     if config["require_gpu"]:
         args.append("--require-gpu")
+    cache = train_job(wildcards).compile_cache
+    if cache:
+        args.append(f"--compile-cache {cache}")
     return " ".join(args)
 
 

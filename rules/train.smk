@@ -5,6 +5,7 @@
 rule train:
     input:
         dataset=rules.make_dataset.output.dataset,
+        compiled_first=get_compiled_first,
     output:
         record=report(
             jobs.OUTPUTS["train"],

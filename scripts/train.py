@@ -67,6 +67,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="wall seconds of one steady block: the config's steady_block_s",
     )
     parser.add_argument(
+        "--compile-cache",
+        type=Path,
+        help="the compiler cache a compiling rung's runs share (the workflow gives results/compile_cache/<rung>): "
+        "repeat 1 empties it and compiles cold, a later repeat reuses what it compiled; the record's "
+        "method.compile_cache says which. Default: an empty cache of the run's own",
+    )
+    parser.add_argument(
         "--require-gpu", action="store_true", help="fail instead of recording 'skipped' when the GPU is missing"
     )
     args = parser.parse_args(argv)

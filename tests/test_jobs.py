@@ -48,3 +48,15 @@ def test_the_run_order_is_every_job_once_in_rounds_drawn_from_the_seed():
     # The same seed, the same order; another seed, another.
     assert order == jobs.run_order(dict(CONFIG))
     assert order != jobs.run_order(CONFIG | {"run_order_seed": 1})
+
+
+def test_a_compiling_rungs_later_runs_share_its_cache_and_wait_for_its_first():
+    first, later = (jobs.Job("train", "cpu", "torch", "fused_epoch", repeat) for repeat in (1, 2))
+    assert first.compile_cache == later.compile_cache == "results/compile_cache/torch-cpu-fused_epoch"
+    # The first compiles cold into it; a later one starts after it, to reuse what it compiled.
+    assert first.compiled_first is None and later.compiled_first == first
+    # A rung that compiles nothing has no cache and waits for nothing; nor has a sweep or a probe.
+    seed = jobs.Job("train", "cpu", "torch", "seed", 2)
+    assert seed.compile_cache is None and seed.compiled_first is None
+    assert jobs.Job("sweep_crossover", "cpu").compile_cache is None
+    assert jobs.Job("probe_fixed_costs", "cpu", "torch").compile_cache is None

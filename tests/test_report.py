@@ -69,6 +69,27 @@ def test_summary_medians_spread_and_counts():
     assert list(dict.fromkeys(summary["pair"])) == ["torch-cpu", "tf_keras-cpu", "keras-cpu", "numpy-cpu"]
 
 
+def test_a_rungs_cold_compilation_is_never_pooled_with_its_warm_runs_time_to_result():
+    records = [synthetic_record("torch", "cpu", r, s, variant="compiled") for r, s in ((1, 60.0), (2, 6.0), (3, 8.0))]
+    for record in records[1:]:
+        record["method"]["compile_cache"] = "warm"
+    records[0]["timings"]["phases_s"]["fit"] = 59.0
+    records += [synthetic_record("torch", "cpu", r, 5.0 + r) for r in (1, 2, 3)]  # seed: nothing compiled
+    summary = only_machine(records).summary.set_index("variant")
+    compiled, seed = summary.loc["compiled"], summary.loc["seed"]
+    # The time to result and the phases are the warm runs'; the cold one stands beside them.
+    assert (compiled.median_s, compiled.min_s, compiled.max_s, compiled.result_runs) == (7.0, 6.0, 8.0, 2)
+    assert compiled.fit_s == pytest.approx(0.548)
+    assert (compiled.cold_compile_s, compiled.cold_compile_runs) == (60.0, 1)
+    # The steady state is the same code after its compilation: every run counts.
+    assert compiled.runs == 3 and compiled.step_s == pytest.approx(1e-3)
+    # Runs that all compiled cold (or compile nothing) are pooled as ever.
+    assert (seed.median_s, seed.result_runs, seed.cold_compile_runs) == (7.0, 3, 0)
+    assert pd.isna(seed.cold_compile_s)
+    text = render_markdown(build_report(records, [], []))
+    assert "torch-cpu `compiled` 60.00 s to a result (1 run)" in text
+
+
 def test_steady_step_time_counts_the_steps_of_multi_epoch_blocks():
     record = synthetic_record("torch", "cpu", 1, 1.0, variant="compiled")
     # A first block of one epoch, then blocks of 2, 1 and 2 epochs of 12 steps each.

@@ -372,6 +372,26 @@ def test_driver_times_every_phase_and_one_block_per_epoch(small_dataset, tmp_pat
     assert load["kernel"]["involuntary_switches"] >= 0
 
 
+def test_a_rungs_first_run_empties_the_shared_compiler_cache_and_a_later_run_says_it_reused_it(small_dataset, tmp_path):
+    cache, out = tmp_path / "compile_cache" / "torch-cpu-fused_epoch", tmp_path / "r.json"
+    cache.mkdir(parents=True)
+    (cache / "left by an earlier study").write_text("stale")
+
+    def method(repeat: int) -> dict:
+        args = run_args(small_dataset, out, "--repeat", repeat, "--compile-cache", cache)
+        assert run(args, fake_backend(), fake_loop(lambda f: np.zeros(len(f)))) == 0
+        return read_record(out)["method"]
+
+    # The first run finds the cache emptied, compiles cold; what it compiled stays for the later runs.
+    assert method(1) == METHOD and cache.is_dir() and not any(cache.iterdir())
+    (cache / "compiled by the first run").write_text("kernel")
+    assert method(2) == METHOD | {"compile_cache": "warm"}
+    assert (cache / "compiled by the first run").exists()
+    # A later run that finds nothing there (the first failed before compiling) says so: cold.
+    (cache / "compiled by the first run").unlink()
+    assert method(3) == METHOD
+
+
 def test_driver_records_an_unavailable_device_as_skipped(small_dataset, tmp_path, monkeypatch):
     monkeypatch.setattr(environment, "GPU_DRIVER_PATHS", tuple(map(str, A_GPU_DRIVER)))  # the backend is asked
     out = tmp_path / "r.json"
@@ -554,6 +574,22 @@ def test_torch_variants_train_the_same_model(small_dataset, tmp_path, variant, d
         details = record["parameters"]["variant_details"]
         assert 0 < float(details["epoch_kernel_us"]) < float(details["epoch_call_us"]), details
         assert details["split_calls"] == str(SPLIT_CALLS)
+
+
+@pytest.mark.slow
+def test_a_compiled_rungs_later_run_compiles_from_the_cache_its_first_run_filled(small_dataset, tmp_path):
+    cache = tmp_path / "compile_cache"
+    for repeat in (1, 2):
+        out = tmp_path / f"compiled-{repeat}.json"
+        flags = ["--variant", "compiled", "--epochs", 3, "--repeat", repeat, "--compile-cache", cache]
+        result = train("torch", "--dataset", small_dataset, "--output", out, *flags)
+        assert result.returncode == 0, result.stderr
+        record = read_record(out)
+        assert record["status"] == "ok", record["reason"]
+        assert record["method"]["compile_cache"] == ("cold" if repeat == 1 else "warm")
+        # Inductor compiled into the study's cache, not into a cache of the run's own or the user's default.
+        assert (cache / "fxgraph").is_dir(), sorted(p.name for p in cache.iterdir())
+        assert "reuse" in record["parameters"]["variant_details"]["compiler_cache"]
 
 
 def test_graphed_on_cpu_is_skipped_with_the_reason(small_dataset, tmp_path):

@@ -259,3 +259,22 @@ def test_require_gpu_without_gpu_fails_the_cuda_job(workflow_dir, has_cuda):
     assert "no CUDA device" in result.stderr and "require_gpu" in result.stderr
     assert not (workflow_dir / "results" / "runs" / "torch-cuda-seed-1.json").exists()
     assert not (workflow_dir / "results" / "report.md").exists()
+
+
+@pytest.mark.workflow
+def test_a_compiling_rungs_later_runs_wait_for_its_first_and_share_its_cache(workflow_dir):
+    result = run_snakemake(workflow_dir, "-n", "-p", "--cores", 2)
+    assert result.returncode == 0, result.stderr[-3000:]
+    # Each job of the dry run: its output, its inputs and its command.
+    planned = {
+        output: (inputs, command)
+        for inputs, output, command in re.findall(
+            r"input: (.+?)\n\s+output: (\S+)\n.*?Shell command: (.+?)\n", result.stdout + result.stderr, re.S
+        )
+    }
+    first, later = (f"results/runs/torch-cpu-fused_epoch-{repeat}.json" for repeat in (1, 2))
+    cache = "--compile-cache results/compile_cache/torch-cpu-fused_epoch"
+    assert first not in planned[first][0] and cache in planned[first][1]
+    assert first in planned[later][0] and cache in planned[later][1]
+    seed_inputs, seed_command = planned["results/runs/torch-cpu-seed-2.json"]
+    assert "torch-cpu-seed-1" not in seed_inputs and "--compile-cache" not in seed_command

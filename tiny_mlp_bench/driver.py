@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import datetime
 import math
+import shutil
 import statistics
+from pathlib import Path
 
 import numpy as np
 
@@ -21,7 +23,7 @@ from tiny_mlp_bench.dataset import Dataset
 from tiny_mlp_bench.envelope import DeviceMissing, Measurement, run_job
 from tiny_mlp_bench.initial_weights import SCHEME, live_initial_weights
 from tiny_mlp_bench.records import RECORD_TYPE, SCHEMA_VERSION, run_id, write_record
-from tiny_mlp_bench.timing import STEADY_MARGIN, Clock, SteadyClock
+from tiny_mlp_bench.timing import METHOD, STEADY_MARGIN, Clock, SteadyClock
 
 
 def score(training: Training, data: Dataset, min_r2: float) -> dict:
@@ -117,6 +119,17 @@ def time_and_score(
     return quality, details, steps, steady
 
 
+def prepare_compile_cache(cache: Path, first_run: bool) -> str:
+    """Make ``cache`` ready for the run and say what the run will find there (``method.compile_cache``):
+    the rung's first run in the study empties it, so that it compiles ``cold``; a later run finds what
+    the first compiled, ``warm``, or an empty cache (the first failed before compiling, or the cache
+    was deleted), ``cold`` again. Outside the timing point."""
+    if first_run:
+        shutil.rmtree(cache, ignore_errors=True)
+    cache.mkdir(parents=True, exist_ok=True)
+    return "warm" if any(cache.iterdir()) else "cold"
+
+
 class TrainingRun(Measurement):
     """One training run as the command line (scripts/train.py) asks: the envelope's measurement of a run."""
 
@@ -131,6 +144,7 @@ class TrainingRun(Measurement):
         self._backend, self._loop = backend, loop
         self.started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         self.quality, self.details, self.steps_taken, self.steady = None, {}, None, None
+        self.compile_cache = "cold"  # what the run found in its compiler cache (a run that compiles nothing: cold)
 
     @property
     def backend(self) -> Backend:
@@ -151,6 +165,7 @@ class TrainingRun(Measurement):
             learning_rate=args.learning_rate,
             hidden_units=args.hidden_units,
             threads=args.threads,
+            compile_cache=None if args.compile_cache is None else str(args.compile_cache.resolve()),
         )
         self.clock = Clock(label=self.label, planned_epochs=self.spec.epochs)
 
@@ -165,11 +180,17 @@ class TrainingRun(Measurement):
 
     def measure(self, fw, data: Dataset) -> None:
         self.say(f"training {self.spec.epochs} epochs on {self.device}")
+        if self.spec.compile_cache is not None:
+            self.compile_cache = prepare_compile_cache(Path(self.spec.compile_cache), self.spec.repeat == 1)
+            self.say(f"compiler cache {self.args.compile_cache}: {self.compile_cache}")
         loop = self._loop or backends.loop(self.framework, self.spec.variant)
         window = (self.args.steady_window_s, self.args.steady_block_s)
         self.quality, self.details, self.steps_taken, self.steady = time_and_score(
             self.backend, loop, fw, self.spec, data, self.clock, self.args.min_r2, window
         )
+
+    def method(self) -> dict:
+        return {**METHOD, "compile_cache": self.compile_cache}
 
     def record(self, status: str, reason: str | None) -> dict:
         spec, clock, data = self.spec, self.clock, self.data

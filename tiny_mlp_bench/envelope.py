@@ -77,6 +77,10 @@ class Measurement:
         """The record's own fields, with ``status`` and ``reason`` (a kind may judge the run failed)."""
         raise NotImplementedError
 
+    def method(self) -> dict:
+        """How the clock timed the record (timing.METHOD_PARTS): the study's method, unless a kind knows more."""
+        return dict(timing.METHOD)
+
     def description(self, fw) -> tuple[dict, float | None]:
         """The backend's account of the environment, and the GPU memory the job used at most."""
         if fw is None:  # not imported: the framework's versions from its installed packages
@@ -119,7 +123,7 @@ def run_job(job: Measurement) -> int:
         job.say(f"skipped: {reason}")
     record = job.record(status, reason)
     described, peak_gpu_mb = job.description(fw)
-    record["method"] = dict(timing.METHOD)
+    record["method"] = job.method()
     record["environment"] = collect_environment(dataset_sha256=data.sha256 if data else None, **described)
     record["load"] = watch.block(peak_gpu_mb)
     try:

@@ -18,6 +18,12 @@ OUTPUTS = {
 }
 
 
+# A compiling rung's compiler cache (catalogue.Variant.compiles), shared by the study's runs of it: its
+# first run empties it and compiles cold, each later run starts after the first and reuses what it
+# compiled. Each cold compilation is then measured once a study, and the other runs' records say warm.
+COMPILE_CACHE = "results/compile_cache/{framework}-{device}-{variant}"
+
+
 def log_pattern(rule: str) -> str:
     """A timed rule's log: logs/<rule>/<its output's file stem>.log."""
     return f"logs/{rule}/{PurePosixPath(OUTPUTS[rule]).stem}.log"
@@ -49,6 +55,21 @@ class Job:
         if self.rule == "sweep_crossover":
             return f"sweep-{self.device}"
         return f"probe-{self.framework}-{self.device}"
+
+    @property
+    def compile_cache(self) -> str | None:
+        """The compiler cache a training run of a compiling rung shares with its rung's other runs; None
+        for every other job."""
+        if self.rule != "train" or not catalogue.variant(self.framework, self.variant).compiles:
+            return None
+        return COMPILE_CACHE.format(**asdict(self))
+
+    @property
+    def compiled_first(self) -> Job | None:
+        """The run whose cold compilation this one's cache holds: the rung's first, for its later runs."""
+        if self.compile_cache is None or self.repeat == 1:
+            return None
+        return Job(self.rule, self.device, self.framework, self.variant, 1)
 
 
 # Besides the asker's loops: each device's floor, and the A/A control with the reference whose code it

@@ -54,7 +54,9 @@ METHOD_PARTS = {
     },
     "compile_cache": {
         "shared": "compiled rungs used the compiler's shared on-disk cache: a repeat could reuse an earlier one's work",
-        "cold": "compiled rungs compile into an empty cache of the run's own",
+        "cold": "a compiled rung compiled into an empty cache (the run's own, or its rung's in the study, "
+        "which the rung's first run empties); a rung that compiles nothing is cold too",
+        "warm": "a compiled rung's later run reused the cache its study's first run of the rung compiled into",
     },
     "own_work": {
         "next block": "the clock's bookkeeping and progress line ran inside the next block, summing all blocks so far",

@@ -38,6 +38,9 @@ class RunSpec:
     learning_rate: float
     hidden_units: int
     threads: int
+    # A compiling rung's compiler cache, shared by its runs in the study (jobs.COMPILE_CACHE); None: a
+    # cache of the run's own, which it compiles into cold.
+    compile_cache: str | None = None
 
 
 class Training(Protocol):

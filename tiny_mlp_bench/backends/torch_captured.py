@@ -13,17 +13,26 @@ COMPILED_STEPS_PER_CALL = 16
 ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-8  # torch.optim.Adam's defaults
 
 
-def cold_compiler_cache() -> tempfile.TemporaryDirectory:
-    """An empty Inductor (and Triton) cache of this run's own, so every repeat pays the whole compilation.
+def use_compiler_cache(study_cache: str | None) -> tempfile.TemporaryDirectory | None:
+    """Point Inductor (and Triton) at the rung's cache in the study, or at an empty one of this run's own.
 
-    With the shared default cache a later repeat reuses what an earlier one compiled, and its
-    first epoch measures a cache hit instead (seen on an NVIDIA H200: 20.9, 8.0, 5.3 s).
-    The directory is removed with the object that holds it (the run).
+    Never the compiler's default cache, which outlives a study: there a run's first epoch would
+    measure a hit on whatever an earlier study compiled (seen on an NVIDIA H200: 20.9, 8.0, 5.3 s
+    for three repeats). The study's cache holds what its first run of the rung compiled
+    (driver.prepare_compile_cache); a run's own is removed with the object returned (the run).
     """
-    cache = tempfile.TemporaryDirectory(prefix="tiny-mlp-bench-compile-")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache.name
-    os.environ["TRITON_CACHE_DIR"] = os.path.join(cache.name, "triton")
-    return cache
+    own = None if study_cache else tempfile.TemporaryDirectory(prefix="tiny-mlp-bench-compile-")
+    directory = study_cache or own.name
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = directory
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(directory, "triton")
+    return own
+
+
+def compiler_cache_detail(spec) -> str:
+    """The compiled rungs' ``compiler_cache`` detail: which cache they compiled into."""
+    if spec.compile_cache:
+        return "the rung's own in the study: its first run compiles cold, later runs reuse it (method.compile_cache)"
+    return "empty, the run's own (cold compilation)"
 
 
 class FunctionalAdam:
@@ -58,7 +67,7 @@ class FunctionalAdam:
 
 
 class FunctionalLoop(TorchLoop):
-    """What the compiled rungs share: resident rows, a cold compiler cache of the run's own, and
+    """What the compiled rungs share: resident rows, the compiler cache (use_compiler_cache), and
     FunctionalAdam stepping the model's own parameter storage; ``compile`` builds what they call.
 
     Nothing compiles here: torch.compile compiles at the first call, in the first timed epoch.
@@ -69,7 +78,7 @@ class FunctionalLoop(TorchLoop):
         with clock.phase("data"):
             self.rows, self.test = self.resident_rows()
         with clock.phase("optimizer"):  # Adam's state and what to compile
-            self.cache = cold_compiler_cache()
+            self.own_cache = use_compiler_cache(spec.compile_cache)
             self.params = {name: p.detach() for name, p in self.model.named_parameters()}
             self.functional_adam = FunctionalAdam(torch, self.params, spec.learning_rate)
             self.compile()
@@ -126,7 +135,7 @@ class CompiledLoop(FunctionalLoop):
             "data": "device-resident, one gather per epoch",
             "adam": "functional, torch.optim.Adam's formula, in place",
             "compiled": f"torch.compile(fullgraph=True), up to {COMPILED_STEPS_PER_CALL} steps per compiled call",
-            "compiler_cache": "empty, the run's own (cold compilation)",
+            "compiler_cache": compiler_cache_detail(self.spec),
         }
 
 

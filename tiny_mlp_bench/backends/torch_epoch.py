@@ -10,7 +10,7 @@ as every torch rung draws it (a test injects its own).
 
 from __future__ import annotations
 
-from tiny_mlp_bench.backends.torch_captured import FunctionalLoop
+from tiny_mlp_bench.backends.torch_captured import FunctionalLoop, compiler_cache_detail
 
 # Inductor options per device. On cpu the C++ wrapper calls the kernels and allocates from C++, not
 # Python, and the kernels run on one thread: loops over 64 x 20 values are too small to share.
@@ -84,7 +84,7 @@ class FusedEpochLoop(FunctionalLoop):
             "forward": "broadcast products and sums in place of matmuls",
             "adam": "functional, torch.optim.Adam's formula, in place",
             "compiled": f"torch.compile(fullgraph=True), one call per epoch, Inductor options: {options}",
-            "compiler_cache": "empty, the run's own (cold compilation)",
+            "compiler_cache": compiler_cache_detail(self.spec),
         }
 
 

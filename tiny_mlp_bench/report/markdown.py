@@ -157,8 +157,26 @@ def cuda_epochs_per_block(m: Machine) -> list[int]:
     return sorted({round(epochs / blocks) for epochs, blocks in zip(done["epochs"], done["blocks"], strict=True)})
 
 
+def compile_note(m: Machine) -> str:
+    """How the compiled rungs' first blocks and times to result were compiled, from the records' compile_cache."""
+    rerun = m.summary[m.summary["cold_compile_runs"] > 0]
+    if rerun.empty:
+        return "compiled rungs compile cold, each run with an empty compiler cache of its own"
+    firsts = "; ".join(
+        f"{s.pair} `{s.variant}` {num(s.cold_compile_s)} s to a result"
+        + (f" ({s.cold_compile_runs} runs)" if s.cold_compile_runs > 1 else " (1 run)")
+        for s in rerun.itertuples()
+    )
+    return (
+        "a compiled rung's first run in the study compiles cold; its later runs reuse that compilation from the "
+        "compiler's cache, as a user's later runs do, and give its time to result and first-block excess here. "
+        f"The first runs: {firsts}"
+    )
+
+
 def machine_tables(m: Machine) -> dict:
     return {
+        "compile_note": compile_note(m),
         "cuda_epochs_per_block": cuda_epochs_per_block(m),
         "question": question_table(m),
         "ratios": ratio_table(m),

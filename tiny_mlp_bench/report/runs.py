@@ -108,6 +108,7 @@ def run_row(record: dict, machine: str) -> dict:
         "pair": f"{ident['framework']}-{ident['device']}",
         **{key: ident[key] for key in ("framework", "device", "variant", "repeat", "started_at")},
         **{key: record[key] for key in ("status", "reason")},
+        "compile_cache": record["method"]["compile_cache"],
         **{key: quality.get(key) for key in ("converged", "test_mse", "train_r2")},
         "fit_predict_s": timings.get("fit_predict_s"),
         **{f"{phase}_s": timings["phases_s"].get(phase) for phase in PHASES},
@@ -139,25 +140,51 @@ def coefficient_of_variation(values: pd.Series) -> float:
     return float(values.std(ddof=1) / values.mean())
 
 
+RUNG = ["pair", "framework", "device", "variant"]
+
+
+def first_compilations(done: pd.DataFrame) -> pd.Series:
+    """The completed runs that compiled cold in a rung whose other runs reused their cache (warm): their
+    time to result holds a compilation the warm runs' does not, so the two are never pooled."""
+    warm = done["compile_cache"] == "warm"
+    return warm.groupby([done["pair"], done["variant"]]).transform("any") & ~warm
+
+
 def summarize(runs: pd.DataFrame) -> pd.DataFrame:
-    """Median, spread and CV over the completed runs of each pair and variant, in ladder order."""
+    """Median, spread and CV over the completed runs of each pair and variant, in ladder order.
+
+    The steady-state steps pool every completed run. The time to result and the phases are the warm
+    runs' in a rung with a cold compilation and warm runs: a user's later runs, as the default cache
+    of the compiler makes them; the cold ones are ``cold_compile_s`` (their median time to result)
+    and ``cold_compile_runs`` beside it."""
     done = runs[runs["status"] == "ok"].astype({"converged": bool})
-    summary = (
-        done.groupby(["pair", "framework", "device", "variant"], sort=True)
+    cold = first_compilations(done)
+    result_runs = (
+        done[~cold]
+        .groupby(RUNG, sort=True)
         .agg(
-            runs=("run_id", "size"),
-            converged=("converged", "sum"),
+            result_runs=("run_id", "size"),
             median_s=("fit_predict_s", "median"),
             min_s=("fit_predict_s", "min"),
             max_s=("fit_predict_s", "max"),
             **{f"{phase}_s": (f"{phase}_s", "median") for phase in PHASES},
+            first_block_excess_s=("first_block_excess_s", "median"),
+        )
+    )
+    cold_runs = (
+        done[cold].groupby(RUNG).agg(cold_compile_runs=("run_id", "size"), cold_compile_s=("fit_predict_s", "median"))
+    )
+    summary = (
+        done.groupby(RUNG, sort=True)
+        .agg(
+            runs=("run_id", "size"),
+            converged=("converged", "sum"),
             step_s=("step_s", "median"),
             step_low_s=("step_low_s", "median"),
             step_mean_s=("step_mean_s", "median"),
             step_min_s=("step_s", "min"),
             step_max_s=("step_s", "max"),
             step_cv=("step_s", coefficient_of_variation),
-            first_block_excess_s=("first_block_excess_s", "median"),
             host_syncs_per_epoch=("host_syncs_per_epoch", "median"),
             test_mse=("test_mse", "median"),
             train_r2=("train_r2", "median"),
@@ -165,6 +192,10 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
             hidden_units=("hidden_units", "first"),
             steps_per_epoch=("steps_per_epoch", "first"),
         )
+        .join(result_runs)
+        .join(cold_runs)
+        .fillna({"cold_compile_runs": 0})
+        .astype({"cold_compile_runs": int})
         .reset_index()
     )
     order = [PAIR_ORDER.index(p) if p in PAIR_ORDER else len(PAIR_ORDER) for p in summary["pair"]]
