@@ -71,7 +71,7 @@ class Variant:
     # Epochs one call into its loop runs: one number, or (device, number) pairs where it differs by device.
     call_epochs: int | tuple[tuple[str, int], ...] = 1
     # Compiles with torch.compile, into Inductor's on-disk cache: a study's first run of the rung compiles
-    # cold, its later runs reuse that cache (jobs.compile_cache), as a user's later runs would.
+    # cold, its later runs reuse that cache (jobs.Job.compile_cache), as a user's later runs would.
     compiles: bool = False
 
     def runs_on(self, device: str) -> bool:
