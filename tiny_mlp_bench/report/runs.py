@@ -147,7 +147,7 @@ def first_compilations(done: pd.DataFrame) -> pd.Series:
     """The completed runs that compiled cold in a rung whose other runs reused their cache (warm): their
     time to result holds a compilation the warm runs' does not, so the two are never pooled."""
     warm = done["compile_cache"] == "warm"
-    return warm.groupby([done["pair"], done["variant"]]).transform("any") & ~warm
+    return warm.groupby([done[key] for key in RUNG]).transform("any") & ~warm
 
 
 def summarize(runs: pd.DataFrame) -> pd.DataFrame:
