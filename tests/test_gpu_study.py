@@ -475,7 +475,7 @@ def test_the_whole_command_rehearsed_on_a_node_python_as_gpu_nodes_have_it(
     torch_version = records[-1]["environment"]["versions"]["torch"]  # torch-cuda-seed-1, sorted last
     assert f"torch {torch_version}." in readme and "5 run records (3 ok, 2 skipped)" in readme
     report = (folder / "report.md").read_text()
-    answer = report.split("## The answer\n", 1)[1].split("\n## ", 1)[0].strip()
+    answer = report.split("\n", 1)[1].split("\n## Details", 1)[0].strip()  # the first screen, under the title
     assert answer and answer in readme
     # The archive is sealed like any other: its manifest and its re-rendered report check out.
     checked = verify(directory, folder)

@@ -83,3 +83,9 @@ def test_docs_method_states_the_design_numbers_of_the_archive_it_names(tmp_path)
     rewritten = stale.read_text()
     assert rewritten.startswith(f"intro\n{begin}\nThe A/A control, numpy-cpu `reference_twin` against `reference`")
     assert rewritten.endswith(f"{method_numbers.END}\nafter\n") and "old numbers" not in rewritten
+
+
+def test_runs_of_identical_values_give_the_one_ratio_they_support():
+    # Every pairing is 4: the test rejects every other shift at 5% (5 v 3), and accepts the tie at 4.
+    found = ratio([1.0] * 5, [0.25] * 3)
+    assert (found.estimate, found.low, found.high) == pytest.approx((4.0, 4.0, 4.0))

@@ -87,7 +87,7 @@ def test_tiny_study_on_slurm(slurm, workflow_dir):
     for device in ("cpu", "cuda"):
         assert read_sweep(workflow_dir / "results" / "sweep" / f"{device}.json")["environment"]["slurm_job_id"]
     rows = table_rows((workflow_dir / "results" / "report.md").read_text())
-    assert ["torch-cpu", "the asker's torch loop", "11"] in [row[:3] for row in rows]
+    assert ["torch-cpu", "the original torch loop", "11"] in [row[:3] for row in rows]
 
 
 @pytest.mark.slurm

@@ -108,10 +108,11 @@ def test_tiny_study_end_to_end(tiny_run):
         "keras-cuda": "skipped",
         "keras_jax-cuda": "skipped",
     }
-    assert "- **Keras on its backends** on cpu, the asker's `fit` per step: TensorFlow " in report
-    assert "## The answer" in report and "- **Dead at start**: on this dataset the asker's initialisation" in report
-    # Three epochs are one block of the floor rung: no steady state, so no floor, and the report says why.
-    assert "Floor: not measured on cpu (no steady-state time of the numpy `fused` rung)." in report
+    assert "- The original Keras `fit` per step on cpu, by Keras 3's backend: TensorFlow " in report
+    assert "- **Keras against torch**: on the CPU" in report
+    assert "- The original initialisation leaves the output ReLU dead" in report
+    # Three epochs are one block of the floor rung: no steady state, so no floor, and the report says so.
+    assert "The floor, the least a step can cost: on cpu not measured" in report
     sweep = read_sweep(directory / "results" / "sweep" / "cpu.json")
     assert len(sweep["points"]) == 4 and sweep["environment"]["threads"]["intra_op"] == 1
     for chart in ("timings.png", "ladder.png", "crossover.png"):

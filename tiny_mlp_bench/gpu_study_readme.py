@@ -16,8 +16,8 @@ LANE_LOGS = "logs/gpu_study"  # each lane's Snakemake calls' output, <lane>.log,
 
 
 def answer_section(report: str) -> str:
-    """The report's answer, whose numbers all come from the records."""
-    found = re.search(r"^## The answer\n(.*?)(?=^## )", report, re.MULTILINE | re.DOTALL)
+    """The report's first screen under its title, the answer, whose numbers all come from the records."""
+    found = re.search(r"^# .*?\n(.*?)(?=^## Details)", report, re.MULTILINE | re.DOTALL)
     return found.group(1).strip() if found else "(the report has no answer section)"
 
 

@@ -1,8 +1,9 @@
-"""The numbers behind the report's opening answer: why the GPU is slower, why Keras is slower or faster,
-the fastest choice on each device in both views. Each field is None where this run did not measure
-it; the template then says so.
+"""The numbers behind the report's opening answer: the GPU against the CPU and Keras against torch,
+each as a ratio over runs with its interval; why the GPU is slower; the A/A control beside them; the
+rungs whose runs paused; the fastest choice on each device in both views. Each field is None where
+this run did not measure it; the sentences then say so.
 
-Numbers only: the wording is in report.md.j2.
+Numbers only: the wording is in sentences.py.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import pandas as pd
 
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import Role, pair_name
-from tiny_mlp_bench.question import ASKERS_KERAS, TODAYS_KERAS, TORCH
+from tiny_mlp_bench.question import ASKERS_KERAS, TODAYS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor, KerasFit
+from tiny_mlp_bench.report.inference import Interval, Ratio, ratio
 from tiny_mlp_bench.report.ladder import Ladder, Rung
 
 DEVICES = catalogue.DEVICES
@@ -25,6 +27,7 @@ KERAS_VERSIONS = [f for f in (*catalogue.keras_frameworks(2), *catalogue.keras_f
 ASKERS_BACKEND = catalogue.framework(ASKERS_KERAS).keras_backend
 # A fit_end phase this long is a pause: fit returns ~1 ms after its last epoch when it does not pause
 # (Keras 3, and Keras 2 most times), and Keras 2's pauses run from tens of ms to tens of seconds.
+# docs/method.md states it; a test holds the two together.
 PAUSED_S = 0.1
 
 
@@ -40,6 +43,7 @@ class GpuAnswer:
     eager_op_s: float | None  # one eager cuda op
     arithmetic_s: float | None  # the whole step's arithmetic on this CPU: the numba floor rung
     gpu_arithmetic_s: float | None = None  # the same on the GPU: the numba floor rung's CUDA kernel, per step
+    ratio: Ratio | None = None  # the cuda runs' times to result over the cpu runs'
 
     @property
     def launch_s(self) -> float | None:
@@ -57,18 +61,17 @@ class GpuAnswer:
 
 @dataclass(frozen=True)
 class ArchivedGpu:
-    """The asker's loop on cuda against cpu from an archived study of one GPU host: the GPU answer
-    a report quotes where its own run has no completed cuda run."""
+    """The asker's loop on cuda from an archived study of one GPU host: what a report quotes where its
+    own machine has no completed cuda run. Its GPU numbers only: never a ratio to another machine."""
 
     archive: str  # the archive's folder name
     host: str
     gpu: str
     date: str  # the day its first quoted run started
-    cuda_s: float  # seed timing points (medians)
-    cpu_s: float
-    cuda_step_s: float | None  # seed steady-state step times (medians)
-    cpu_step_s: float | None
-    runs: int  # the seed runs quoted, cuda and cpu
+    result: Interval  # the cuda seed runs' times to result
+    step: Interval | None  # their steady-state steps
+    method: str  # how its runs timed their blocks
+    lacks: tuple[str, ...]  # the question's torch pairs it has no completed seed run of
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,8 @@ class KerasAnswer:
     torch_s: float | None
     versions: tuple[KerasVersion, ...]  # Keras 2, Keras 3 on TensorFlow, on JAX: those in the study
     pause: KerasPause | None = None  # where Keras 2's seed runs timed their fit_end phase
+    ratio: Ratio | None = None  # Keras 2's seed runs' times to result over torch's
+    ratio_without_pauses: Ratio | None = None  # the same, each Keras 2 run less its fit_end phase
 
     def version(self, framework: str) -> KerasVersion | None:
         return next((v for v in self.versions if v.framework == framework), None)
@@ -178,11 +183,47 @@ class Fastest:
 
 
 @dataclass(frozen=True)
+class AAControl:
+    """The A/A control: a rung's very code under a second name, against that rung. Their ratio is what
+    the machine alone makes of two identical things: the size of a difference it fakes."""
+
+    pair: str
+    control: str  # the control's variant
+    twin: str  # the rung whose code it runs
+    result: Ratio  # the control's times to result over the twin's
+    step: Ratio | None  # the same per step
+
+
+@dataclass(frozen=True)
+class PausedRun:
+    run_id: str
+    result_s: float  # its time to result
+    fit_end_s: float  # the part of it after the last epoch
+    paused: bool  # fit_end_s reached PAUSED_S
+
+
+@dataclass(frozen=True)
+class PausedRung:
+    """A rung whose runs split in two by their pause after the last epoch: every run, for the report to
+    show them all rather than one number."""
+
+    pair: str
+    variant: str
+    runs: tuple[PausedRun, ...]
+
+    @property
+    def paused(self) -> int:
+        return sum(r.paused for r in self.runs)
+
+
+@dataclass(frozen=True)
 class Answer:
     gpu: GpuAnswer
     keras: KerasAnswer
     keras_backends: tuple[KerasBackend, ...]  # per device (cpu first), TensorFlow first; the measured ones
     fastest: tuple[Fastest, ...]  # cpu, then cuda
+    aa_control: AAControl | None = None
+    paused: tuple[PausedRung, ...] = ()  # rungs with at least one paused run
 
 
 def seed_of(ladders: dict[str, Ladder], pair: str) -> Rung | None:
@@ -225,6 +266,12 @@ def answer(
     pair; ``runs``: runs.run_row's row per run."""
     by_pair = {ladder.pair: ladder for ladder in ladders}
     torch_cuda, torch_cpu = pair_name(TORCH, "cuda"), pair_name(TORCH, "cpu")
+    keras_cpu = pair_name(ASKERS_KERAS, "cpu")
+    results = {(s.pair, s.variant): s.result_values for s in summary.itertuples()}
+
+    def seeds(pair: str) -> tuple[float, ...]:
+        return results.get((pair, askers_rung(pair.split("-")[0])), ())
+
     cuda_seed, cpu_seed = seed_of(by_pair, torch_cuda), seed_of(by_pair, torch_cpu)
     cuda_costs, cpu_costs = costs.get("cuda"), costs.get("cpu")
     gpu = GpuAnswer(
@@ -236,6 +283,7 @@ def answer(
         eager_op_s=cuda_costs.eager_op_s if cuda_costs else None,
         arithmetic_s=floors["cpu"].step_s if "cpu" in floors else None,
         gpu_arithmetic_s=floors["cuda"].step_s if "cuda" in floors and floors["cuda"].measured else None,
+        ratio=over(seeds(torch_cuda), seeds(torch_cpu)),
     )
     keras = KerasAnswer(
         device="cpu",
@@ -243,14 +291,51 @@ def answer(
         torch_s=timing_points.get(torch_cpu),
         versions=keras_versions(by_pair, timing_points, cpu_costs),
         pause=keras_pause(runs),
+        ratio=over(seeds(keras_cpu), seeds(torch_cpu)),
+        ratio_without_pauses=over(without_pauses(runs, keras_cpu), seeds(torch_cpu)),
     )
     choices = tuple(fastest(summary, device, seed_of(by_pair, pair_name(TORCH, device))) for device in DEVICES)
-    return Answer(gpu, keras, keras_backends(by_pair), choices)
+    return Answer(gpu, keras, keras_backends(by_pair), choices, aa_control(summary, by_pair), tuple(paused_rungs(runs)))
 
 
-def fit_ends(runs: pd.DataFrame, variant: str | None) -> pd.DataFrame:
-    """The asker's Keras's completed cpu runs of ``variant`` that timed fit_end."""
-    chosen = (runs["pair"] == pair_name(ASKERS_KERAS, "cpu")) & (runs["variant"] == variant)
+def over(a: tuple[float, ...], b: tuple[float, ...]) -> Ratio | None:
+    """``a``'s runs over ``b``'s (inference.ratio); None where either side has none."""
+    return ratio(a, b) if a and b else None
+
+
+def without_pauses(runs: pd.DataFrame, pair: str) -> tuple[float, ...]:
+    """The pair's seed runs' times to result, each less its pause after the last epoch."""
+    seed = fit_ends(runs, askers_rung(pair.split("-")[0]), pair)
+    return tuple(seed["fit_predict_s"].astype(float) - seed["fit_end_s"].astype(float))
+
+
+def aa_control(summary: pd.DataFrame, by_pair: dict[str, Ladder]) -> AAControl | None:
+    """The A/A control against its twin, where both completed."""
+    control = catalogue.sole_rung(Role.AA_CONTROL)
+    twin = catalogue.rung_with_role(control.framework, Role.REFERENCE).name
+    for device in control.devices:
+        pair = pair_name(control.framework, device)
+        rows = {s.variant: s for s in summary[summary["pair"] == pair].itertuples()}
+        if control.name in rows and twin in rows:
+            ours, theirs = rows[control.name], rows[twin]
+            step = over(ours.step_values, theirs.step_values)
+            return AAControl(pair, control.name, twin, ratio(ours.result_values, theirs.result_values), step)
+    return None
+
+
+def paused_rungs(runs: pd.DataFrame):
+    """Every rung, on any framework and device, with a run whose fit_end reached PAUSED_S."""
+    timed = runs[(runs["status"] == "ok") & runs["fit_end_s"].notna()]
+    for (pair, variant), group in timed.groupby(["pair", "variant"], sort=False):
+        ends = group["fit_end_s"].astype(float)
+        if (ends >= PAUSED_S).any():
+            found = zip(group["run_id"], group["fit_predict_s"].astype(float), ends, strict=True)
+            yield PausedRung(pair, variant, tuple(PausedRun(i, r, e, bool(e >= PAUSED_S)) for i, r, e in found))
+
+
+def fit_ends(runs: pd.DataFrame, variant: str | None, pair: str = pair_name(ASKERS_KERAS, "cpu")) -> pd.DataFrame:
+    """The pair's (the asker's Keras on cpu's) completed runs of ``variant`` that timed fit_end."""
+    chosen = (runs["pair"] == pair) & (runs["variant"] == variant)
     return runs[chosen & (runs["status"] == "ok") & runs["fit_end_s"].notna()]
 
 

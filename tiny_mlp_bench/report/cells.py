@@ -1,10 +1,20 @@
 """How the report writes a number or a range into a table cell or a sentence, and how it lays out a
 Markdown table of such cells (tabulate, through ``DataFrame.to_markdown``).
+
+A number measured over runs is written with its interval, to the digits the interval supports: the
+interval's half-width to one significant figure sets the last digit, never fewer than two significant
+figures of the estimate nor more than three. Times take the unit that keeps them between 1 and 1000.
 """
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
+
+from tiny_mlp_bench.report.inference import Interval, Ratio
+
+UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 
 
 def num(value, digits: int = 2, style: str = "f") -> str:
@@ -33,3 +43,72 @@ def table(header: list[str], rows: list[list[str]], align: str) -> str:
     cells = pd.DataFrame(rows, columns=header).map(lambda c: str(c).replace("|", "\\|").replace("\n", " "))
     colalign = [{"l": "left", "r": "right"}[a] for a in align]
     return cells.to_markdown(index=False, disable_numparse=True, colalign=colalign)
+
+
+def decimals(estimate: float, low: float | None = None, high: float | None = None) -> int:
+    """How many decimals to write ``estimate`` (and its interval) with: as many as the interval's
+    half-width supports at one significant figure, between two and three significant figures of the
+    estimate; three where there is no interval."""
+    magnitude = math.floor(math.log10(abs(estimate))) if estimate else 0
+    most, least = 2 - magnitude, 1 - magnitude  # three and two significant figures
+    if low is None or high is None or high <= low:
+        return max(most, 0)
+    supported = -math.floor(math.log10((high - low) / 2))
+    return max(min(supported, most), least, 0)
+
+
+def figures(value: float, places: int) -> str:
+    """``value`` rounded to ``places`` decimals, with thousands separated."""
+    return f"{value:,.{places}f}"
+
+
+def unit_for(seconds: float) -> tuple[float, str]:
+    """The scale and name of the unit that writes ``seconds`` as at least 1."""
+    return next(((scale, name) for scale, name in UNITS if seconds >= scale), UNITS[-1])
+
+
+def with_interval(estimate: float, low: float | None, high: float | None, runs: int, suffix: str = "") -> str:
+    """``estimate`` and its interval, to the digits it supports; "1 run" where it was measured once, and
+    an open side where too few runs bound it."""
+    if runs == 1:
+        return f"{figures(estimate, decimals(estimate))}{suffix} (1 run)"
+    if low is None or high is None:  # an open interval supports two figures at most
+        places = decimals(estimate, estimate, estimate * 10)
+    else:
+        places = decimals(estimate, low, high)
+    text = f"{figures(estimate, places)}{suffix}"
+    if low is None and high is None:
+        return f"{text} (unbounded)"
+    if low is None:
+        return f"{text} (up to {figures(high, places)})"
+    if high is None:
+        return f"{text} (from {figures(low, places)})"
+    return f"{text} ({figures(low, places)}–{figures(high, places)})"
+
+
+def duration(found: Interval | None) -> str:
+    """A time over runs in its own unit, with its interval: as "9.2 s (8.7-11.5)" is written with an en dash."""
+    if found is None:
+        return "–"
+    scale, name = unit_for(found.estimate)
+    low, high = (None if v is None else v / scale for v in (found.low, found.high))
+    return with_interval(found.estimate / scale, low, high, found.runs, f" {name}")
+
+
+def times(found: Ratio | None) -> str:
+    """A ratio over runs, with its interval: as "2.1x (1.6-2.4)" is written with the times sign."""
+    if found is None:
+        return "–"
+    return with_interval(found.estimate, found.low, found.high, min(found.runs), "×")
+
+
+def approx(value: float | None, significant: int = 2) -> str:
+    """A number with no interval of its own, to ``significant`` figures: "7,200"."""
+    if value is None or pd.isna(value):
+        return "–"
+    if value == 0:
+        return "0"
+    places = significant - 1 - math.floor(math.log10(abs(value)))
+    if isinstance(value, int):  # a count: no decimals
+        places = min(places, 0)
+    return figures(round(value, places), max(places, 0))

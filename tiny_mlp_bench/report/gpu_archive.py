@@ -1,8 +1,9 @@
 """Which archived study gives the report its GPU answer where this run has no completed cuda run.
 
 The gpu_answer_archive config key says: ``auto`` (the default) takes the newest archive under
-results/archive/ whose torch ``seed`` runs completed on both cuda and cpu on one host; ``none``
-quotes none; any other value names an archive folder, which must qualify.
+results/archive/ with a completed torch ``seed`` run on cuda; ``none`` quotes none; any other value
+names an archive folder, which must qualify. The report quotes that archive's GPU numbers alone, never
+a ratio to this machine's cpu: two machines' times do not divide.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from tiny_mlp_bench.records import read_record
 from tiny_mlp_bench.report.answer import ArchivedGpu
 from tiny_mlp_bench.report.model import archived_gpu
 
-QUALIFIES = "completed torch `seed` runs on both cuda and cpu from one host"
+QUALIFIES = "a completed torch `seed` run on cuda"
 
 
 class GpuArchiveError(Exception):

@@ -82,19 +82,23 @@ def ratio(a, b, confidence: float = CONFIDENCE) -> Ratio:
     """``a``'s runs over ``b``'s: Hodges-Lehmann on their logs, with the interval of every shift the exact
     Mann-Whitney test does not reject at 1 - ``confidence``.
 
-    The test's p-value changes only where a shift equals one pairing's log ratio, so it is asked once in
-    each gap between consecutive pairings (and beyond both ends); the interval runs between the
-    pairings that bound the gaps it accepts. Where it accepts a shift beyond every pairing, that side
-    is unbounded (None).
+    The test's p-value changes only where a shift equals one pairing's log ratio, so it is asked at
+    each pairing and once in each gap between consecutive pairings (and beyond both ends); the interval
+    runs between the pairings at or next to the shifts it accepts. At a pairing runs tie, which is where
+    runs of identical values are accepted. Where it accepts a shift beyond every pairing, that side is
+    unbounded (None).
     """
     log_a, log_b = np.log(positive(a, "ratio: a")), np.log(positive(b, "ratio: b"))
     pairings = np.sort(np.subtract.outer(log_a, log_b).ravel())
     estimate = float(np.exp(np.median(pairings)))
     p_value = exact_test(log_a, log_b)
     cuts = np.unique(pairings)
-    probes = np.concatenate(([cuts[0] - 1], (cuts[:-1] + cuts[1:]) / 2, [cuts[-1] + 1]))
+    probes = np.empty(2 * len(cuts) + 1)  # gap, pairing, gap, ..., pairing, gap
+    probes[0::2] = np.concatenate(([cuts[0] - 1], (cuts[:-1] + cuts[1:]) / 2, [cuts[-1] + 1]))
+    probes[1::2] = cuts
     accepted = [exact_test(log_a - shift, log_b) >= 1 - confidence for shift in probes]
     first, last = accepted.index(True), len(accepted) - 1 - accepted[::-1].index(True)
-    low = None if first == 0 else float(np.exp(cuts[first - 1]))
-    high = None if last == len(probes) - 1 else float(np.exp(cuts[last]))
+    # Probe j is pairing j // 2 where j is odd; an accepted gap is bounded by the pairing beside it.
+    low = None if first == 0 else float(np.exp(cuts[(first - 1) // 2]))
+    high = None if last == len(probes) - 1 else float(np.exp(cuts[last // 2]))
     return Ratio(estimate, low, high, p_value, (len(log_a), len(log_b)))

@@ -17,9 +17,7 @@ from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import Role, pair_name
 from tiny_mlp_bench.question import TODAYS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor
-
-# A spread above this coefficient of variation makes a comparison unreliable.
-CV_WARNING = 0.10
+from tiny_mlp_bench.report.inference import Interval, Ratio, ratio
 
 
 @dataclass(frozen=True)
@@ -72,7 +70,7 @@ class Rung:
     step_s: float
     step_min_s: float
     step_max_s: float
-    cv: float  # NaN with fewer than two timed repeats
+    step: Interval | None  # the runs' steps: their interval (inference.py)
     vs_seed: float | None
     vs_previous: float | None
     first_block_excess_s: float | None
@@ -82,10 +80,9 @@ class Rung:
     converged: int
     above_floor: float | None  # step time over the device's floor
     host_syncs_per_epoch: float | None  # torch on cuda: the median over repeats of the count in an extra epoch
-
-    @property
-    def noisy(self) -> bool:
-        return bool(self.cv > CV_WARNING)
+    # The speed-ups over runs, with their intervals: the seed's steps over this rung's, and the rung before's.
+    speedup: Ratio | None = None
+    speedup_over_previous: Ratio | None = None
 
     @property
     def role(self) -> Role | None:
@@ -174,6 +171,11 @@ def break_even_epochs(rung_once: float, rung_epoch: float, seed_once: float, see
     return max(1, math.floor(extra_once / saved_per_epoch) + 1)
 
 
+def speedup(before: tuple[float, ...], after: tuple[float, ...]) -> Ratio | None:
+    """How many times faster per step the runs ``after`` are than ``before``, with its interval."""
+    return ratio(before, after) if before and after else None
+
+
 def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ...]:
     """For each pair that has completed runs, its rungs in ladder order with speed-ups and times above floor."""
     found = []
@@ -184,10 +186,11 @@ def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ..
         seed_rows = rows[rows["variant"] == askers]
         seed = seed_rows.iloc[0] if len(seed_rows) else None
         seed_step = seed.step_s if seed is not None else None
+        seed_steps = seed.step_values if seed is not None else ()
         seed_once = one_time_s(seed.setup_s, seed.first_block_excess_s) if seed is not None else None
         # Extrapolated waits take the mean step (docs/method.md, "Two estimators"): the median under-predicts them.
         seed_mean = seed.step_mean_s if seed is not None else None
-        rungs, previous = [], None
+        rungs, previous, previous_steps = [], None, ()
         for row in rows.itertuples(index=False):
             once, beats = one_time_s(row.setup_s, row.first_block_excess_s), None
             timed = pd.notna(row.step_mean_s) and seed_mean is not None and pd.notna(seed_mean)
@@ -202,7 +205,7 @@ def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ..
                     step_s=row.step_s,
                     step_min_s=row.step_min_s,
                     step_max_s=row.step_max_s,
-                    cv=row.step_cv,
+                    step=row.step,
                     vs_seed=seed_step / row.step_s if seed_step else None,
                     vs_previous=previous / row.step_s if previous else None,
                     first_block_excess_s=None if pd.isna(row.first_block_excess_s) else row.first_block_excess_s,
@@ -212,9 +215,11 @@ def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ..
                     converged=int(row.converged),
                     above_floor=row.step_s / floor.step_s if floor and pd.notna(row.step_s) else None,
                     host_syncs_per_epoch=None if pd.isna(row.host_syncs_per_epoch) else row.host_syncs_per_epoch,
+                    speedup=speedup(seed_steps, row.step_values) if row.variant != askers else None,
+                    speedup_over_previous=speedup(previous_steps, row.step_values),
                 )
             )
-            previous = row.step_s
+            previous, previous_steps = row.step_s, row.step_values
         found.append(Ladder(pair, first.device, floor, tuple(rungs)))
     return tuple(found)
 

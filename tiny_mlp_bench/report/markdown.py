@@ -1,9 +1,8 @@
-"""The report model as Markdown: tables by tabulate (``DataFrame.to_markdown``), prose from report.md.j2.
+"""The report model as Markdown: the tables (tabulate, through ``DataFrame.to_markdown``) and the
+sentences (sentences.py), laid out by report.md.j2.
 
-Nothing here computes a result: cells and sentences format the numbers model.py (with ladder.py and crossover_map.py)
-computed once. The cells are written by cells.py, the ladder and target tables by ladder_tables.py and the
-environment table by environment_table.py; this module lays out the other tables of each machine and renders the
-template.
+Nothing here computes a result or words one: the cells format what model.py computed, with the
+interval each number has (cells.py).
 """
 
 from __future__ import annotations
@@ -14,59 +13,88 @@ import jinja2
 import pandas as pd
 
 from tiny_mlp_bench import catalogue
-from tiny_mlp_bench.question import ASKERS_KERAS, TORCH
-from tiny_mlp_bench.report.answer import ASKERS_BACKEND, PAUSED_S
-from tiny_mlp_bench.report.cells import num, pct, table, us
+from tiny_mlp_bench.catalogue import Role
+from tiny_mlp_bench.report import sentences
+from tiny_mlp_bench.report.cells import approx, duration, num, table, times, us
 from tiny_mlp_bench.report.environment_table import environment_table
 from tiny_mlp_bench.report.fixed_costs import COMPILED_EPOCH
-from tiny_mlp_bench.report.ladder import CV_WARNING
-from tiny_mlp_bench.report.ladder_tables import ladder_table, removes, targets_table
+from tiny_mlp_bench.report.ladder import Ladder, Rung
 from tiny_mlp_bench.report.model import Machine, Report
 from tiny_mlp_bench.timing import PHASES
 
 TEMPLATE = Path(__file__).with_name("report.md.j2")
+VARIANTS_ANCHOR = "#the-variants"  # the appendix's heading, where each rung's description lives
+
+
+def headline_table(m: Machine) -> str:
+    header = ["rung", "runs", "time to result", "× the original loop", "per step", "× the original loop"]
+    rows = sentences.headline_rows(m)
+    return table(header, rows, "lrrrrr") if rows else ""
 
 
 def question_table(m: Machine) -> str:
     rows = []
     for q in m.question:
-        if q.timed:
-            numbers = [num(q.median_s), f"{num(q.min_s)}–{num(q.max_s)}", f"{q.timed}/{q.runs}"]
-            numbers.append(f"{q.converged}/{q.timed}")
-        else:
-            numbers = [", ".join(q.statuses), "–", f"0/{q.runs}", "–"]
-        rows.append([q.pair, q.what, num(q.asker_s, 0), *numbers])
-    header = ["framework-device", "what", "asker (s)", "ours, median (s)", "ours, min–max (s)", "runs timed"]
-    return table([*header, "converged"], rows, "llrrrrr")
+        ours = duration(q.result) if q.timed else ", ".join(q.statuses)
+        rows.append([q.pair, q.what, num(q.asker_s, 0), ours, f"{q.timed}/{q.runs}"])
+    header = ["framework-device", "what", "asker (s)", "ours: time to result", "runs completed"]
+    return table(header, rows, "llrrr")
 
 
 def ratio_table(m: Machine) -> str:
-    rows = [[f"{r.numerator} / {r.denominator}", num(r.asker), num(r.ours)] for r in m.ratios]
+    rows = [[f"{r.numerator} / {r.denominator}", num(r.asker), times(r.ours)] for r in m.ratios]
     return table(["ratio of wall times", "asker", "ours"], rows, "lrr")
 
 
 def views_table(m: Machine) -> str:
-    """Every completed pair and variant in the two views, ranked within its device, fastest to a result first."""
-    done = m.summary.dropna(subset=["median_s"])
-    rows = []
-    for device in catalogue.DEVICES:
-        on = done[done["device"] == device].copy()
-        on["result_rank"] = on["median_s"].rank(method="min")
-        on["step_rank"] = on["step_s"].rank(method="min")
-        for s in on.sort_values(["median_s", "pair", "variant"]).itertuples(index=False):
-            rows.append(
-                [
-                    f"{s.pair} ({s.variant})",
-                    num(s.median_s),
-                    num(s.result_rank, 0),
-                    us(s.step_s),
-                    num(s.step_rank, 0),
-                    num(s.setup_s + s.first_block_excess_s),
-                ]
-            )
-    header = ["framework-device (variant)", "time to result (s)", "rank", "µs / step", "rank"]
-    header.append("one-time cost: set-up and first-block excess (s)")
-    return table(header, rows, "lrrrrr") if rows else ""
+    """Every completed rung in the two views, ranked within its device, fastest to a result first."""
+    rows = [
+        [
+            f"{v.pair} `{v.variant}`",
+            str(v.result.runs if v.result else 0),
+            duration(v.result),
+            v.result_rank,
+            duration(v.step),
+            v.step_rank,
+            num(v.one_time_s),
+        ]
+        for v in m.views
+    ]
+    header = ["rung", "runs", "time to result", "rank", "per step", "rank", "one-time cost (s)"]
+    return table(header, rows, "lrrrrrr") if rows else ""
+
+
+def beats_seed(rung: Rung) -> str:
+    """From how many epochs on a rung's time to result beats its ladder's seed's, its one-time cost included:
+    an estimate from medians, so two figures."""
+    if rung.role == Role.ASKERS or rung.vs_seed is None or rung.one_time_s is None or pd.isna(rung.step_s):
+        return "–"
+    return "never" if rung.beats_seed_from is None else approx(rung.beats_seed_from)
+
+
+def speedup(found) -> str:
+    return "–" if found is None else times(found)
+
+
+def ladder_table(ladder: Ladder) -> str:
+    """The ladder's rungs, each linked to its description; host syncs where they were counted."""
+    syncs = ladder.counts_host_syncs
+    rows = [
+        [
+            f"[`{r.variant}`]({VARIANTS_ANCHOR})",
+            duration(r.step),
+            speedup(r.speedup),
+            speedup(r.speedup_over_previous),
+            num(r.one_time_s),
+            beats_seed(r),
+            *([num(r.host_syncs_per_epoch, 6, "g")] if syncs else []),
+        ]
+        for r in ladder.rungs
+    ]
+    header = ["rung", "per step", "× faster than the original loop", "× faster than the rung before"]
+    header += ["one-time cost (s)", "faster to a result from (epochs)"]
+    header += ["host syncs / epoch"] if syncs else []
+    return table(header, rows, "l" + "r" * (len(header) - 1))
 
 
 def fixed_costs_table(m: Machine) -> str:
@@ -81,34 +109,40 @@ def fixed_costs_table(m: Machine) -> str:
     def keras_fit(framework: str, key: str):
         return lambda costs: getattr(costs.keras(framework), key) if costs.keras(framework) else None
 
-    def ms(value):
-        return num(None if value is None else value * 1e3, 1)
-
     keras_probed = list(dict.fromkeys(k.framework for costs in m.costs.values() for k in costs.keras_fit))
     keras_rows = []
     for framework in keras_probed:
         name = catalogue.framework(framework).label
         keras_rows += [
-            (f"{name}: fixed cost of a fit epoch (ms)", keras_fit(framework, "epoch_fixed_s"), ms),
-            (f"{name}: a step inside fit (µs)", keras_fit(framework, "step_s"), us),
+            (f"{name}: fixed cost of a fit epoch", keras_fit(framework, "epoch_fixed_s"), sentences.seconds),
+            (f"{name}: a step inside fit", keras_fit(framework, "step_s"), sentences.seconds),
         ]
     readings = [
-        ("one eager torch op (µs)", field("eager_op_s"), us),
-        ("ops the asker's step runs (cpu: leaf aten ops; cuda: kernels)", field("ops_per_step"), lambda v: num(v, 0)),
-        ("the asker's step on a batch already on the device (µs)", field("seed_step_s"), us),
-        ("empty torch.cuda.synchronize() (µs)", field("sync_s"), us),
-        ("replay of a one-kernel CUDA graph (µs)", field("graph_replay_s"), us),
-        ("one kernel inside a CUDA graph (µs)", field("graph_kernel_s"), lambda v: us(v, 2)),
+        ("one eager torch op", field("eager_op_s"), sentences.seconds),
+        ("ops the original step runs (cpu: leaf aten ops; cuda: kernels)", field("ops_per_step"), lambda v: num(v, 0)),
+        ("the original step on a batch already on the device", field("seed_step_s"), sentences.seconds),
+        ("empty torch.cuda.synchronize()", field("sync_s"), sentences.seconds),
+        ("replay of a one-kernel CUDA graph", field("graph_replay_s"), sentences.seconds),
+        ("one kernel inside a CUDA graph", field("graph_kernel_s"), sentences.seconds),
         *keras_rows,
-        (
-            f"{COMPILED_EPOCH.framework} `{COMPILED_EPOCH.name}` runs: one compiled epoch call (µs)",
-            field("fused_call_s"),
-            us,
-        ),
-        ("… of which inside its one fused kernel (µs)", field("fused_kernel_s"), us),
+        (f"{COMPILED_EPOCH.framework} `{COMPILED_EPOCH.name}`: one compiled epoch call", field("fused_call_s"), us),
+        ("… of which inside its one fused kernel", field("fused_kernel_s"), us),
     ]
     rows = [[label, *(show(read(m.costs[d])) for d in devices)] for label, read, show in readings]
-    return table(["", *devices], rows, "l" + "r" * len(devices))
+    rows[-2][0] += " (µs)"
+    rows[-1][0] += " (µs)"
+    rows = [row for row in rows if any(cell != "–" for cell in row[1:])]  # readings no device took
+    return table(["median of repeated timings", *devices], rows, "l" + "r" * len(devices))
+
+
+def paused_table(m: Machine) -> str:
+    """Every run of each rung whose runs paused after their last epoch: not one number, but both groups."""
+    rows = [
+        [f"{rung.pair} `{rung.variant}`", run.run_id, sentences.seconds(run.result_s), sentences.seconds(run.fit_end_s)]
+        for rung in m.answer.paused
+        for run in rung.runs
+    ]
+    return table(["rung", "run", "time to result", "pause after the last epoch"], rows, "llrr") if rows else ""
 
 
 def crossover_table(m: Machine) -> str:
@@ -117,37 +151,62 @@ def crossover_table(m: Machine) -> str:
     devices = [d for d in catalogue.DEVICES if f"{d}_step_s" in m.sweep_table.columns]
     rows = []
     for row in m.sweep_table.itertuples(index=False):
-        times = [num(getattr(row, f"{d}_step_s") * 1e3, 3) for d in devices]
-        rows.append([str(row.hidden_units), str(row.batch_size), *times, num(row.cpu_over_cuda)])
-    header = ["width", "batch", *(f"{d} (ms/step)" for d in devices), "cpu / cuda"]
+        step_times = [sentences.seconds(getattr(row, f"{d}_step_s")) for d in devices]
+        rows.append([str(row.hidden_units), str(row.batch_size), *step_times, num(row.cpu_over_cuda)])
+    header = ["width", "batch", *(f"{d} per step" for d in devices), "cpu / cuda"]
     return table(header, rows, "r" * len(header))
 
 
 def phases_table(m: Machine) -> str:
     rows = [
-        [f"{s.pair} ({s.variant})", *(num(getattr(s, f"{phase}_s"), 3) for phase in PHASES), num(s.median_s)]
+        [f"{s.pair} `{s.variant}`", *(num(getattr(s, f"{phase}_s"), 3) for phase in PHASES), num(s.median_s)]
         for s in m.summary.itertuples(index=False)
     ]
-    header = ["framework-device (variant)", *(f"{label} (s)" for label in PHASES.values()), "timing point (s)"]
+    header = ["rung", *PHASES.values(), "timing point"]
     return table(header, rows, "l" + "r" * (len(header) - 1))
 
 
 def quality_table(m: Machine) -> str:
     rows = [
-        [f"{s.pair} ({s.variant})", num(s.test_mse, 2, "e"), num(s.train_r2, 4), f"{int(s.converged)}/{s.runs}"]
+        [f"{s.pair} `{s.variant}`", num(s.test_mse, 2, "e"), num(s.train_r2, 4), f"{int(s.converged)}/{s.runs}"]
         for s in m.summary.itertuples(index=False)
     ]
-    return table(["framework-device (variant)", "test MSE", "train R²", "converged"], rows, "lrrr")
+    return table(["rung", "test MSE", "train R²", "converged"], rows, "lrrr")
 
 
-def attention_table(m: Machine) -> str:
-    rows = [
-        [r.run_id, r.status, "" if pd.isna(r.reason) else r.reason]
-        if r.status != "ok"
-        else [r.run_id, "not converged", f"train R² {num(r.train_r2, 4)}"]
-        for r in m.attention.itertuples(index=False)
-    ]
-    return table(["run", "status", "reason"], rows, "lll") if rows else ""
+def not_completed_table(m: Machine) -> str:
+    """Runs that did not complete or did not converge, and probes that did not measure: one row per status
+    and reason, so that a reason is stated once, with the rungs it stopped."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for r in m.attention.itertuples():
+        why = (r.status, "" if pd.isna(r.reason) else r.reason) if r.status != "ok" else ("not converged", "")
+        found.setdefault(why, []).append(r.run_id.rsplit("-", 1)[0])
+    rows = []
+    for (status, reason), rungs in found.items():
+        counts = pd.Series(rungs).value_counts(sort=False)
+        rows.append([status, reason, f"{len(rungs)} runs: " + ", ".join(f"{k} ({n})" for k, n in counts.items())])
+    for p in m.probes_not_measured:
+        rows.append([p.status, p.reason or "", f"the {p.framework} {p.device} probe"])
+    for sweep in m.sweeps:
+        if sweep.status != "ok":
+            rows.append([sweep.status, sweep.reason or "", f"the {sweep.device} crossover sweep"])
+    merged: dict[tuple[str, str], list[str]] = {}
+    for status, reason, what in rows:
+        merged.setdefault((status, reason), []).append(what)
+    rows = [[status, reason, "; ".join(what)] for (status, reason), what in merged.items()]
+    return table(["status", "reason", "what"], rows, "lll") if rows else ""
+
+
+def variants_table(m: Machine) -> str:
+    """The description of every rung this machine ran, where the ladders' links lead."""
+    rows = []
+    for s in m.summary.drop_duplicates(["framework", "variant"]).itertuples():
+        try:
+            what = catalogue.variant(s.framework, s.variant).removes
+        except catalogue.UnknownVariant:
+            what = "(not in this commit's catalogue)"
+        rows.append([s.framework, f"`{s.variant}`", what])
+    return table(["framework", "rung", "what it removes, from the rung before"], rows, "lll") if rows else ""
 
 
 def cuda_epochs_per_block(m: Machine) -> list[int]:
@@ -157,43 +216,49 @@ def cuda_epochs_per_block(m: Machine) -> list[int]:
     return sorted({round(epochs / blocks) for epochs, blocks in zip(done["epochs"], done["blocks"], strict=True)})
 
 
-def compile_note(m: Machine) -> str:
-    """How the compiled rungs' first blocks and times to result were compiled, from the records' compile_cache."""
-    rerun = m.summary[m.summary["cold_compile_runs"] > 0]
-    if rerun.empty:
-        return "compiled rungs compile cold, each run with an empty compiler cache of its own"
-    firsts = "; ".join(
-        f"{s.pair} `{s.variant}` {num(s.cold_compile_s)} s to a result"
-        + (f" ({s.cold_compile_runs} runs)" if s.cold_compile_runs > 1 else " (1 run)")
-        for s in rerun.itertuples()
-    )
-    return (
-        "a compiled rung's first run in the study compiles cold; its later runs reuse that compilation from the "
-        "compiler's cache, as a user's later runs do, and give its time to result and first-block excess here. "
-        f"The first runs: {firsts}"
-    )
-
-
-def machine_tables(m: Machine) -> dict:
+def machine_page(report: Report, m: Machine) -> dict:
+    """Every sentence and table of one machine's part of the report."""
+    extra = [
+        sentences.gpu_split_line(m),
+        sentences.keras_versions_line(m),
+        sentences.keras_split_line(m),
+        *sentences.epoch_floor_lines(m),
+        *sentences.keras_backends_line(m),
+        sentences.crossover_line(m),
+        sentences.dead_start_line(m),
+        sentences.compile_line(m),
+    ]
     return {
-        "compile_note": compile_note(m),
-        "cuda_epochs_per_block": cuda_epochs_per_block(m),
+        "setup": sentences.setup_line(report, m),
+        "gpu": sentences.gpu_line(report, m),
+        "keras": sentences.keras_line(m),
+        "why": sentences.why_line(m),
+        "aa": sentences.aa_line(m),
+        "headline": headline_table(m),
         "question": question_table(m),
         "ratios": ratio_table(m),
-        "ladders": {ladder.pair: ladder_table(ladder) for ladder in m.ladders},
-        "targets": targets_table(m),
-        "crossover": crossover_table(m),
-        "fixed_costs": fixed_costs_table(m),
         "views": views_table(m),
+        "ladder_summary": sentences.ladder_summary(m),
+        "floors": sentences.floors_line(m),
+        "ladders": {ladder.pair: ladder_table(ladder) for ladder in m.ladders},
+        "cuda_epochs_per_block": cuda_epochs_per_block(m),
+        "fixed_costs": fixed_costs_table(m),
+        "paused": sentences.pause_line(m),
+        "paused_runs": paused_table(m),
+        "more": [line for line in extra if line],
+        "crossover": crossover_table(m),
         "phases": phases_table(m),
+        "quality_line": sentences.quality_line(m),
         "quality": quality_table(m),
-        "attention": attention_table(m),
+        "not_completed": not_completed_table(m),
+        "failed_runs": [f"results/runs/{run_id}.json" for run_id in m.failed_runs],
+        "variants": variants_table(m),
         "environment": environment_table(m.environment, m.load),
     }
 
 
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(
+    return jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE.parent),
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -201,12 +266,6 @@ def environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         autoescape=False,  # Markdown, not HTML
     )
-    env.filters.update(num=num, us=us, pct=pct)
-    # The question's frameworks, for the sentences that name them.
-    env.globals.update(torch=TORCH, askers_keras=ASKERS_KERAS, askers_backend=ASKERS_BACKEND)
-    env.globals.update(removes=removes, cv_warning=CV_WARNING)
-    env.globals.update(paused_s=PAUSED_S)
-    return env
 
 
 def render_markdown(
@@ -216,8 +275,13 @@ def render_markdown(
     ladder_link: str = "report/ladder.png",
 ) -> str:
     """The whole report as Markdown text; the links are the charts' paths relative to it."""
-    tables = {m.label: machine_tables(m) for m in report.machines}
+    pages = [(m, machine_page(report, m)) for m in report.machines]
     template = environment().get_template(TEMPLATE.name)
     return template.render(
-        report=report, tables=tables, plot_link=plot_link, crossover_link=crossover_link, ladder_link=ladder_link
+        title=sentences.TITLE,
+        report=report,
+        pages=pages,
+        plot_link=plot_link,
+        crossover_link=crossover_link,
+        ladder_link=ladder_link,
     )

@@ -17,14 +17,17 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from tiny_mlp_bench.backends.contract import GPU_EPOCHS_PER_BLOCK
+from tiny_mlp_bench.catalogue import DEVICES, pair_name
 from tiny_mlp_bench.question import TORCH, askers_rung
 from tiny_mlp_bench.report import fixed_costs
 from tiny_mlp_bench.report.answer import Answer, ArchivedGpu, answer
 from tiny_mlp_bench.report.crossover_map import Crossover, Sweep, crossovers, sweep_frame, sweep_table
-from tiny_mlp_bench.report.ladder import TARGETS, EpochFloor, Ladder, Rung, Target, epoch_floors, judge, ladders
+from tiny_mlp_bench.report.ladder import TARGETS, EpochFloor, Ladder, Target, epoch_floors, judge, ladders
 from tiny_mlp_bench.report.machines import environment, machine_key, machine_labels
 from tiny_mlp_bench.report.question_table import QuestionRow, Ratio, question_rows, ratios
 from tiny_mlp_bench.report.runs import LOAD_COLUMNS, run_row, summarize
+from tiny_mlp_bench.report.views import HeadlineRow, View, headline, views
 
 
 @dataclass(frozen=True)
@@ -52,10 +55,8 @@ class Machine:
     attention: pd.DataFrame  # runs that were skipped, failed or did not converge
     environment: dict[str, tuple]  # each fact's distinct values over the machine's runs
     load: dict[str, tuple[float, float]]  # each LOAD_COLUMNS reading's lowest and highest over the runs
-
-    @property
-    def noisy_rungs(self) -> list[Rung]:
-        return [r for ladder in self.ladders for r in ladder.rungs if r.noisy]
+    views: tuple[View, ...] = ()  # every completed rung to a result and per step, ranked per device
+    headline: tuple[HeadlineRow, ...] = ()  # the first screen's rows
 
     @property
     def failed_runs(self) -> list[str]:
@@ -86,15 +87,17 @@ def machine(label: str, records: list[dict], sweeps: list[dict], probes: list[di
     by_pair = {ladder.pair: ladder for ladder in found}
     question = question_rows(runs, summary)
     medians = {q.pair: q.median_s for q in question if q.timed}
+    seed_results = {s.pair: s.result_values for s in summary.itertuples() if s.variant == askers_rung(s.framework)}
     points = sweep_frame(sweeps)
     attention = runs[(runs["status"] != "ok") | runs["converged"].eq(False)]
+    both_views = views(summary)
     return Machine(
         label=label,
         answer=answer(found, summary, medians, costs, floors, runs),
         runs=runs,
         summary=summary,
         question=question,
-        ratios=ratios(medians),
+        ratios=ratios(seed_results),
         ladders=found,
         epoch_floors=epoch_floors(found),
         floors=floors,
@@ -110,6 +113,8 @@ def machine(label: str, records: list[dict], sweeps: list[dict], probes: list[di
         attention=attention[["run_id", "status", "reason", "converged", "train_r2"]].reset_index(drop=True),
         environment=environment(records),
         load={column: (runs[column].min(), runs[column].max()) for column in LOAD_COLUMNS},
+        views=both_views,
+        headline=headline(both_views),
     )
 
 
@@ -154,26 +159,34 @@ def build_report(
 
 
 def archived_gpu(archive: str, records: list[dict]) -> ArchivedGpu | None:
-    """The GPU answer an archived study's records of the asker's torch loop (``seed``) give, from the
-    first host (by label) that completed them on both cuda and cpu; None where no host did."""
+    """What an archived study's records of the asker's torch loop (``seed``) on cuda give, from the
+    first host (by label) that completed it there; None where no host did."""
     askers = (TORCH, askers_rung(TORCH))
     seeds = [r for r in records if (r["identity"]["framework"], r["identity"]["variant"]) == askers]
     if not seeds:
         return None
     for found in build_report(seeds).machines:
-        gpu = found.answer.gpu
-        if gpu.cuda_s is None or gpu.cpu_s is None:
+        cuda = found.summary[found.summary["pair"] == pair_name(TORCH, "cuda")]
+        if cuda.empty:
             continue
-        quoted = found.runs[found.runs["status"] == "ok"]
+        seed = cuda.iloc[0]
+        quoted = found.runs[(found.runs["status"] == "ok") & (found.runs["device"] == "cuda")]
+        methods = {describe_method(r["method"]) for r in seeds if r["identity"]["device"] == "cuda"}
+        done = set(found.summary["pair"])
         return ArchivedGpu(
             archive=archive,
             host=found.label,
             gpu=", ".join(name for name in found.environment["gpu"] if name),
             date=str(quoted["started_at"].min())[:10],
-            cuda_s=float(gpu.cuda_s),
-            cpu_s=float(gpu.cpu_s),
-            cuda_step_s=gpu.cuda_step_s,
-            cpu_step_s=gpu.cpu_step_s,
-            runs=len(quoted),
+            result=seed.result,
+            step=seed.step,
+            method="; ".join(sorted(methods)),
+            lacks=tuple(p for p in (pair_name(TORCH, d) for d in DEVICES) if p not in done),
         )
     return None
+
+
+def describe_method(method: dict) -> str:
+    """How a cuda record's blocks were timed, in words (every clock reading waits for the GPU)."""
+    every = "epoch" if method["block"] == "epoch" else f"{GPU_EPOCHS_PER_BLOCK} epochs"
+    return f"read the clock after every {every}, once the GPU had finished"

@@ -10,14 +10,16 @@ import pandas as pd
 
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.question import ASKER_SECONDS, ASKERS_KERAS, TODAYS_KERAS, TORCH, askers_rung
+from tiny_mlp_bench.report import inference
+from tiny_mlp_bench.report.inference import Interval
 
 DEVICES = catalogue.DEVICES
 # Keras 3 on TensorFlow, what tf.keras is today: rows of their own, with no asker's number beside them.
 QUESTION_PAIRS = (*ASKER_SECONDS, *(catalogue.pair_name(TODAYS_KERAS, device) for device in DEVICES))
 # What each framework's rows of the table are.
 WHAT = {
-    TORCH: "the asker's torch loop",
-    ASKERS_KERAS: f"{catalogue.framework(ASKERS_KERAS).label}: the asker's tf.keras",
+    TORCH: "the original torch loop",
+    ASKERS_KERAS: f"{catalogue.framework(ASKERS_KERAS).label}: the original tf.keras",
     TODAYS_KERAS: f"{catalogue.framework(TODAYS_KERAS).label}: today's tf.keras",
 }
 # Ratios the question implies, as (numerator, denominator) pairs; the asker's Keras is Keras 2.
@@ -43,34 +45,18 @@ class QuestionRow:
     min_s: float | None
     max_s: float | None
     statuses: tuple[str, ...]  # of the seed runs, when none completed
+    result: Interval | None = None  # the completed runs' times to result, with their interval
 
 
 @dataclass(frozen=True)
 class Ratio:
-    """A ratio of wall times the question implies, the asker's and ours (seed medians)."""
+    """A ratio of wall times the question implies: the asker's, and ours over the seed runs with its
+    interval (None where either side has no completed run)."""
 
     numerator: str
     denominator: str
     asker: float
-    numerator_s: float | None
-    denominator_s: float | None
-
-    @property
-    def ours(self) -> float | None:
-        if self.numerator_s is None or self.denominator_s is None:
-            return None
-        return self.numerator_s / self.denominator_s
-
-    @property
-    def factor(self) -> float | None:
-        """How many times the slower of the two took the faster one's time."""
-        ours = self.ours
-        return None if ours is None else max(ours, 1 / ours)
-
-    @property
-    def missing(self) -> list[str]:
-        """The pairs with no completed seed run."""
-        return [p for p, s in ((self.numerator, self.numerator_s), (self.denominator, self.denominator_s)) if s is None]
+    ours: inference.Ratio | None
 
 
 def question_rows(runs: pd.DataFrame, summary: pd.DataFrame) -> tuple[QuestionRow, ...]:
@@ -85,13 +71,17 @@ def question_rows(runs: pd.DataFrame, summary: pd.DataFrame) -> tuple[QuestionRo
         done = summary[(summary["pair"] == pair) & (summary["variant"] == askers)]
         if len(done):
             s = done.iloc[0]
-            numbers = (int(s.runs), int(s.converged), s.median_s, s.min_s, s.max_s)
+            numbers = (int(s.runs), int(s.converged), s.median_s, s.min_s, s.max_s, statuses, s.result)
         else:
-            numbers = (0, 0, None, None, None)
-        rows.append(QuestionRow(pair, WHAT[framework], ASKER_SECONDS.get(pair), len(recorded), *numbers, statuses))
+            numbers = (0, 0, None, None, None, statuses, None)
+        rows.append(QuestionRow(pair, WHAT[framework], ASKER_SECONDS.get(pair), len(recorded), *numbers))
     return tuple(rows)
 
 
-def ratios(medians: dict[str, float]) -> tuple[Ratio, ...]:
-    """The RATIOS, the asker's beside ours from the seed medians per pair (absent where none completed)."""
-    return tuple(Ratio(n, d, ASKER_SECONDS[n] / ASKER_SECONDS[d], medians.get(n), medians.get(d)) for n, d in RATIOS)
+def ratios(results: dict[str, tuple[float, ...]]) -> tuple[Ratio, ...]:
+    """The RATIOS, the asker's beside ours from the seed runs' times to result per pair."""
+    found = []
+    for n, d in RATIOS:
+        ours = inference.ratio(results[n], results[d]) if results.get(n) and results.get(d) else None
+        found.append(Ratio(n, d, ASKER_SECONDS[n] / ASKER_SECONDS[d], ours))
+    return tuple(found)

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from tiny_mlp_bench import catalogue
+from tiny_mlp_bench.report.inference import Interval, rung_interval
 from tiny_mlp_bench.report.question_table import QUESTION_PAIRS
 from tiny_mlp_bench.timing import PHASES
 
@@ -150,6 +151,24 @@ def first_compilations(done: pd.DataFrame) -> pd.Series:
     return warm.groupby([done[key] for key in RUNG]).transform("any") & ~warm
 
 
+def interval(values: pd.Series) -> Interval | None:
+    """The runs' values' interval (inference.rung_interval); None where no run measured it."""
+    found = values.dropna().astype(float)
+    return rung_interval(found) if len(found) else None
+
+
+def values(column: pd.Series) -> tuple[float, ...]:
+    """The runs' values, in run order: what a ratio between two rungs is computed from."""
+    return tuple(float(v) for v in column.dropna())
+
+
+def result_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The completed runs whose time to result a rung's summary states: all but a cold compilation beside
+    warm runs (first_compilations)."""
+    done = runs[runs["status"] == "ok"]
+    return done[~first_compilations(done)]
+
+
 def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     """Median, spread and CV over the completed runs of each pair and variant, in ladder order.
 
@@ -169,6 +188,8 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
             max_s=("fit_predict_s", "max"),
             **{f"{phase}_s": (f"{phase}_s", "median") for phase in PHASES},
             first_block_excess_s=("first_block_excess_s", "median"),
+            result=("fit_predict_s", interval),
+            result_values=("fit_predict_s", values),
         )
     )
     cold_runs = (
@@ -184,7 +205,8 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
             step_mean_s=("step_mean_s", "median"),
             step_min_s=("step_s", "min"),
             step_max_s=("step_s", "max"),
-            step_cv=("step_s", coefficient_of_variation),
+            step=("step_s", interval),
+            step_values=("step_s", values),
             host_syncs_per_epoch=("host_syncs_per_epoch", "median"),
             test_mse=("test_mse", "median"),
             train_r2=("train_r2", "median"),

@@ -1,0 +1,342 @@
+"""The report's sentences, each a small function of the report model; report.md.j2 only lays them out.
+
+A sentence that says one thing is faster or slower than another says so only where the runs support
+it (inference.Ratio.resolved); otherwise it says the study does not resolve it, and with how many
+runs. Every number is written with its interval (cells.py). Plain words: "the original loop" is the
+question's own code, unchanged.
+"""
+
+from __future__ import annotations
+
+from tiny_mlp_bench import catalogue
+from tiny_mlp_bench.catalogue import Role, pair_name
+from tiny_mlp_bench.question import ASKERS_KERAS, TODAYS_KERAS, TORCH, askers_rung
+from tiny_mlp_bench.report.answer import PAUSED_S, ArchivedGpu
+from tiny_mlp_bench.report.cells import duration, times
+from tiny_mlp_bench.report.inference import Interval, Ratio
+from tiny_mlp_bench.report.model import Machine, Report
+from tiny_mlp_bench.report.views import View
+
+TITLE = "Why is PyTorch on a GPU slower than on a CPU, and slower than Keras?"
+KERAS_2 = catalogue.framework(ASKERS_KERAS).label
+KERAS_3 = catalogue.framework(TODAYS_KERAS).label
+
+
+def seconds(value: float | None) -> str:
+    """A time measured once, or a median, in its own unit: "4.4 s", "27 µs"."""
+    return "–" if value is None else duration(Interval(value, None, None, 1)).removesuffix(" (1 run)")
+
+
+def rung_name(view: View) -> str:
+    """What a rung is, in plain words where it is the question's own code."""
+    if (view.framework, view.variant) == (TORCH, askers_rung(TORCH)):
+        return f"the original torch loop on {view.device}"
+    if (view.framework, view.variant) == (ASKERS_KERAS, askers_rung(ASKERS_KERAS)):
+        return f"the original Keras `fit` on {view.device}"
+    return f"{view.pair} `{view.variant}`"
+
+
+def view_of(m: Machine, framework: str, variant: str | None, device: str) -> View | None:
+    pair = pair_name(framework, device)
+    return next((v for v in m.views if (v.pair, v.variant) == (pair, variant)), None)
+
+
+def seed_view(m: Machine, framework: str, device: str) -> View | None:
+    return view_of(m, framework, askers_rung(framework), device)
+
+
+def unresolved(found: Ratio) -> str:
+    """What a ratio the runs cannot support says."""
+    a, b = found.runs
+    return f"this study cannot tell them apart: {times(found)}, {a} runs against {b}"
+
+
+def verdict(who: str, found: Ratio, than: str) -> str:
+    """``who`` against ``than`` where the runs support a claim: "Keras was slower: 2.1x (1.6-2.4) the
+    torch loop's time"; otherwise that the runs cannot tell them apart."""
+    if not found.resolved:
+        return f"{unresolved(found).capitalize()}."
+    return f"{who} was {'slower' if found.estimate > 1 else 'faster'}: {times(found)} {than}'s time."
+
+
+def setup_line(report: Report, m: Machine) -> str:
+    """The machine, the settings and the runs, in one line."""
+    env = m.environment
+    cpu = "; ".join(f"{model}, {count} logical CPUs" for model, count in env["cpu"])
+    gpu = ", ".join(name for name in env["gpu"] if name) or "no GPU"
+    p = report.parameters
+    settings = (
+        f"a 2→{p['hidden_units']}→1 ReLU MLP, Adam at {p['learning_rate']:g}, batch {p['batch_size']}, "
+        f"{p['epochs']:,} epochs of {p['n_train']} rows"
+    )
+    done = int((m.runs["status"] == "ok").sum())
+    counts = sorted({r.view.result.runs for r in m.headline if r.role == "question" and r.view.result})
+    each = ""
+    if counts:
+        each = f"; {counts[0] if len(counts) == 1 else f'{counts[0]}–{counts[-1]}'} runs of each original loop"
+    return f"Host `{m.label}` ({cpu}; {gpu}): {settings}. {done} of {len(m.runs)} runs completed{each}."
+
+
+def gpu_line(report: Report, m: Machine) -> str:
+    """The GPU against the CPU for the original torch loop: here, or quoted from an archive."""
+    cuda, cpu = seed_view(m, TORCH, "cuda"), seed_view(m, TORCH, "cpu")
+    if cuda and cpu:
+        head = f"the original torch loop took {duration(cuda.result)} on the GPU, {duration(cpu.result)} on the CPU."
+        return f"{head} {verdict('The GPU', m.answer.gpu.ratio, 'the CPU')}"
+    if cuda:
+        return f"the original torch loop took {duration(cuda.result)} on the GPU; no run on this CPU completed."
+    return f"no GPU run of the original loop completed here. {archived_gpu_line(report)}"
+
+
+def archived_gpu_line(report: Report) -> str:
+    """The newest archive's GPU numbers of the original loop, alone, with what they are."""
+    g: ArchivedGpu | None = report.archived_gpu
+    if g is None:
+        if report.no_archive_qualifies:
+            return "No archive holds a completed GPU run of it either."
+        return "No archive was asked for one."
+    step = f", {duration(g.step)} per step" if g.step else ""
+    lacks = f" It has no {' or '.join(g.lacks)} run, so it gives no ratio to a CPU." if g.lacks else ""
+    return (
+        f"The archive `{g.archive}` ({g.gpu}, host `{g.host}`, {g.date}) ran it on the GPU: "
+        f"{duration(g.result)} to a result{step}. Its runs {g.method}.{lacks}"
+    )
+
+
+def keras_line(m: Machine) -> str:
+    """Keras 2's `fit` against the original torch loop on the CPU, with its pauses where it paused."""
+    k = m.answer.keras
+    keras, torch = seed_view(m, ASKERS_KERAS, "cpu"), seed_view(m, TORCH, "cpu")
+    if not (keras and torch and k.ratio):
+        missing = KERAS_2 if not keras else "torch"
+        return f"not measured here: no completed {missing} run of the original loop on the CPU."
+    head = f"on the CPU, {KERAS_2}'s `fit` took {duration(keras.result)}, the torch loop {duration(torch.result)}."
+    text = f"{head} {verdict('Keras', k.ratio, 'the torch loop')}"
+    pause = k.pause
+    if pause and pause.paused and k.ratio_without_pauses:
+        text += (
+            f" In {pause.paused} of {pause.runs} runs `fit` paused up to {seconds(pause.longest_s)} after its last"
+            f" epoch, waiting on tf.data. Without those pauses it took {times(k.ratio_without_pauses)} torch's time."
+        )
+    return text
+
+
+def why_line(m: Machine) -> str:
+    """Why a step this small is slow: fixed costs, not arithmetic."""
+    cpu = seed_view(m, TORCH, "cpu")
+    floor = floor_view(m, "cpu")
+    parts = []
+    if cpu and floor and cpu.step:
+        parts.append(
+            f"the torch loop's step takes {duration(cpu.step)} on the CPU, while the whole step's arithmetic, "
+            f"compiled into one numba loop, takes {duration(floor.step)}"
+        )
+    gpu = m.answer.gpu
+    if gpu.launch_s:
+        parts.append(
+            f"on the GPU each step launches {gpu.kernels} kernels at {seconds(gpu.eager_op_s)} each, "
+            f"{seconds(gpu.launch_s)} before any arithmetic"
+        )
+    if not parts:
+        return "not measured here: no completed run of the numba floor or of the original torch loop."
+    return "; ".join(parts) + ". The rest is fixed cost: calls, dispatch and Python between them."
+
+
+def floor_view(m: Machine, device: str) -> View | None:
+    floor = catalogue.sole_rung(Role.FLOOR)
+    return view_of(m, floor.framework, floor.name, device)
+
+
+def aa_line(m: Machine) -> str | None:
+    """The A/A control's ratio: the size of a difference this machine fakes."""
+    aa = m.answer.aa_control
+    if aa is None:
+        return None
+    step = f" and {times(aa.step)} per step" if aa.step else ""
+    return (
+        f"the same code under two names (`{aa.control}`, `{aa.twin}`) took {times(aa.result)} as long to a result"
+        f"{step}. A difference this size is what this machine fakes."
+    )
+
+
+def pause_line(m: Machine) -> list[str]:
+    """Each rung whose runs split by a pause after the last epoch: how often, and how long."""
+    lines = []
+    for rung in m.answer.paused:
+        longest = max(r.fit_end_s for r in rung.runs if r.paused)
+        lines.append(
+            f"{rung.pair} `{rung.variant}` paused {seconds(PAUSED_S)} or more after its last epoch in "
+            f"{rung.paused} of {len(rung.runs)} runs, up to {seconds(longest)}."
+        )
+    return lines
+
+
+def headline_rows(m: Machine) -> list[list[str]]:
+    """The first screen's table: a rung, its runs, time to result and per step, each against the
+    original torch loop on its device."""
+    rows = []
+    for row in m.headline:
+        v = row.view
+        name = rung_name(v) if row.role == "question" else f"{row.role} on {v.device}: {v.pair} `{v.variant}`"
+        runs = str(v.result.runs if v.result else 0)
+        to_result, per_step = (
+            (duration(v.result), relative(v.result_vs_seed)),
+            (duration(v.step), relative(v.step_vs_seed)),
+        )
+        rows.append([name, runs, *to_result, *per_step])
+    return rows
+
+
+def relative(found: Ratio | None) -> str:
+    """A ratio to the original loop, "1" for that loop itself."""
+    return "1" if found is None else times(found)
+
+
+def ladder_summary(m: Machine) -> list[str]:
+    """Each ladder from the original loop: its fastest rung per step, against the original loop."""
+    lines = []
+    for ladder in m.ladders:
+        if not ladder.from_seed:
+            continue
+        fastest = ladder.fastest()
+        if fastest is None or fastest.speedup is None:
+            continue
+        found = fastest.speedup
+        verdict = f"{times(found)} faster" if found.resolved else unresolved(found)
+        lines.append(f"{ladder.pair}: per step, `{fastest.variant}` against the original loop: {verdict}.")
+    return lines
+
+
+def keras_versions_line(m: Machine) -> str | None:
+    """What Keras 3 on TensorFlow pays beyond Keras 2, from the Keras probes."""
+    fits = [v for v in m.answer.keras.versions if v.fit]
+    if not fits:
+        return None
+    costs = "; ".join(
+        f"{v.name} pays {seconds(v.fit.epoch_fixed_s)} at every `fit` epoch and {seconds(v.fit.step_s)} a step"
+        for v in fits
+    )
+    return f"From the Keras probes (medians of repeated timings): {costs}."
+
+
+def gpu_split_line(m: Machine) -> str | None:
+    """The original cuda step split into the GPU's arithmetic (the numba kernel) and the rest."""
+    split = m.answer.gpu.gpu_split
+    if split is None:
+        return None
+    arithmetic, driving = split
+    return (
+        f"On the GPU, the whole step's arithmetic in one numba CUDA kernel takes {seconds(arithmetic)}. The other "
+        f"{seconds(driving)} of the original loop's cuda step is how it drives the GPU: launches, copies and waits."
+    )
+
+
+def keras_split_line(m: Machine) -> str | None:
+    """Where Keras 3 on TensorFlow's extra time over Keras 2 goes over the question's epochs, from the probes."""
+    split = m.answer.keras.split
+    if split is None:
+        return None
+    per_epoch, per_step = split
+
+    def more(value: float) -> str:
+        return f"{seconds(abs(value))} {'more' if value >= 0 else 'less'}"
+
+    return (
+        f"Over 1,000 epochs the probes put {KERAS_3} at {more(per_epoch)} than {KERAS_2} in `fit`'s cost per epoch "
+        f"and {more(per_step)} in its steps."
+    )
+
+
+def epoch_floor_lines(m: Machine) -> list[str]:
+    """What a Keras step costs with one train-function call per epoch: the part no per-step change removes."""
+    return [
+        f"{f.pair} with one train-function call per epoch still takes {seconds(f.step_s)} a step (medians): the "
+        "rest is the fixed cost of each `fit` epoch."
+        for f in m.epoch_floors
+    ]
+
+
+def keras_backends_line(m: Machine) -> list[str]:
+    """The original Keras `fit` per step on each Keras 3 backend that ran it, per device."""
+    lines = []
+    for device in catalogue.DEVICES:
+        backends = [b for b in m.answer.keras_backends if b.device == device]
+        found = [
+            (b.backend, seed_view(m, f.name, device))
+            for b in backends
+            for f in catalogue.keras_frameworks(3)
+            if f.keras_backend == b.backend
+        ]
+        steps = ", ".join(f"{backend} {duration(v.step)}" for backend, v in found if v and v.step)
+        if steps:
+            lines.append(f"The original Keras `fit` per step on {device}, by Keras 3's backend: {steps}.")
+    return lines
+
+
+def crossover_line(m: Machine) -> str | None:
+    """Where the GPU starts to win, from the crossover sweep; that it was not measured, where a sweep did not run."""
+    missed = [s.device for s in m.sweeps if s.status != "ok"]
+    if missed:
+        return f"Where the GPU starts to win: not measured, no {' or '.join(missed)} sweep completed."
+    if not m.crossovers:
+        return None
+    found = "; ".join(
+        f"width {c.hidden_units}: from batch {c.batch_size}"
+        if c.batch_size is not None
+        else f"width {c.hidden_units}: never, up to batch {c.largest_batch}"
+        for c in m.crossovers
+    )
+    return f"Where the GPU starts to win (torch `sync_free`, one point each): {found}."
+
+
+def dead_start_line(m: Machine) -> str | None:
+    """How often the original initialisation starts dead, and what the runs did about it."""
+    init = m.initialisation
+    if init is None:
+        return None
+    return (
+        f"The original initialisation leaves the output ReLU dead on every row in {init.dead} of {init.draws} "
+        f"draws; such a network never trains. Every run starts from a live draw ({m.dead_draws_skipped} dead "
+        "ones skipped)."
+    )
+
+
+def floors_line(m: Machine) -> str:
+    """Each device's floor, stated once above the ladders."""
+    found = []
+    for device in catalogue.DEVICES:
+        floor, rung = m.floors.get(device), floor_view(m, device)
+        if floor is None:
+            found.append(f"on {device} not measured")
+        elif floor.measured and rung:
+            found.append(f"on {device} {duration(rung.step)} per step, the numba `fused` rung")
+        else:
+            found.append(
+                f"on {device} {seconds(floor.step_s)} per step, {floor.kernels} kernels at {seconds(floor.kernel_s)}"
+                " each inside a CUDA graph (the probes)"
+            )
+    return f"The floor, the least a step can cost: {'; '.join(found)}."
+
+
+def quality_line(m: Machine) -> str | None:
+    """One line where every completed run converged; None where some did not (the table says which)."""
+    done = m.runs[m.runs["status"] == "ok"]
+    if done.empty or not done["converged"].eq(True).all():
+        return None
+    return f"Every one of the {len(done)} completed runs converged (train R² at or above the configured minimum)."
+
+
+def compile_line(m: Machine) -> str | None:
+    """How the compiled rungs' first runs compiled, where one compiled cold beside warm runs."""
+    rerun = m.summary[m.summary["cold_compile_runs"] > 0]
+    if rerun.empty:
+        return None
+    firsts = "; ".join(
+        f"{s.pair} `{s.variant}` {seconds(s.cold_compile_s)} ({s.cold_compile_runs} run"
+        f"{'s' if s.cold_compile_runs > 1 else ''})"
+        for s in rerun.itertuples()
+    )
+    return (
+        "A compiled rung's first run compiles cold and is left out of its time to result; its later runs "
+        f"reuse the compiler's cache, as a user's do. The cold runs took: {firsts}."
+    )
