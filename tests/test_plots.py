@@ -1,12 +1,15 @@
-"""The report's charts: written as PNG, the same bytes from the same records, and the asker's per-step marks right."""
+"""The report's charts: written as PNG, the same bytes from the same records, whiskers from the runs' 95%
+intervals, and the asker's per-step marks right."""
 
 from __future__ import annotations
 
 import pytest
+from matplotlib.container import BarContainer
 
 from conftest import run_script, synthetic_record, synthetic_study, synthetic_sweeps
 from tiny_mlp_bench.records import write_record, write_sweep
 from tiny_mlp_bench.report import plots
+from tiny_mlp_bench.report.inference import Interval
 from tiny_mlp_bench.report.model import build_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -21,9 +24,19 @@ def with_cuda_rungs() -> list[dict]:
     return timed + [synthetic_record("torch", "cuda", i, 9.0, variant=v, step_ms=s) for i in (1, 2) for v, s in cuda]
 
 
+def whisker_ends(bars) -> tuple[float, float] | None:
+    """Where a bar's error bar starts and ends along the bar's length; None where it has none."""
+    if bars.errorbar is None:
+        return None
+    (segment,) = bars.errorbar.lines[2][0].get_segments()
+    along = 0 if bars.orientation == "horizontal" else 1
+    return float(segment[0][along]), float(segment[1][along])
+
+
 @pytest.fixture
 def drawn(monkeypatch):
-    """Every figure the plots save, as its axes' titles, texts, legend labels and lines, before it is written."""
+    """Every figure the plots save, as its axes' titles, texts, labels, lines and its bars' whiskers (in drawing
+    order), before it is written."""
     figures = []
     save = plots.save
 
@@ -37,6 +50,8 @@ def drawn(monkeypatch):
                 "lines": {line.get_label(): line for ax in axes for line in ax.get_lines()},
                 "xscale": [ax.get_xscale() for ax in axes],
                 "ylabels": [ax.get_ylabel() for ax in axes],
+                "xlabels": [ax.get_xlabel() for ax in axes],
+                "whiskers": [whisker_ends(c) for ax in axes for c in ax.containers if isinstance(c, BarContainer)],
             }
         )
         save(fig, path)
@@ -52,6 +67,16 @@ def test_asker_step_is_the_asker_wall_time_over_the_asker_steps():
     assert plots.asker_step_s("tf_keras-cuda") == pytest.approx(9 / 12000)  # the asker's Keras: Keras 2
     assert plots.asker_step_s("keras-cuda") is None  # Keras 3, today's tf.keras: the asker never ran it
     assert plots.asker_step_s("numpy-cpu") is None  # the asker ran no NumPy loop
+
+
+def test_whisker_spans_the_interval_and_one_run_has_none():
+    three_runs = Interval(2.0, 1.5, 4.0, 3)
+    assert plots.whisker(three_runs) == [[0.5], [2.0]]  # below and above the estimate
+    assert plots.whisker(three_runs, 1e6) == [[0.5e6], [2.0e6]]
+    assert plots.extent(three_runs) == (1.5, 4.0)
+    one_run = Interval(2.0, None, None, 1)
+    assert plots.whisker(one_run) is None  # no interval: no whisker, not one of zero length
+    assert plots.extent(one_run) == (2.0, 2.0)  # the axis still holds its estimate
 
 
 @pytest.mark.parametrize("records", [synthetic_study, with_cuda_rungs], ids=["cpu only", "cpu and cuda"])
@@ -77,8 +102,8 @@ def test_ladder_chart_without_cuda_runs_says_not_measured(tmp_path, drawn):
     (figure,) = drawn
     assert figure["titles"] == ["cpu", "cuda"] and figure["xscale"] == ["log", "log"]
     assert figure["texts"].count("not measured") == 1
-    # Every timed rung is a bar, labelled with its median µs per step.
-    for value in ("1,000", "250", "150", "2,000", "1,600", "80"):
+    # Every timed rung is a bar, labelled with its geometric mean µs per step: compiled's runs took 100 and 200.
+    for value in ("1,000", "250", "141", "2,000", "1,600", "80"):
         assert value in figure["texts"]
     # The asker's lines, cuda's too: 11 s, 17 s and 9 s over the asker's 1000 x 12 steps.
     assert figure["labels"] == [
@@ -87,6 +112,24 @@ def test_ladder_chart_without_cuda_runs_says_not_measured(tmp_path, drawn):
         "asker, torch-cuda: 1,417 µs",
         "asker, tf_keras-cuda: 750 µs",
     ]
+
+
+def test_ladder_whiskers_are_the_runs_95_percent_intervals(tmp_path, drawn):
+    report = build_report(synthetic_study())
+    plots.plot_ladders(report.machines, tmp_path / "ladder.png")
+    (figure,) = drawn
+    rungs = [r for ladder in report.machines[0].ladders for r in ladder.rungs]  # all cpu, drawn in this order
+    expected = [None if r.step.low is None else (r.step.low * 1e6, r.step.high * 1e6) for r in rungs]
+    assert figure["whiskers"] == [None if e is None else pytest.approx(e) for e in expected]
+    # compiled's two runs, 0.1 and 0.2 ms a step, give a wide t-interval; the one-run rungs get no whisker.
+    compiled = next(r for r in rungs if r.variant == "compiled")
+    assert compiled.step.low * 1e6 < 10 and compiled.step.high * 1e6 > 10_000
+    assert [r.variant for r, e in zip(rungs, expected, strict=True) if e is None] == [
+        "steps_per_execution",
+        "reference",
+        "fused",
+    ]
+    assert figure["xlabels"][0] == "µs per optimiser step (geometric mean, 95% interval over runs), log scale"
 
 
 def test_ladder_chart_of_several_machines_has_a_row_each(tmp_path, drawn):
@@ -121,6 +164,11 @@ def test_seed_chart_says_wall_time_per_run(tmp_path, drawn):
     (figure,) = drawn
     assert "per run" in figure["titles"][0] and "step" not in figure["titles"][0]
     assert "per run" in figure["ylabels"][0]
+    # Our bars' whiskers are the runs' 95% intervals, in the question's order; the asker's bars have none.
+    results = [q.result for q in report.machines[0].question if q.result is not None]
+    assert [w for w in figure["whiskers"] if w is not None] == [pytest.approx((r.low, r.high)) for r in results]
+    assert figure["whiskers"].count(None) == len(plots.ASKER_SECONDS)
+    assert figure["labels"][-1] == "this run (geometric mean, 95% interval over runs)"
 
 
 @pytest.mark.slow
@@ -141,7 +189,7 @@ def test_render_report_writes_the_ladder_chart_beside_the_others(tmp_path):
     for chart in ("timings.png", "ladder.png", "crossover.png"):  # ladder.png by default beside --plot
         assert (out / "report" / chart).read_bytes().startswith(PNG)
     report = (out / "report.md").read_text()
-    steady = report.index("Steady-state time per optimiser step:")
+    steady = report.index("### Where the time goes: the variant ladders")
     assert report.index("](report/ladder.png)\n") > steady
     result = run_script("render_report.py", *args, "--ladder-plot", out / "ladders.png", "--", *records)
     assert result.returncode == 0, result.stderr

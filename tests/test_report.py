@@ -641,3 +641,14 @@ def test_the_template_holds_layout_only():
 
     long_lines = [line for line in TEMPLATE.read_text().splitlines() if len(line) > 120]
     assert long_lines == []
+
+
+def test_the_first_screen_reads_in_short_plain_sentences():
+    report = build_report(paused_study(), probes=synthetic_probes(cuda=True), no_archive_qualifies=True)
+    first_screen = render_markdown(report).split("## Details")[0]
+    lines = [line for line in first_screen.splitlines() if line and not line.startswith(("|", "#"))]
+    bodies = [line.removeprefix("- ").split("**: ")[-1] for line in lines]  # each answer line less its label
+    sentences_found = [s for body in bodies for s in body.split(". ") if s]
+    assert len(sentences_found) >= 8
+    assert max(len(s.split()) for s in sentences_found) <= 32
+    assert "asker" not in first_screen.split("|")[0]  # "the original loop", in the words above the table

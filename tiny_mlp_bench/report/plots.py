@@ -2,7 +2,9 @@
 
 plot_seed_times: whole-run wall time of the question's pairs beside the asker's; plot_ladders: every rung's time
 per optimiser step, cpu and cuda side by side; plot_crossover: the sweep's time per step over batch size and width.
-The asker's per-step times are the asker's wall times spread over the asker's steps (asker_step_s).
+The first two show what the Markdown report prints: each value's geometric mean over runs with its 95% interval
+(inference.Interval) as whiskers; a value from one run has no interval, so no whisker. The asker's per-step times
+are the asker's wall times spread over the asker's steps (asker_step_s).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.atomic import atomic_path
 from tiny_mlp_bench.catalogue import pair_name
 from tiny_mlp_bench.question import ASKER_SECONDS, ASKER_STEPS, TORCH
+from tiny_mlp_bench.report.inference import Interval
 from tiny_mlp_bench.report.ladder import Ladder
 from tiny_mlp_bench.report.model import Machine
 from tiny_mlp_bench.report.question_table import QUESTION_PAIRS
@@ -29,6 +32,26 @@ FRAMEWORK_COLOURS = {
     **{"numpy": "#1f77b4", "sklearn": "#9467bd", "jax": "#d62728"},
 }
 DEVICES = catalogue.DEVICES
+INTERVAL = "geometric mean, 95% interval over runs"  # what a bar or point and its whiskers are, as the report says
+
+
+def whisker(interval: Interval, scale: float = 1.0) -> list[list[float]] | None:
+    """``interval``'s error bar as matplotlib takes it, [[below], [above]] the estimate, times ``scale``.
+
+    None where a side is unbounded (one run): no whisker, rather than one of zero length that would read as
+    runs that agree exactly.
+    """
+    if interval.low is None or interval.high is None:
+        return None
+    return [[(interval.estimate - interval.low) * scale], [(interval.high - interval.estimate) * scale]]
+
+
+def extent(interval: Interval) -> tuple[float, float]:
+    """The lowest and highest value ``interval`` reaches, the estimate on a side without a bound: what a chart's
+    axis must hold."""
+    low = interval.estimate if interval.low is None else interval.low
+    high = interval.estimate if interval.high is None else interval.high
+    return low, high
 
 
 def asker_step_s(pair: str) -> float | None:
@@ -48,8 +71,9 @@ def save(fig, path: Path) -> None:
 
 
 def plot_seed_times(machines: tuple[Machine, ...], path: Path) -> None:
-    """Median wall time per run of each question pair (seed variant) per machine, min-max whiskers, the asker's
-    beside: whole runs, from the start of the fit to the predictions, not steps."""
+    """Wall time per run of each question pair (seed variant) per machine, the geometric mean over its runs with
+    the 95% interval as whiskers (none with one run), the asker's beside: whole runs, from the start of the fit to
+    the predictions, not steps."""
     fig, ax = plt.subplots(figsize=(9, 4), dpi=100)
     pairs = list(QUESTION_PAIRS)
     width = 0.8 / (1 + len(machines))
@@ -60,18 +84,17 @@ def plot_seed_times(machines: tuple[Machine, ...], path: Path) -> None:
             ax.bar(left, ASKER_SECONDS[pair], width, color="#bbbbbb", label="asker")
         for j, machine in enumerate(machines, 1):
             label = "this run" if len(machines) == 1 else machine.label
-            timed = {q.pair: q for q in machine.question if q.timed}
-            if pair in timed:
-                q = timed[pair]
-                err = [[q.median_s - q.min_s], [q.max_s - q.median_s]]
+            results = {q.pair: q.result for q in machine.question if q.result is not None}
+            if pair in results:
+                result = results[pair]
                 ax.bar(
                     left + j * width,
-                    q.median_s,
+                    result.estimate,
                     width,
-                    yerr=err,
+                    yerr=whisker(result),
                     capsize=3,
                     color=colours[(j - 1) % 6],
-                    label=f"{label} (median, min–max)",
+                    label=f"{label} ({INTERVAL})",
                 )
             else:
                 ax.text(left + j * width, 0.3, "no timed\nrun", ha="center", va="bottom", fontsize=7)
@@ -86,15 +109,17 @@ def plot_seed_times(machines: tuple[Machine, ...], path: Path) -> None:
 
 
 def ladder_panel(ax, ladders: list[Ladder], device: str, parameters: dict | None, slots: int) -> None:
-    """One device's rungs as horizontal bars, grouped by pair, top to bottom, with the asker's lines; ``slots``
-    rows of room, so that every panel's bars are as thick."""
-    rows = [r for ladder in ladders for r in ladder.rungs if pd.notna(r.step_s)]
+    """One device's timed rungs as horizontal bars, grouped by pair, top to bottom, with the asker's lines: each
+    bar the geometric mean of its runs' steps, labelled in µs, with the 95% interval as whiskers (none with one
+    run). ``slots`` rows of room, so that every panel's bars are as thick."""
+    rows = [r for ladder in ladders for r in ladder.rungs if r.step is not None]
     pairs = [p for p in ASKER_SECONDS if p.endswith(f"-{device}")] if parameters else []
     for y, r in enumerate(rows):
-        err = [[(r.step_s - r.step_min_s) * 1e6], [(r.step_max_s - r.step_s) * 1e6]]
         colour = FRAMEWORK_COLOURS.get(r.framework, "#7f7f7f")
-        ax.barh(y, r.step_s * 1e6, 0.7, xerr=err, capsize=2, color=colour, error_kw={"linewidth": 0.8})
-        ax.text(r.step_max_s * 1e6 * 1.15, y, f"{r.step_s * 1e6:,.0f}", va="center", fontsize=7)
+        xerr = whisker(r.step, 1e6)
+        ax.barh(y, r.step.estimate * 1e6, 0.7, xerr=xerr, capsize=2, color=colour, error_kw={"linewidth": 0.8})
+        # The label goes past the whisker's end, so that the two never overlap.
+        ax.text(extent(r.step)[1] * 1e6 * 1.15, y, f"{r.step.estimate * 1e6:,.0f}", va="center", fontsize=7)
     ax.set_yticks(range(len(rows)), [f"{r.pair} · {r.variant}" for r in rows], fontsize=8)
     if not rows:
         ax.set_yticks([])
@@ -112,8 +137,9 @@ def ladder_panel(ax, ladders: list[Ladder], device: str, parameters: dict | None
 
 
 def plot_ladders(machines: tuple[Machine, ...], path: Path, parameters: dict | None = None) -> None:
-    """Each rung's median time per optimiser step (min-max whiskers over repeats), log scale: a row of panels per
-    machine, one panel per device, rungs grouped by pair in ladder order.
+    """Each rung's time per optimiser step, the geometric mean over its runs with the 95% interval as whiskers
+    (none with one run), log scale: a row of panels per machine, one panel per device, rungs grouped by pair in
+    ladder order; rungs without a timed run are left out.
 
     With ``parameters`` (Report.parameters), each of the asker's pairs gets a line at the asker's per-step time
     (asker_step_s), across its pair's rungs, or the whole panel where the pair has none.
@@ -132,8 +158,9 @@ def plot_ladders(machines: tuple[Machine, ...], path: Path, parameters: dict | N
         sharex=True,
         squeeze=False,
     )
-    values = [r.step_min_s for m in machines for ladder in m.ladders for r in ladder.rungs if pd.notna(r.step_s)]
-    values += [r.step_max_s for m in machines for ladder in m.ladders for r in ladder.rungs if pd.notna(r.step_s)]
+    # Every panel shares the x-axis, wide enough for every whisker (every estimate where there is none).
+    steps = [r.step for m in machines for ladder in m.ladders for r in ladder.rungs if r.step is not None]
+    values = [value for step in steps for value in extent(step)]
     if parameters:
         values += [asker_step_s(p) for p in ASKER_SECONDS if p.split("-")[1] in devices]
     for row, machine in enumerate(machines):
@@ -149,7 +176,7 @@ def plot_ladders(machines: tuple[Machine, ...], path: Path, parameters: dict | N
         ax.set_xscale("log")
         if values:
             ax.set_xlim(min(values) * 1e6 / 2, max(values) * 1e6 * 4)
-        ax.set_xlabel("µs per optimiser step (median, min–max), log scale")
+        ax.set_xlabel(f"µs per optimiser step ({INTERVAL}), log scale")
     fig.suptitle("Variant ladder: time per optimiser step of every rung, cpu and cuda side by side", fontsize=11)
     save(fig, path)
 

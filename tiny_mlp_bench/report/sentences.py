@@ -62,7 +62,9 @@ def verdict(who: str, found: Ratio, than: str) -> str:
 def setup_line(report: Report, m: Machine) -> str:
     """The machine, the settings and the runs, in one line."""
     env = m.environment
-    cpu = "; ".join(f"{model}, {count} logical CPUs" for model, count in env["cpu"])
+    # Trademark marks would nest parentheses inside the line's own.
+    names = {model: model.replace("(R)", "").replace("(TM)", "") for model, _ in env["cpu"]}
+    cpu = "; ".join(f"{names[model]}, {count} logical CPUs" for model, count in env["cpu"])
     gpu = ", ".join(name for name in env["gpu"] if name) or "no GPU"
     p = report.parameters
     settings = (
@@ -129,17 +131,18 @@ def why_line(m: Machine) -> str:
     if cpu and floor and cpu.step:
         parts.append(
             f"the torch loop's step takes {duration(cpu.step)} on the CPU, while the whole step's arithmetic, "
-            f"compiled into one numba loop, takes {duration(floor.step)}"
+            f"compiled into one numba loop, takes {duration(floor.step)}."
         )
     gpu = m.answer.gpu
     if gpu.launch_s:
         parts.append(
-            f"on the GPU each step launches {gpu.kernels} kernels at {seconds(gpu.eager_op_s)} each, "
-            f"{seconds(gpu.launch_s)} before any arithmetic"
+            f"On the GPU each step launches {gpu.kernels} kernels at {seconds(gpu.eager_op_s)} each: "
+            f"{seconds(gpu.launch_s)} before any arithmetic."
         )
     if not parts:
         return "not measured here: no completed run of the numba floor or of the original torch loop."
-    return "; ".join(parts) + ". The rest is fixed cost: calls, dispatch and Python between them."
+    parts[0] = parts[0][0].lower() + parts[0][1:]
+    return " ".join(parts) + " The rest is fixed cost: calls, dispatch and Python between them."
 
 
 def floor_view(m: Machine, device: str) -> View | None:
