@@ -4,6 +4,7 @@
 # `make variant-table` writes the README's table of variants from the catalogue;
 # `make config-table` writes config/config.yaml and docs/running.md's table of keys from the config schema;
 # `make method-numbers` writes docs/method.md's A/A control and rungs' intervals from the archive it names;
+# `make findings` writes the README's "What it found" from the newest archives' report models;
 # `make images` builds the container images (docker/) with Podman or Docker;
 # `make compare ARCHIVE=results/archive/<name>` compares results/runs with an archived study;
 # `make archive` packs the finished study into results/archive/; `make verify` checks every archive;
@@ -14,7 +15,7 @@ BIN := $(VENV)/bin
 # Rules call `python` and tests call `snakemake`: both must be the environment's.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test test-fast variant-table config-table method-numbers lint lock lock-cuda lock-gpu-kit gpu-kit clean images image-torch image-keras torch-cpu-wheel compare archive verify
+.PHONY: run test test-fast variant-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit clean images image-torch image-keras torch-cpu-wheel compare archive verify
 
 run: $(BIN)/.runtime-installed
 	snakemake --cores all
@@ -37,6 +38,9 @@ config-table: $(BIN)/.runtime-installed
 
 method-numbers: $(BIN)/.runtime-installed
 	python scripts/method_numbers.py
+
+findings: $(BIN)/.runtime-installed
+	python scripts/findings.py
 
 # This study's records against an archived study's, per rung: make compare ARCHIVE=results/archive/<name>
 compare: $(BIN)/.runtime-installed

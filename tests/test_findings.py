@@ -1,0 +1,170 @@
+"""The README's "What it found" is written from the newest archives' report models, never by hand."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import findings
+from tiny_mlp_bench.report.inference import Ratio
+
+RESOLVED = {"estimate": 2.1, "low": 1.6, "high": 2.4, "p_value": 0.008, "runs": [5, 5]}
+UNRESOLVED = {"estimate": 1.1, "low": 0.7, "high": 1.3, "p_value": 0.15, "runs": [3, 4]}
+
+
+def interval(estimate: float, runs: int = 3) -> dict:
+    return {"estimate": estimate, "low": estimate * 0.9, "high": estimate * 1.1, "runs": runs}
+
+
+def view(pair: str, variant: str, result: float, step: float, step_vs_seed: dict | None = None) -> dict:
+    framework, device = pair.split("-")
+    return {
+        "pair": pair,
+        "framework": framework,
+        "device": device,
+        "variant": variant,
+        "result": interval(result),
+        "step": interval(step),
+        "result_vs_seed": None,
+        "step_vs_seed": step_vs_seed,
+    }
+
+
+def machine(devices=("cpu",), gpu=None, gpu_ratio=None, keras=None, pause=None, aa=None, headline=()) -> dict:
+    """A report model's machine, as report/model.json holds it, with only what the findings read."""
+    return {
+        "label": "box",
+        "environment": {"cpu": [["Some CPU", 4]], "gpu": [gpu]},
+        "runs": [{"device": d, "status": "ok"} for d in devices] + [{"device": "cuda", "status": "skipped"}],
+        "headline": list(headline),
+        "answer": {
+            "gpu": {"ratio": gpu_ratio},
+            "keras": {"ratio": keras, "ratio_without_pauses": keras, "pause": pause},
+            "aa_control": aa,
+        },
+    }
+
+
+def cpu_machine() -> dict:
+    return machine(
+        keras=RESOLVED,
+        pause={"runs": 5, "paused": 2, "longest_s": 4.4},
+        aa={"pair": "numpy-cpu", "control": "reference_twin", "twin": "reference", "result": UNRESOLVED, "step": None},
+        headline=[
+            {"role": "question", "view": view("torch-cpu", "seed", 9.5, 6e-4)},
+            {"role": "fastest per step", "view": view("numpy-cpu", "fused", 1.8, 9e-6, RESOLVED | {"estimate": 0.02})},
+        ],
+    )
+
+
+def gpu_machine() -> dict:
+    return machine(
+        devices=("cuda",),
+        gpu="Some GPU",
+        headline=[
+            {"role": "question", "view": view("torch-cuda", "seed", 26.0, 1.7e-3)},
+            {"role": "fastest to a result", "view": view("torch-cuda", "graphed", 6.6, 8.7e-5, UNRESOLVED)},
+        ],
+    )
+
+
+def write_archive(folder, name: str, first_run: str, machines: list[dict], modified=()) -> None:
+    (folder / name / "report").mkdir(parents=True)
+    study = {"first_run_started": first_run, "last_run_started": first_run, "records_from_modified_tree": modified}
+    (folder / name / "provenance.json").write_text(json.dumps({"archive": name, "study": study}))
+    model = {"versions": {}, "model": {"records": 11, "machines": machines}}
+    (folder / name / "report" / "model.json").write_text(json.dumps(model))
+
+
+@pytest.fixture
+def archives(tmp_path):
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    (folder / "README.md").write_text("the people's notes\n")
+    write_archive(folder, "old-cpu", "2026-01-01T10:00:00+00:00", [cpu_machine()])
+    write_archive(folder, "new-cpu", "2026-02-01T10:00:00+00:00", [cpu_machine()])
+    write_archive(folder, "gpu", "2026-01-15T10:00:00+00:00", [gpu_machine()], ["runs/torch-cuda-seed-1.json"])
+    return folder
+
+
+def test_the_readme_findings_are_the_archives_as_make_findings_writes_them():
+    # Reads the committed archives: it passes only once every archive's report/model.json has been
+    # rendered by the current report code (the one with a headline per machine).
+    assert findings.main(["--check"]) == 0, "run: make findings"
+
+
+def test_a_resolved_ratio_is_a_claim_with_the_runs_on_each_side():
+    text = findings.claim(findings.ratio(RESOLVED), "Keras", "torch", "In time to result")
+    assert text == "In time to result, Keras is slower than torch: 2.1× (1.6–2.4) as long, 5 runs against 5."
+    faster = Ratio(0.5, 0.4, 0.6, 0.008, (5, 6))
+    assert " is faster than torch: 0.50× (0.40–0.60) as long, 5 runs against 6." in findings.claim(
+        faster, "Keras", "torch", "Per step"
+    )
+
+
+@pytest.mark.parametrize(
+    "found",
+    [Ratio(1.1, 0.7, 1.3, 0.15, (3, 4)), Ratio(0.05, None, None, 0.33, (3, 4)), Ratio(2.0, 1.5, 2.5, 0.2, (3, 4))],
+)
+def test_an_unresolved_ratio_says_the_study_cannot_tell_the_two_apart(found):
+    assert not found.resolved
+    text = findings.claim(found, "Keras", "torch", "Per step")
+    assert text.startswith("Per step, the study cannot tell Keras and torch apart: ")
+    assert text.endswith(", 3 runs against 4.") and "slower" not in text and "faster" not in text
+
+
+def test_a_gpu_only_archive_makes_no_cpu_comparison():
+    lines = findings.bullets(gpu_machine())
+    assert lines[0].startswith("- No cpu run completed on this machine, so it cannot say whether its GPU beats")
+    assert not any("on cpu" in line or "cpu:" in line for line in lines)
+    assert "torch-cuda `graphed`, the fastest here, and the original loop on cuda apart: 1.1×" in " ".join(lines)
+    assert "cpu" not in findings.headline_table(gpu_machine())
+    # Where the same machine completed both, the GPU is set against its own CPU.
+    both = machine(devices=("cpu", "cuda"), gpu="Some GPU", gpu_ratio=RESOLVED)
+    assert findings.gpu_bullet(both).startswith("In time to result, the original loop on cuda is slower than the same")
+
+
+def test_the_cpu_bullets_claim_keras_with_its_pauses_and_the_aa_control_is_what_the_machine_fakes():
+    lines = findings.bullets(cpu_machine())
+    assert lines[0] == "- No cuda run completed on this machine, so it makes no claim about a GPU."
+    assert lines[1].startswith("- In time to result, Keras 2's `fit` is slower than the original torch loop on cpu")
+    assert "In 2 of its 5 runs `fit` paused after the last epoch, up to 4.4 s." in lines[1]
+    assert "numpy-cpu `fused`, the fastest here, is faster than the original loop on cpu" in lines[2]
+    assert lines[3].startswith("- What this machine fakes: the A/A control, numpy-cpu `reference_twin`")
+    assert "The study cannot tell the two apart: 1.1× (0.7–1.3) in time to result, 3 runs against 4." in lines[3]
+    no_pause = cpu_machine()
+    no_pause["answer"]["keras"]["pause"] = {"runs": 5, "paused": 0, "longest_s": 0.001}
+    assert "paused" not in findings.keras_bullet(no_pause)
+
+
+def test_the_newest_archive_without_cuda_and_the_newest_with_cuda_are_quoted(archives):
+    picked = findings.chosen(findings.load_archives(archives))
+    assert [a.name for a, _ in picked] == ["new-cpu", "gpu"]
+    text = findings.findings(findings.load_archives(archives))
+    assert text.startswith("**[`new-cpu`](results/archive/new-cpu/report.md): host `box`: Some CPU, 4 logical CPUs")
+    assert (
+        "[`gpu`](results/archive/gpu/report.md): host `box`: Some CPU, 4 logical CPUs, Some GPU; run on 2026-01-15**"
+        in text
+    )
+    assert "Of its 11 run records, 1 comes from a modified tree." in text
+    assert "old-cpu" not in text
+    assert "| torch-cuda `seed`, the original loop " in text
+
+
+def test_a_stale_readme_is_found_and_rewritten_between_the_markers(archives, tmp_path, capsys):
+    stale = tmp_path / "README.md"
+    stale.write_text(f"intro\n{findings.BEGIN}\nnumbers copied by hand\n{findings.END}\nafter\n")
+    argv = ["--readme", str(stale), "--archives", str(archives)]
+    assert findings.main(["--check", *argv]) == 1
+    assert "the findings differ from the archives' report models; run: make findings" in capsys.readouterr().out
+    assert findings.main(argv) == 0
+    generated = findings.findings(findings.load_archives(archives))
+    assert stale.read_text() == f"intro\n{findings.BEGIN}\n{generated}\n{findings.END}\nafter\n"
+    assert findings.main(["--check", *argv]) == 0
+
+
+def test_an_archive_rendered_before_the_headline_is_refused(archives):
+    (archives / "old-cpu" / "report" / "model.json").write_text(json.dumps({"model": {"machines": [{"label": "x"}]}}))
+    with pytest.raises(SystemExit, match="holds no headline"):
+        findings.load_archives(archives)
