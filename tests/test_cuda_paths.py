@@ -399,12 +399,12 @@ def test_the_cuda_ladder_shows_each_rungs_host_syncs_per_epoch():
     (ladder,) = [ladder for ladder in report.machines[0].ladders if ladder.pair == "torch-cuda"]
     assert [r.host_syncs_per_epoch for r in ladder.rungs] == [36, 1]  # the median over repeats
     text = render_markdown(report)
-    cuda_table = text[text.index("### torch-cuda") :].split("\n\n")[3]
+    cuda_table = text[text.index("#### torch-cuda") :].split("\n\n")[1]
     header, _, *rows = cuda_table.splitlines()
     column = [cell.strip() for cell in header.split("|")].index("host syncs / epoch")
     assert [[cell.strip() for cell in row.split("|")][column] for row in rows] == ["36", "1"]
-    cpu_table = text[text.index("### torch-cpu") :]
-    assert "host syncs / epoch" not in cpu_table[: cpu_table.index("###", 4)]
+    cpu_table = text[text.index("#### torch-cpu") :]
+    assert "host syncs / epoch" not in cpu_table[: cpu_table.index("###", 5)]
     assert "each wait costs at least an empty synchronize, " in text
 
 

@@ -240,6 +240,7 @@ def machine_page(report: Report, m: Machine) -> dict:
         "views": views_table(m),
         "ladder_summary": sentences.ladder_summary(m),
         "floors": sentences.floors_line(m),
+        "host_syncs": sentences.host_syncs_line(m),
         "ladders": {ladder.pair: ladder_table(ladder) for ladder in m.ladders},
         "cuda_epochs_per_block": cuda_epochs_per_block(m),
         "fixed_costs": fixed_costs_table(m),

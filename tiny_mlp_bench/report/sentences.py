@@ -321,6 +321,18 @@ def floors_line(m: Machine) -> str:
     return f"The floor, the least a step can cost: {'; '.join(found)}."
 
 
+def host_syncs_line(m: Machine) -> str | None:
+    """What the host syncs column counts, where a ladder counted them (torch on cuda)."""
+    if not any(ladder.counts_host_syncs for ladder in m.ladders):
+        return None
+    costs = m.costs.get("cuda")
+    each = f", {seconds(costs.sync_s)} here" if costs and costs.sync_s else ""
+    return (
+        "*Host syncs / epoch* counts how often the host waited for the GPU in one more, untimed epoch, as "
+        f"torch's sync debug mode counts them; each wait costs at least an empty synchronize{each}."
+    )
+
+
 def quality_line(m: Machine) -> str | None:
     """One line where every completed run converged; None where some did not (the table says which)."""
     done = m.runs[m.runs["status"] == "ok"]
