@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import pair_name
+from tiny_mlp_bench.generated_docs import between, write_or_check
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.cells import approx, duration, table, times, unit_for
 from tiny_mlp_bench.report.inference import Interval, Ratio
@@ -243,11 +244,7 @@ def findings(archives: list[Archive]) -> str:
 
 def with_findings(text: str, archives: list[Archive], source: str = "README.md") -> str:
     """``text`` with the findings between its markers written from ``archives``."""
-    if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
-        raise SystemExit(f"error: {source} needs one '{BEGIN}' line followed by one '{END}' line")
-    head, rest = text.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    return f"{head}{BEGIN}\n{findings(archives)}\n{END}{tail}"
+    return between(text, BEGIN, END, findings(archives), source)
 
 
 def main(argv=None) -> int:
@@ -256,17 +253,9 @@ def main(argv=None) -> int:
     parser.add_argument("--readme", type=Path, default=README, help="default: the project's README.md")
     parser.add_argument("--archives", type=Path, default=ARCHIVES, help="default: the project's results/archive")
     args = parser.parse_args(argv)
-    text = args.readme.read_text()
-    current = with_findings(text, load_archives(args.archives), str(args.readme))
-    if args.check:
-        if current != text:
-            print(f"{args.readme}: the findings differ from the archives' report models; run: make findings")
-            return 1
-        return 0
-    if current != text:
-        args.readme.write_text(current)
-        print(f"{args.readme}: findings rewritten from the archives' report models")
-    return 0
+    wanted = {args.readme: with_findings(args.readme.read_text(), load_archives(args.archives), str(args.readme))}
+    stale = "the findings differ from the archives' report models"
+    return write_or_check(wanted, check=args.check, stale=stale, fix="make findings")
 
 
 if __name__ == "__main__":

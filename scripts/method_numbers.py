@@ -23,6 +23,7 @@ import pandas as pd
 
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import Role
+from tiny_mlp_bench.generated_docs import write_or_check
 from tiny_mlp_bench.records import read_record
 from tiny_mlp_bench.report.cells import table
 from tiny_mlp_bench.report.inference import ratio, rung_interval
@@ -88,16 +89,9 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="only say whether docs/method.md's numbers are current")
     parser.add_argument("--method", type=Path, default=METHOD, help="default: the project's docs/method.md")
     args = parser.parse_args(argv)
-    text = args.method.read_text()
-    current = with_numbers(text, str(args.method))
-    if args.check:
-        if current != text:
-            print(f"{args.method}: the design numbers differ from their archive's records; run: make method-numbers")
-            return 1
-        return 0
-    args.method.write_text(current)
-    print(f"{args.method}: design numbers rewritten from their archive's records")
-    return 0
+    wanted = {args.method: with_numbers(args.method.read_text(), str(args.method))}
+    stale = "the design numbers differ from their archive's records"
+    return write_or_check(wanted, check=args.check, stale=stale, fix="make method-numbers")
 
 
 if __name__ == "__main__":
