@@ -15,7 +15,7 @@ import pandas as pd
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.report import sentences
-from tiny_mlp_bench.report.cells import approx, duration, num, table, times, us
+from tiny_mlp_bench.report.cells import approx, duration, num, table, times
 from tiny_mlp_bench.report.environment_table import environment_table
 from tiny_mlp_bench.report.fixed_costs import COMPILED_EPOCH
 from tiny_mlp_bench.report.ladder import Ladder, Rung
@@ -91,7 +91,7 @@ def ladder_table(ladder: Ladder) -> str:
         ]
         for r in ladder.rungs
     ]
-    header = ["rung", "per step", "× faster than the original loop", "× faster than the rung before"]
+    header = ["rung", "per step", "speed-up over the original loop", "speed-up over the rung before"]
     header += ["one-time cost (s)", "faster to a result from (epochs)"]
     header += ["host syncs / epoch"] if syncs else []
     return table(header, rows, "l" + "r" * (len(header) - 1))
@@ -125,12 +125,14 @@ def fixed_costs_table(m: Machine) -> str:
         ("replay of a one-kernel CUDA graph", field("graph_replay_s"), sentences.seconds),
         ("one kernel inside a CUDA graph", field("graph_kernel_s"), sentences.seconds),
         *keras_rows,
-        (f"{COMPILED_EPOCH.framework} `{COMPILED_EPOCH.name}`: one compiled epoch call", field("fused_call_s"), us),
-        ("… of which inside its one fused kernel", field("fused_kernel_s"), us),
+        (
+            f"{COMPILED_EPOCH.framework} `{COMPILED_EPOCH.name}`: one compiled epoch call",
+            field("fused_call_s"),
+            sentences.seconds,
+        ),
+        ("… of which inside its one fused kernel", field("fused_kernel_s"), sentences.seconds),
     ]
     rows = [[label, *(show(read(m.costs[d])) for d in devices)] for label, read, show in readings]
-    rows[-2][0] += " (µs)"
-    rows[-1][0] += " (µs)"
     rows = [row for row in rows if any(cell != "–" for cell in row[1:])]  # readings no device took
     return table(["median of repeated timings", *devices], rows, "l" + "r" * len(devices))
 
