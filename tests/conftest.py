@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -12,7 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tiny_mlp_bench.backends.contract import RunSpec
 from tiny_mlp_bench.dataset import make_dataset, write_dataset
+from tiny_mlp_bench.initial_weights import live_initial_weights
 from tiny_mlp_bench.records import PROBE_SCHEMA_VERSION, SCHEMA_VERSION
 from tiny_mlp_bench.timing import METHOD
 
@@ -418,3 +421,58 @@ def synthetic_probes(cuda: bool = False) -> list[dict]:
     cuda_probe = probe("torch", "cuda", torch_cuda) if cuda else probe("torch", "cuda", {}, "skipped", "no GPU: test")
     keras_probes = [probe("tf_keras", "cpu", tf_keras_cpu), probe("keras", "cpu", keras_cpu)]
     return [probe("torch", "cpu", torch_cpu), *keras_probes, cuda_probe]
+
+
+# Runs a program (argv[2:]) as its rule does, but with the GPU driver's signs (GPU_DRIVER_PATHS) the
+# JSON list argv[1], whatever this machine has; then says on stderr which frameworks it imported.
+WITH_DRIVER_PATHS = """import json, runpy, sys
+from tiny_mlp_bench import environment
+environment.GPU_DRIVER_PATHS = tuple(json.loads(sys.argv[1]))
+sys.argv = sys.argv[2:]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+finally:
+    print("imported:", sorted(m for m in ("jax", "keras", "tensorflow", "torch") if m in sys.modules), file=sys.stderr)
+"""
+
+
+# A path that exists, as the GPU driver's sign: a cuda job seeing it asks its framework for the GPU.
+A_GPU_DRIVER = (ROOT,)
+
+
+def with_driver_paths(paths, command) -> list[str]:
+    """The command line that runs ``command`` (a program and its arguments) seeing ``paths`` as the driver's signs."""
+    return [sys.executable, "-c", WITH_DRIVER_PATHS, json.dumps([str(p) for p in paths]), *map(str, command)]
+
+
+def run_seeing(driver_paths, program: str, *args, check: bool = False) -> subprocess.CompletedProcess:
+    """Run scripts/<program> as conftest's run_script does, seeing ``driver_paths`` as the GPU driver's signs."""
+    command = with_driver_paths(driver_paths, [SCRIPTS / program, *args])
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    return subprocess.run(command, env=env, capture_output=True, text=True, check=check)
+
+
+def write_config(directory, name: str, **changes) -> str:
+    """tiny.yaml with some keys changed, saved as ``name``; returns the name for --configfile."""
+    config = yaml.safe_load((directory / "tiny.yaml").read_text()) | changes
+    (directory / name).write_text(yaml.safe_dump(config))
+    return name
+
+
+# The trajectory tests' few epochs, and the run they train each rung with.
+TRAJECTORY_EPOCHS = 3
+
+
+def spec_for(variant: str, data, seed: int = 5, device: str = "cpu", epochs: int = TRAJECTORY_EPOCHS) -> RunSpec:
+    return RunSpec(
+        device=device,
+        variant=variant,
+        repeat=1,
+        init_seed=seed,
+        weights=live_initial_weights(seed, 20, data.train[:, :2]),
+        epochs=epochs,
+        batch_size=64,
+        learning_rate=0.01,  # larger than the question's, so three epochs move the weights visibly
+        hidden_units=20,
+        threads=1,
+    )

@@ -13,7 +13,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.test_trajectory import spec_for
+from tests.conftest import spec_for
 from tiny_mlp_bench.backends import backend, loop
 from tiny_mlp_bench.backends.numba_cuda_fused import CudaFusedRun
 from tiny_mlp_bench.dataset import read_dataset

@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 
 import container_run
-from conftest import ROOT, run_snakemake, skip_unless_ready
-from test_workflow import write_config
+from conftest import ROOT, run_snakemake, skip_unless_ready, write_config
 from tiny_mlp_bench import catalogue, containers, environment
 from tiny_mlp_bench.probes import read_probe
 from tiny_mlp_bench.records import PROBE_SCHEMA_VERSION, SCHEMA_VERSION, read_record, read_sweep

@@ -16,7 +16,17 @@ import pytest
 
 import probe_fixed_costs
 import train
-from conftest import ROOT, SCRIPTS, config_flags, synthetic_probes, synthetic_record, synthetic_study
+from conftest import (
+    A_GPU_DRIVER,
+    ROOT,
+    SCRIPTS,
+    config_flags,
+    run_seeing,
+    synthetic_probes,
+    synthetic_record,
+    synthetic_study,
+    with_driver_paths,
+)
 from tiny_mlp_bench import backends, catalogue, driver, environment, lanes, probes
 from tiny_mlp_bench.backends.contract import GPU_EPOCHS_PER_BLOCK, EpochLoop, RunSpec
 from tiny_mlp_bench.environment import installed_versions
@@ -32,33 +42,6 @@ with open(os.environ["SEEN_BY_TORCH"], "w") as seen:
     json.dump(os.environ.get("CUDA_VISIBLE_DEVICES"), seen)
 raise ImportError("the stand-in torch stops here")
 """
-# Runs a program (argv[2:]) as its rule does, but with the GPU driver's signs (GPU_DRIVER_PATHS) the
-# JSON list argv[1], whatever this machine has; then says on stderr which frameworks it imported.
-WITH_DRIVER_PATHS = """import json, runpy, sys
-from tiny_mlp_bench import environment
-environment.GPU_DRIVER_PATHS = tuple(json.loads(sys.argv[1]))
-sys.argv = sys.argv[2:]
-try:
-    runpy.run_path(sys.argv[0], run_name="__main__")
-finally:
-    print("imported:", sorted(m for m in ("jax", "keras", "tensorflow", "torch") if m in sys.modules), file=sys.stderr)
-"""
-
-
-# A path that exists, as the GPU driver's sign: a cuda job seeing it asks its framework for the GPU.
-A_GPU_DRIVER = (ROOT,)
-
-
-def with_driver_paths(paths, command) -> list[str]:
-    """The command line that runs ``command`` (a program and its arguments) seeing ``paths`` as the driver's signs."""
-    return [sys.executable, "-c", WITH_DRIVER_PATHS, json.dumps([str(p) for p in paths]), *map(str, command)]
-
-
-def run_seeing(driver_paths, program: str, *args, check: bool = False) -> subprocess.CompletedProcess:
-    """Run scripts/<program> as conftest's run_script does, seeing ``driver_paths`` as the GPU driver's signs."""
-    command = with_driver_paths(driver_paths, [SCRIPTS / program, *args])
-    env = os.environ | {"PYTHONPATH": str(ROOT)}
-    return subprocess.run(command, env=env, capture_output=True, text=True, check=check)
 
 
 def jobs_of(device: str, dataset) -> dict[str, list[str]]:

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 import probe_fixed_costs
-from conftest import config_flags, run_script
-from test_cuda_paths import A_GPU_DRIVER, run_seeing
+from conftest import A_GPU_DRIVER, config_flags, run_script, run_seeing
 from tiny_mlp_bench import probes
 from tiny_mlp_bench.dataset import read_dataset
 from tiny_mlp_bench.records import PROBE_SCHEMA_VERSION, RecordError

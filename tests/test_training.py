@@ -10,8 +10,7 @@ import types
 import numpy as np
 import pytest
 
-from conftest import config_flags, run_script
-from test_cuda_paths import A_GPU_DRIVER, run_seeing
+from conftest import A_GPU_DRIVER, config_flags, run_script, run_seeing
 from tiny_mlp_bench import environment
 from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
 from tiny_mlp_bench.backends.torch_epoch import SPLIT_CALLS

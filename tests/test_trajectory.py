@@ -22,30 +22,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import TRAJECTORY_EPOCHS, spec_for
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.backends import backend, loop
-from tiny_mlp_bench.backends.contract import RunSpec
 from tiny_mlp_bench.dataset import read_dataset
-from tiny_mlp_bench.initial_weights import live_initial_weights
 from tiny_mlp_bench.timing import Clock
 
-EPOCHS = 3
+EPOCHS = TRAJECTORY_EPOCHS
 RTOL, ATOL = 1e-4, 1e-6  # float32 arithmetic in another order, over 3 epochs of Adam steps
-
-
-def spec_for(variant: str, data, seed: int = 5, device: str = "cpu", epochs: int = EPOCHS) -> RunSpec:
-    return RunSpec(
-        device=device,
-        variant=variant,
-        repeat=1,
-        init_seed=seed,
-        weights=live_initial_weights(seed, 20, data.train[:, :2]),
-        epochs=epochs,
-        batch_size=64,
-        learning_rate=0.01,  # larger than the question's, so three epochs move the weights visibly
-        hidden_units=20,
-        threads=1,
-    )
 
 
 def injected_orders(data) -> list[np.ndarray]:

@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import copy_workflow, run_snakemake, table_rows
+from conftest import copy_workflow, run_snakemake, table_rows, write_config
 from tiny_mlp_bench import jobs
 from tiny_mlp_bench.dataset import file_sha256
 from tiny_mlp_bench.probes import read_probe
@@ -43,13 +43,6 @@ def tiny_run(tmp_path_factory):
     result = run_snakemake(directory, "--cores", 2, "--configfile", "tiny.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
     return directory, result.stderr
-
-
-def write_config(directory, name: str, **changes) -> str:
-    """tiny.yaml with some keys changed, saved as ``name``; returns the name for --configfile."""
-    config = yaml.safe_load((directory / "tiny.yaml").read_text()) | changes
-    (directory / name).write_text(yaml.safe_dump(config))
-    return name
 
 
 @pytest.mark.workflow
@@ -89,11 +82,14 @@ def test_tiny_study_end_to_end(tiny_run):
     # The asker's 9 s stands beside Keras 2 (tf_keras); Keras 3 on TensorFlow has no asker's time.
     asker = {row[0]: row[2] for row in rows if len(row) > 2}
     assert (asker["torch-cpu"], asker["tf_keras-cpu"], asker["keras-cpu"]) == ("11", "9", "–")
-    assert any(row[:2] == ["torch-cuda-seed-1", "skipped"] and row[2].startswith("no CUDA device") for row in rows)
-    assert "## Where the time goes: the variant ladder" in report and ["`sync_free`"] in [row[:1] for row in rows]
-    assert "Crossover map: not measured on cuda" in report
-    # No archive in this clone: the answer says no archived GPU answer qualified (gpu_answer_archive: auto).
-    assert "No archived study holds completed torch `seed` runs on both cuda and cpu from one host" in report
+    # One row per reason: the cuda runs' skip, stated once with every rung it stopped.
+    (skipped,) = [row for row in rows if row[0] == "skipped" and row[1].startswith("no CUDA device")]
+    assert "torch-cuda-seed (2)" in skipped[2] and "the cuda crossover sweep" in skipped[2]
+    assert "### Where the time goes: the variant ladders" in report
+    assert ["[`sync_free`](#the-variants)"] in [row[:1] for row in rows]
+    assert "Where the GPU starts to win: not measured, no cuda sweep completed." in report
+    # No archive in this clone: the answer says no archived GPU run qualified (gpu_answer_archive: auto).
+    assert "No archive holds a completed GPU run of it either." in report
     numbers = json.loads((directory / "results" / "report" / "model.json").read_text())
     assert numbers["model"]["records"] == len(records) and numbers["model"]["no_archive_qualifies"] is True
     # The fixed-cost probes ran where the runs did: measured on cpu, skipped with the reason on cuda.
