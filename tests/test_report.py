@@ -391,8 +391,8 @@ def test_report_states_ladder_keras_floor_and_crossovers():
         "fixed cost of each `fit` epoch."
     ]
     assert sentences.crossover_line(machine) == (
-        "Where the GPU starts to win (torch `sync_free`, one point each): width 4: never, up to batch 4096; "
-        "width 20: from batch 4096."
+        "Where the GPU starts to win, for torch `sync_free` on random rows already on the device: width 4: never, "
+        "up to batch 4096; width 20: from batch 4096."
     )
     assert "on cpu 5.00 µs (1 run) per step, the numba `fused` rung" in sentences.floors_line(machine)
     beats = machine.ladders[0].rung("compiled").beats_seed_from

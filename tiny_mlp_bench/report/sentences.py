@@ -55,7 +55,8 @@ def verdict(who: str, found: Ratio, than: str) -> str:
     """``who`` against ``than`` where the runs support a claim: "Keras was slower: 2.1x (1.6-2.4) the
     torch loop's time"; otherwise that the runs cannot tell them apart."""
     if not found.resolved:
-        return f"{unresolved(found).capitalize()}."
+        said = unresolved(found)
+        return f"{said[0].upper()}{said[1:]}."  # str.capitalize would lower every later letter
     return f"{who} was {'slower' if found.estimate > 1 else 'faster'}: {times(found)} {than}'s time."
 
 
@@ -205,8 +206,8 @@ def ladder_summary(m: Machine) -> list[str]:
         if fastest is None or fastest.speedup is None:
             continue
         found = fastest.speedup
-        verdict = f"{times(found)} faster" if found.resolved else unresolved(found)
-        lines.append(f"{ladder.pair}: per step, `{fastest.variant}` against the original loop: {verdict}.")
+        said = f"{times(found)} faster" if found.resolved else unresolved(found)
+        lines.append(f"{ladder.pair}: per step, `{fastest.variant}` against the original loop: {said}.")
     return lines
 
 
@@ -289,7 +290,7 @@ def crossover_line(m: Machine) -> str | None:
         else f"width {c.hidden_units}: never, up to batch {c.largest_batch}"
         for c in m.crossovers
     )
-    return f"Where the GPU starts to win (torch `sync_free`, one point each): {found}."
+    return f"Where the GPU starts to win, for torch `sync_free` on random rows already on the device: {found}."
 
 
 def dead_start_line(m: Machine) -> str | None:
