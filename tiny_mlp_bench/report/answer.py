@@ -295,7 +295,7 @@ def answer(
         ratio_without_pauses=over(without_pauses(runs, keras_cpu), seeds(torch_cpu)),
     )
     choices = tuple(fastest(summary, device, seed_of(by_pair, pair_name(TORCH, device))) for device in DEVICES)
-    return Answer(gpu, keras, keras_backends(by_pair), choices, aa_control(summary, by_pair), tuple(paused_rungs(runs)))
+    return Answer(gpu, keras, keras_backends(by_pair), choices, aa_control(summary), tuple(paused_rungs(runs)))
 
 
 def over(a: tuple[float, ...], b: tuple[float, ...]) -> Ratio | None:
@@ -309,7 +309,7 @@ def without_pauses(runs: pd.DataFrame, pair: str) -> tuple[float, ...]:
     return tuple(seed["fit_predict_s"].astype(float) - seed["fit_end_s"].astype(float))
 
 
-def aa_control(summary: pd.DataFrame, by_pair: dict[str, Ladder]) -> AAControl | None:
+def aa_control(summary: pd.DataFrame) -> AAControl | None:
     """The A/A control against its twin, where both completed."""
     control = catalogue.sole_rung(Role.AA_CONTROL)
     twin = catalogue.rung_with_role(control.framework, Role.REFERENCE).name
@@ -318,8 +318,8 @@ def aa_control(summary: pd.DataFrame, by_pair: dict[str, Ladder]) -> AAControl |
         rows = {s.variant: s for s in summary[summary["pair"] == pair].itertuples()}
         if control.name in rows and twin in rows:
             ours, theirs = rows[control.name], rows[twin]
-            step = over(ours.step_values, theirs.step_values)
-            return AAControl(pair, control.name, twin, ratio(ours.result_values, theirs.result_values), step)
+            if result := over(ours.result_values, theirs.result_values):
+                return AAControl(pair, control.name, twin, result, over(ours.step_values, theirs.step_values))
     return None
 
 

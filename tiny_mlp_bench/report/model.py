@@ -1,12 +1,10 @@
 """The report's numbers, computed once from run and sweep records: no wording and no formatting.
 
 build_report() gives a Report: the tidy runs table (one row per run, written as Parquet) and, per
-machine, the opening answer, the summaries, the variant ladders with their floors, the question's
-table, the targets, the fixed costs and the crossover map. markdown.py and plots.py only format what
-it holds. The runs table and its summary are computed in runs.py, the question's table and ratios
-in question_table.py (the question's own facts are tiny_mlp_bench/question.py's), which machine a
-record belongs to in machines.py, the ladders and the targets in ladder.py, the floors and fixed
-costs in fixed_costs.py, the answer in answer.py, the crossover map in crossover_map.py.
+machine, the opening answer, the summaries, both views of every rung with the first screen's rows,
+the variant ladders with their floors, the question's table, the targets, the fixed costs and the
+crossover map; every value over runs with its interval, every comparison a ratio over runs
+(inference.py). sentences.py, markdown.py and plots.py only word and format what it holds.
 
 A *pair* is a framework and a device, such as torch-cpu; a *step* is always one optimiser step.
 """
