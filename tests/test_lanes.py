@@ -154,14 +154,22 @@ def test_lanes_get_whole_physical_cores_however_the_machine_numbers_its_threads(
 
 def test_each_job_says_what_ran_beside_it_and_for_how_long():
     outcomes = [
-        {"name": "a", "lane": "cpu", "started_s": 0.0, "took_s": 10.0},
-        {"name": "b", "lane": "cuda", "started_s": 4.0, "took_s": 2.0},
-        {"name": "c", "lane": "cuda", "started_s": 10.0, "took_s": 5.0},  # starts as a ends: not beside it
-        {"name": "d", "lane": "cuda", "started_s": 14.9, "took_s": 1.0},  # after c in its lane, the times rounded
+        {"name": "a", "lane": "cpu", "started_s": 0.0, "took_s": 10.0, "ended_s": 10.0},
+        {"name": "b", "lane": "cuda", "started_s": 4.0, "took_s": 2.0, "ended_s": 6.0},
+        {"name": "c", "lane": "cuda", "started_s": 10.0, "took_s": 5.0, "ended_s": 15.0},  # starts as a ends
+        {"name": "d", "lane": "cuda", "started_s": 14.9, "took_s": 1.0, "ended_s": 15.9},  # after c, times rounded
         {"name": "skipped", "lane": "cpu", "outcome": "skipped for time"},
     ]
     lanes.add_beside(outcomes)
     assert [o.get("beside") for o in outcomes] == [{"b": 2.0}, {"a": 2.0}, {}, {}, None]
+    # A job ran alone 12.26-16.84 s, and the next stage's jobs began at 16.85 s: its start and length
+    # round up, their sum to 16.9 s, but its own end rounds to 16.8 s, where the next jobs start.
+    stages = [
+        {"name": "alone", "lane": "cpu", "started_s": 12.3, "took_s": 4.6, "ended_s": 16.8},
+        {"name": "next", "lane": "cuda", "started_s": 16.8, "took_s": 2.0, "ended_s": 18.8},
+    ]
+    lanes.add_beside(stages)
+    assert [o["beside"] for o in stages] == [{}, {}]
 
 
 def test_a_cuda_job_keeps_the_gpus_state_before_and_after_and_every_job_its_cores(tmp_path, stand_in):

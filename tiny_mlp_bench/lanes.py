@@ -182,7 +182,8 @@ class Lanes:
         self, lanes: dict[str, list[dict]], until: float | None, t0: float, cores: dict[str, set[int]] | None = None
     ) -> list[dict]:
         """Every lane at once, each on its ``cores`` where given; each job's plan with its lane and outcome,
-        and the times of those that ran (``started_s`` from ``t0``, ``took_s``), in no particular order."""
+        and the times of those that ran (``started_s`` and ``ended_s`` from ``t0``, ``took_s``), in no particular
+        order."""
         outcomes, cores = [], cores or {}
         jobs_take_ctrl_c()  # here, in the main thread, for the lanes' threads
         threads = [
@@ -228,7 +229,12 @@ class Lanes:
                 begun = time.monotonic()
                 command = snakemake_command(self.python, self.config, job["output"])
                 outcome["outcome"] = run_snakemake(command, self.cwd, log, until, self.stop)
-                outcome |= {"started_s": round(begun - t0, 1), "took_s": round(time.monotonic() - begun, 1)}
+                ended = time.monotonic()
+                outcome |= {
+                    "started_s": round(begun - t0, 1),
+                    "took_s": round(ended - begun, 1),
+                    "ended_s": round(ended - t0, 1),
+                }
                 if job["device"] == "cuda":
                     outcome["gpu_after"] = self.gpu_readings()
                 if outcome["outcome"] == "stopped" and (self.cwd / job["output"]).is_file():
@@ -249,14 +255,15 @@ class Lanes:
 
 def add_beside(outcomes: list[dict]) -> None:
     """Give each job that ran its ``beside``: the other lanes' jobs whose time overlapped its own, with
-    the seconds they overlapped, from the outcomes' ``started_s`` and ``took_s`` (a lane's own jobs run
-    one after another: the rounding of their times would make them touch)."""
+    the seconds they overlapped, from the outcomes' ``started_s`` and ``ended_s``. The end is its own
+    rounded reading, not ``started_s + took_s``: two roundings added can end a job up to 0.1 s after
+    the next stage's jobs began, which would put them beside it (a lane's own jobs run one after
+    another, so they are never compared)."""
     ran = [o for o in outcomes if "started_s" in o]
     for job in ran:
-        start, end = job["started_s"], job["started_s"] + job["took_s"]
         job["beside"] = {
             other["name"]: round(overlap, 1)
             for other in ran
             if other["lane"] != job["lane"]
-            and (overlap := min(end, other["started_s"] + other["took_s"]) - max(start, other["started_s"])) > 0
+            and (overlap := min(job["ended_s"], other["ended_s"]) - max(job["started_s"], other["started_s"])) > 0
         }
