@@ -101,10 +101,10 @@ lock:
 # kit's (requirements/gpu-kit.txt) on PyPI, at runtime.txt's versions: run them after `make lock`.
 # pip's configured index-url (a mirror of PyPI) replaces PyPI where it is set; its find-links never count.
 lock-cuda: | $(BIN)/python
-	$(BIN)/python scripts/wheel_locks.py lock torch-cuda keras-cuda
+	$(BIN)/python -m tiny_mlp_bench.locks.wheels lock torch-cuda keras-cuda
 
 lock-gpu-kit: | $(BIN)/python
-	$(BIN)/python scripts/wheel_locks.py lock gpu-kit
+	$(BIN)/python -m tiny_mlp_bench.locks.wheels lock gpu-kit
 
 # The GPU kit: the wheels a GPU machine without a registry lacks, into wheelhouse/gpu-kit/. Copy it
 # there with the repository, then run: python3 scripts/gpu_study.py. Set the machine's Python
@@ -117,7 +117,7 @@ KIT_PYTHON ?= 3.12
 KIT_PRESENT ?= requirements/gpu-present.txt
 KIT_MAX_MIB ?= 64
 gpu-kit: | $(BIN)/python
-	$(BIN)/python scripts/wheel_locks.py fetch-kit --python $(KIT_PYTHON) --present $(KIT_PRESENT) --max-mib $(KIT_MAX_MIB)
+	$(BIN)/python -m tiny_mlp_bench.locks.wheels fetch-kit --python $(KIT_PYTHON) --present $(KIT_PRESENT) --max-mib $(KIT_MAX_MIB)
 
 # Container images: FLAVOR=cuda (default) takes PyPI's CUDA builds of torch and TensorFlow;
 # FLAVOR=cpu takes CPU builds and tags them <version>-cpu (what CI builds and tests). Podman is

@@ -119,7 +119,7 @@ def gpu_archive():
 
 def get_gpu_archive_records(wildcards):
     """The quoted archive's records the report reads: a new or changed one renders it again."""
-    from tiny_mlp_bench.archive import QUOTED_RECORDS
+    from tiny_mlp_bench.archive.layout import QUOTED_RECORDS
 
     folder = gpu_archive()
     return sorted(str(path) for path in folder.glob(QUOTED_RECORDS)) if folder else []

@@ -5,7 +5,7 @@
 
 It installs what the machine lacks from the carried kit (wheelhouse/gpu-kit/, made beforehand on a
 connected machine with `make gpu-kit`) into .venv-gpu/, a virtual environment that sees the
-machine's own packages (its torch and JAX built for CUDA; tiny_mlp_bench/gpu_study_env.py); runs
+machine's own packages (its torch and JAX built for CUDA; tiny_mlp_bench/gpu_study/environment.py); runs
 the GPU study (config/gpu.yaml: every rung that machine can run, on cuda and on cpu, once each, both
 sweeps and the probes) with Snakemake, one job at a time per device; and packs the result into
 results/archive/<date>-<gpu model>/, with a README whose every number comes from the archived
@@ -13,7 +13,7 @@ records and logs. A copy of the repository that came without its .git gets one f
 bundle, so that the records name their commit; a copy whose tracked files differ from that commit
 stops before anything runs, unless --allow-modified (the archive then says so).
 
-The jobs run in the order that matters most (tiny_mlp_bench/plan.py), round by round (a round
+The jobs run in the order that matters most (tiny_mlp_bench/gpu_study/plan.py), round by round (a round
 holds every job's r-th repeat; rounds after the first in the order a recorded seed draws): the
 question first, then what no GPU has measured, then the rest, the cheapest first. The question's
 pair, torch's seed on cpu and on cuda, runs alone on every core; then two lanes, a cpu one and a cuda
@@ -45,9 +45,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tiny_mlp_bench import archive, gpu_study_readme, lanes  # noqa: E402  (standard library only, as are these)
+from tiny_mlp_bench.archive.layout import ArchiveError  # noqa: E402  (standard library only, as are these)
+from tiny_mlp_bench.archive.rendering import render, render_command  # noqa: E402
+from tiny_mlp_bench.archive.repository import modified_files  # noqa: E402
 from tiny_mlp_bench.atomic import write_text_atomic  # noqa: E402
-from tiny_mlp_bench.gpu_study_env import (  # noqa: E402
+from tiny_mlp_bench.gpu_study import lanes, readme  # noqa: E402
+from tiny_mlp_bench.gpu_study.environment import (  # noqa: E402
     StudyError,
     check_needs,
     cuda_toolkit,
@@ -61,8 +64,8 @@ KIT = ROOT / "wheelhouse" / "gpu-kit"
 BUNDLE = "source.bundle"  # the checkout's history in the kit, for a copy that arrives without .git
 RESULTS = ROOT / "results"
 ARCHIVES = RESULTS / "archive"
-STUDY_LOG = Path(gpu_study_readme.STUDY_LOG)  # the plan, each job's outcome and the times
-LANE_LOGS = Path(gpu_study_readme.LANE_LOGS)  # each lane's Snakemake output
+STUDY_LOG = Path(readme.STUDY_LOG)  # the plan, each job's outcome and the times
+LANE_LOGS = Path(readme.LANE_LOGS)  # each lane's Snakemake output
 # The pre-flight's own time at most: the study's Python imports torch and numba and, on a GPU, compiles
 # the floor kernel (seconds); a machine that takes longer is not fit to time anything.
 PREFLIGHT_TIMEOUT_S = 120
@@ -98,12 +101,12 @@ def check_checkout(kit: Path) -> str:
 def check_tree(commit: str, allow_modified: bool) -> list[str]:
     """The tracked files (results/ aside) that differ from the commit, found before anything runs:
     records made from them say -dirty, and an archive of them needs --allow-modified."""
-    changed = archive.modified_files(ROOT)
+    changed = modified_files(ROOT)
     if not changed or allow_modified:
         if changed:
             say(f"running from a modified tree ({len(changed)} files differ from {commit[:12]}): --allow-modified")
         return changed
-    content = set(archive.modified_files(ROOT, modes=False))
+    content = set(modified_files(ROOT, modes=False))
     mode_only = [name for name in changed if name not in content]
     why = (
         f"; {len(mode_only)} of them differ only in their mode ({', '.join(mode_only[:3])}): the copy changed the run "
@@ -119,13 +122,13 @@ def check_tree(commit: str, allow_modified: bool) -> list[str]:
 
 
 def preflight(python: Path, allow_no_gpu: bool, serial: bool) -> tuple[dict, list[str]]:
-    """Say what the study would use, asked of its Python (tiny_mlp_bench/gpu_preflight.py) and of the
+    """Say what the study would use, asked of its Python (tiny_mlp_bench/gpu_study/preflight.py) and of the
     machine; returns that and what would stop the study. Sets CUDA_HOME for the study's jobs where it
     is unset and a toolkit with libNVVM is found, which numba-cuda compiles the floor kernel with."""
     toolkit, how = cuda_toolkit()
     if toolkit is not None and not os.environ.get("CUDA_HOME"):
         os.environ["CUDA_HOME"] = str(toolkit)  # the study's Snakemake calls and their jobs inherit it
-    command = [str(python), "-m", "tiny_mlp_bench.gpu_preflight", *study_needs()]
+    command = [str(python), "-m", "tiny_mlp_bench.gpu_study.preflight", *study_needs()]
     try:
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -198,8 +201,8 @@ def prepare_study(python: Path, config: Path, until: float | None) -> None:
 
 def make_plan(python: Path, gpu: str | None, seed: int, serial: bool) -> dict:
     """The jobs in the order to run them, each with its expected time, and the stages they run in
-    (tiny_mlp_bench/plan.py)."""
-    command = [str(python), "-m", "tiny_mlp_bench.plan", "--config", str(RESULTS / "config.yaml")]
+    (tiny_mlp_bench/gpu_study/plan.py)."""
+    command = [str(python), "-m", "tiny_mlp_bench.gpu_study.plan", "--config", str(RESULTS / "config.yaml")]
     command += ["--archives", str(ARCHIVES), "--order", str(seed), *(["--gpu", gpu] if gpu else [])]
     done = subprocess.run([*command, *(["--serial"] if serial else [])], cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
@@ -264,9 +267,9 @@ def seconds_left(deadline: float | None) -> float | None:
 def render_what_finished(python: Path, deadline: float | None) -> None:
     """The report of the records in results/, as render_report would make it had they been all."""
     try:
-        command = archive.render_command(RESULTS)
-        archive.render(ROOT, RESULTS, command, python=str(python), timeout=seconds_left(deadline))
-    except archive.ArchiveError as err:
+        command = render_command(RESULTS)
+        render(ROOT, RESULTS, command, python=str(python), timeout=seconds_left(deadline))
+    except ArchiveError as err:
         raise StudyError(f"nothing to archive: {err}") from err
 
 
@@ -355,7 +358,7 @@ def main() -> int:
         deadline = None if args.time_limit is None else t0 + args.time_limit
         render_what_finished(python, deadline)
         folder = pack(python, args.name, bool(modified), deadline)
-        gpu_study_readme.write(folder, timing, modified)
+        readme.write(folder, timing, modified)
     except StudyError as err:
         say(f"error: {err}")
         return 1

@@ -15,13 +15,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_bench package beside scripts/
 
-from tiny_mlp_bench import catalogue, probes
+from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.backends.contract import RunSpec
 from tiny_mlp_bench.cli import CONFIG_EPILOG, add_config_options
 from tiny_mlp_bench.envelope import DeviceMissing, Measurement, run_job
 from tiny_mlp_bench.initial_weights import live_initial_weights
+from tiny_mlp_bench.probes.keras_epoch import FIT_EPOCHS, keras_fit_epoch
+from tiny_mlp_bench.probes.torch_suite import torch_probes
 from tiny_mlp_bench.question import askers_rung
-from tiny_mlp_bench.records import PROBE_RECORD_TYPE, PROBE_SCHEMA_VERSION
+from tiny_mlp_bench.records import PROBE_RECORD_TYPE, PROBE_SCHEMA_VERSION, write_probe
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -43,7 +45,7 @@ class FixedCostsProbe(Measurement):
     def __init__(self, args):
         self.args = args
         self.framework, self.device, self.require_gpu = args.framework, args.device, args.require_gpu
-        self.output, self.dataset, self.write = args.output, args.dataset, probes.write_probe
+        self.output, self.dataset, self.write = args.output, args.dataset, write_probe
         self.label = f"probe-{args.framework}-{args.device}"
         self.measurements: dict = {}  # kept as far as it got when a later probe raises
 
@@ -57,7 +59,7 @@ class FixedCostsProbe(Measurement):
             init_seed=self.init_seed,
             # The timed models start from the runs' live draw, so a dead draw never skews a probe.
             weights=live_initial_weights(self.init_seed, args.hidden_units, data.train[:, :2]),
-            epochs=probes.FIT_EPOCHS,
+            epochs=FIT_EPOCHS,
             batch_size=args.batch_size,
             learning_rate=args.learning_rate,
             hidden_units=args.hidden_units,
@@ -72,7 +74,7 @@ class FixedCostsProbe(Measurement):
             torch_common.set_threads(fw, args.threads)  # no seed: each probe seeds what it draws
             if missing := (torch_common.gpu_missing(fw) if args.device == "cuda" else None):
                 raise DeviceMissing(missing)
-            probes.torch_probes(
+            torch_probes(
                 fw,
                 args.device,
                 data,
@@ -87,7 +89,7 @@ class FixedCostsProbe(Measurement):
             self.backend.prepare(fw, spec)
             if missing := self.backend.start_device(fw, spec):
                 raise DeviceMissing(missing)
-            probes.keras_fit_epoch(fw, spec, data, self.measurements, say=self.say)
+            keras_fit_epoch(fw, spec, data, self.measurements, say=self.say)
 
     def record(self, status: str, reason: str | None) -> dict:
         args = self.args

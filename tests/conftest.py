@@ -44,8 +44,8 @@ def skip_unless_ready(problem: str | None, require_variable: str) -> None:
 @functools.cache
 def package_index_problem() -> str | None:
     """Why the package index pip uses cannot be reached, or None: pip itself asks it, as the network
-    tests' pip calls do (scripts/pip_index.py: the configured index-url, else pip's own default)."""
-    import pip_index
+    tests' pip calls do (tiny_mlp_bench/locks/pip_index.py: the configured index-url, else pip's own default)."""
+    from tiny_mlp_bench.locks import pip_index
 
     command = pip_index.pip_command("index", "versions", "--retries", "0", "--timeout", "20", "pip")
     done = subprocess.run(command, env=pip_index.pip_env(), capture_output=True, text=True)
@@ -94,8 +94,8 @@ def kit_for_this_python(tmp_path_factory) -> Path:
     fetched from PyPI once a session, as CI can."""
     kit = tmp_path_factory.mktemp("kit") / "gpu-kit"
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    command = [sys.executable, "scripts/wheel_locks.py", "fetch-kit", "--python", version, "--into", str(kit)]
-    done = subprocess.run([*command, "--max-mib", "200"], cwd=ROOT, capture_output=True, text=True)
+    command = [sys.executable, "-m", "tiny_mlp_bench.locks.wheels", "fetch-kit", "--python", version]
+    done = subprocess.run([*command, "--into", str(kit), "--max-mib", "200"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     return kit
 
@@ -426,8 +426,8 @@ def synthetic_probes(cuda: bool = False) -> list[dict]:
 # Runs a program (argv[2:]) as its rule does, but with the GPU driver's signs (GPU_DRIVER_PATHS) the
 # JSON list argv[1], whatever this machine has; then says on stderr which frameworks it imported.
 WITH_DRIVER_PATHS = """import json, runpy, sys
-from tiny_mlp_bench import environment
-environment.GPU_DRIVER_PATHS = tuple(json.loads(sys.argv[1]))
+from tiny_mlp_bench import machine
+machine.GPU_DRIVER_PATHS = tuple(json.loads(sys.argv[1]))
 sys.argv = sys.argv[2:]
 try:
     runpy.run_path(sys.argv[0], run_name="__main__")

@@ -20,19 +20,13 @@ import pytest
 from rocrate.rocrate import ROCrate
 
 from conftest import ROOT, copy_workflow, synthetic_probes, synthetic_record, synthetic_study, synthetic_sweeps
-from tiny_mlp_bench.archive import (
-    PROFILES,
-    RECORD_FOLDERS,
-    ArchiveError,
-    check_manifest,
-    pack,
-    render,
-    render_command,
-    verify,
-    write_manifest,
-)
-from tiny_mlp_bench.archive.packing import unused_name
+from tiny_mlp_bench.archive.crate import PROFILES
+from tiny_mlp_bench.archive.layout import RECORD_FOLDERS, ArchiveError
+from tiny_mlp_bench.archive.manifest import check_manifest, write_manifest
+from tiny_mlp_bench.archive.packing import pack, unused_name
+from tiny_mlp_bench.archive.rendering import render, render_command
 from tiny_mlp_bench.archive.snakemake_logs import NONE_FOUND, record_span, study_logs
+from tiny_mlp_bench.archive.verifying import verify
 from tiny_mlp_bench.report.gpu_archive import GpuArchiveError, choose
 
 

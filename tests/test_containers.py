@@ -20,9 +20,8 @@ import pytest
 
 import container_run
 from conftest import ROOT, run_snakemake, skip_unless_ready, write_config
-from tiny_mlp_bench import catalogue, containers, environment
-from tiny_mlp_bench.probes import read_probe
-from tiny_mlp_bench.records import PROBE_SCHEMA_VERSION, SCHEMA_VERSION, read_record, read_sweep
+from tiny_mlp_bench import catalogue, containers, machine
+from tiny_mlp_bench.records import PROBE_SCHEMA_VERSION, SCHEMA_VERSION, read_probe, read_record, read_sweep
 from tiny_mlp_bench.timing import METHOD
 
 VERSION = (ROOT / "VERSION").read_text().strip()
@@ -145,19 +144,19 @@ def test_run_command_mounts_the_workspace_and_runs_as_the_caller(engine, uid, us
 
 def test_record_names_the_container_from_the_launchers_variables():
     launched = {
-        environment.ENGINE_ENV: "podman",
-        environment.IMAGE_ENV: "ghcr.io/x/torch:1",
-        environment.IMAGE_ID_ENV: "sha256:ab",
+        machine.ENGINE_ENV: "podman",
+        machine.IMAGE_ENV: "ghcr.io/x/torch:1",
+        machine.IMAGE_ID_ENV: "sha256:ab",
     }
-    assert environment.container(launched) == {
+    assert machine.container(launched) == {
         "engine": "podman",
         "image": "ghcr.io/x/torch:1",
         "image_id": "sha256:ab",
     }
     apptainer = {"APPTAINER_CONTAINER": "/cache/torch.sif"}
-    assert environment.container(apptainer) == {"engine": "apptainer", "image": "/cache/torch.sif", "image_id": None}
+    assert machine.container(apptainer) == {"engine": "apptainer", "image": "/cache/torch.sif", "image_id": None}
     if not any(Path(m).exists() for m in ("/run/.containerenv", "/.dockerenv")):
-        assert environment.container({}) is None
+        assert machine.container({}) is None
 
 
 def shell_commands(dry_run_output: str) -> dict[str, str]:

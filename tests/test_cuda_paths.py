@@ -27,11 +27,13 @@ from conftest import (
     synthetic_study,
     with_driver_paths,
 )
-from tiny_mlp_bench import backends, catalogue, driver, environment, lanes, probes
+from tiny_mlp_bench import backends, catalogue, driver, machine
 from tiny_mlp_bench.backends.contract import GPU_EPOCHS_PER_BLOCK, EpochLoop, RunSpec
-from tiny_mlp_bench.environment import installed_versions
+from tiny_mlp_bench.gpu_study import lanes
 from tiny_mlp_bench.initial_weights import live_initial_weights
-from tiny_mlp_bench.records import read_record, read_sweep
+from tiny_mlp_bench.machine import installed_versions
+from tiny_mlp_bench.probes.torch_step import count_kernels
+from tiny_mlp_bench.records import read_probe, read_record, read_sweep
 from tiny_mlp_bench.report.markdown import render_markdown
 from tiny_mlp_bench.report.model import build_report
 from tiny_mlp_bench.timing import Clock
@@ -88,8 +90,8 @@ NO_CUDA = {"build_cuda": None, "build_cudnn": None, "driver": None}
 @pytest.fixture
 def no_gpu_driver(monkeypatch, tmp_path) -> str:
     """No sign of a GPU driver, whatever this machine has; returns the reason a cuda job is skipped."""
-    monkeypatch.setattr(environment, "GPU_DRIVER_PATHS", (str(tmp_path / "no-proc-driver"), str(tmp_path / "no-dev")))
-    return environment.gpu_driver_absent()
+    monkeypatch.setattr(machine, "GPU_DRIVER_PATHS", (str(tmp_path / "no-proc-driver"), str(tmp_path / "no-dev")))
+    return machine.gpu_driver_absent()
 
 
 def not_to_be_imported(*args):
@@ -105,15 +107,15 @@ def cuda_args(program: str, framework: str, dataset, out, *extra) -> list[str]:
 
 def test_a_machine_shows_a_gpu_driver_by_any_one_of_its_paths_and_by_no_variable(monkeypatch, tmp_path):
     driver_paths = (tmp_path / "proc-driver-nvidia", tmp_path / "dev-kfd")
-    monkeypatch.setattr(environment, "GPU_DRIVER_PATHS", tuple(map(str, driver_paths)))
+    monkeypatch.setattr(machine, "GPU_DRIVER_PATHS", tuple(map(str, driver_paths)))
     # A CUDA simulator or a device list in the environment is no driver.
     monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    assert environment.gpu_driver_absent() == (
+    assert machine.gpu_driver_absent() == (
         f"no CUDA device: no GPU driver on this machine (none of {driver_paths[0]}, {driver_paths[1]})"
     )
     driver_paths[1].touch()
-    assert environment.gpu_driver_absent() is None
+    assert machine.gpu_driver_absent() is None
 
 
 def test_installed_versions_are_keyed_by_the_name_asked_and_leave_out_what_is_not_installed():
@@ -156,7 +158,7 @@ def test_a_cuda_probe_without_a_gpu_driver_is_skipped_or_required_without_import
     out = tmp_path / "p.json"
     args = cuda_args("probe_fixed_costs.py", framework, small_dataset, out)
     assert probe_fixed_costs.main(args) == 0
-    record = probes.read_probe(out)
+    record = read_probe(out)
     assert record["status"] == "skipped" and record["reason"] == no_gpu_driver and record["measurements"] == {}
     env = record["environment"]
     assert env["versions"] == {"numpy": np.__version__} | installed_versions(catalogue.framework(framework).packages)
@@ -175,7 +177,7 @@ def test_a_cuda_job_without_a_gpu_driver_imports_no_framework(job, small_dataset
         "probe keras": (
             "probe_fixed_costs.py",
             cuda_args("probe_fixed_costs.py", "keras", small_dataset, out),
-            probes.read_probe,
+            read_probe,
         ),
         "sweep": ("sweep_crossover.py", [*sweep, "--output", out], read_sweep),
     }[job]
@@ -195,7 +197,7 @@ def test_where_a_gpu_driver_shows_torch_itself_says_whether_there_is_a_gpu(progr
     out = tmp_path / "r.json"
     done = run_seeing([tmp_path / "none", driver_sign], program, *cuda_args(program, "torch", small_dataset, out))
     assert done.returncode == 0 and "imported: ['torch']" in done.stderr, done.stderr[-2000:]
-    record = read_record(out) if program == "train.py" else probes.read_probe(out)
+    record = read_record(out) if program == "train.py" else read_probe(out)
     assert record["status"] == "skipped"
     assert record["reason"].startswith("no CUDA device: torch.cuda.is_available() is False")
     if program == "train.py":
@@ -299,7 +301,7 @@ def test_only_the_kernels_among_profiler_events_count():
         event("void multi_tensor_apply_kernel<float>"),
         event("void elementwise_kernel<128, 4>", activity=None),
     ]
-    assert probes.count_kernels(events) == 3
+    assert count_kernels(events) == 3
 
 
 class PhaseLog(Clock):

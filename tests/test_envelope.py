@@ -13,8 +13,8 @@ import probe_fixed_costs
 import sweep_crossover
 import train
 from conftest import ROOT, config_flags
-from tiny_mlp_bench import driver, environment, probes
-from tiny_mlp_bench.records import read_record, read_sweep
+from tiny_mlp_bench import driver, machine
+from tiny_mlp_bench.records import read_probe, read_record, read_sweep
 from tiny_mlp_bench.timing import METHOD
 
 
@@ -38,7 +38,7 @@ KINDS = {
     "probe": Kind(
         probe_fixed_costs.main,
         probe_fixed_costs.FixedCostsProbe,
-        probes.read_probe,
+        read_probe,
         (*config_flags("probe_fixed_costs.py"), "--framework", "torch"),
     ),
     "sweep": Kind(
@@ -86,8 +86,8 @@ def each_kind(small_dataset, tmp_path, *extra) -> dict[str, tuple[int, dict | No
 
 @pytest.fixture
 def no_driver(monkeypatch, tmp_path) -> str:
-    monkeypatch.setattr(environment, "GPU_DRIVER_PATHS", (str(tmp_path / "no-proc-driver"),))
-    return environment.gpu_driver_absent()
+    monkeypatch.setattr(machine, "GPU_DRIVER_PATHS", (str(tmp_path / "no-proc-driver"),))
+    return machine.gpu_driver_absent()
 
 
 def test_without_a_gpu_driver_every_kind_of_job_records_the_same_skip(no_driver, small_dataset, tmp_path):
@@ -111,7 +111,7 @@ def test_require_gpu_fails_every_kind_of_job_with_one_message_and_no_record(no_d
 
 def test_an_error_inside_any_kind_of_job_is_recorded_as_failed_alike(monkeypatch, small_dataset, tmp_path):
     # A GPU driver seems present, so each job imports torch; then its measurement raises.
-    monkeypatch.setattr(environment, "GPU_DRIVER_PATHS", (str(ROOT),))
+    monkeypatch.setattr(machine, "GPU_DRIVER_PATHS", (str(ROOT),))
 
     def out_of_memory(self, fw, data):
         raise RuntimeError("CUDA out of memory (test)")
@@ -125,5 +125,5 @@ def test_an_error_inside_any_kind_of_job_is_recorded_as_failed_alike(monkeypatch
     assert run == probe == sweep
     # The measurement's own fields say nothing was measured.
     assert read_sweep(tmp_path / "sweep.json")["points"] == []
-    assert probes.read_probe(tmp_path / "probe.json")["measurements"] == {}
+    assert read_probe(tmp_path / "probe.json")["measurements"] == {}
     assert read_record(tmp_path / "run.json")["quality"] is None

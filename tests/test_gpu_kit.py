@@ -1,7 +1,8 @@
-"""The GPU kit (scripts/wheel_locks.py fetch-kit): the wheels a GPU machine without a registry lacks, for
-its Python, with the lock's pins, a git bundle of HEAD and kit.json, and an error when it outgrows its
-cap. These fetch from PyPI, as CI can: the kit for another Python than 3.12 is resolved there (about
-50 s, once a session: conftest's kit_for_this_python), the committed 3.12 one only downloaded."""
+"""The GPU kit (python -m tiny_mlp_bench.locks.wheels fetch-kit): the wheels a GPU machine without a
+registry lacks, for its Python, with the lock's pins, a git bundle of HEAD and kit.json, and an error
+when it outgrows its cap. These fetch from PyPI, as CI can: the kit for another Python than 3.12 is
+resolved there (about 50 s, once a session: conftest's kit_for_this_python), the committed 3.12 one
+only downloaded."""
 
 import json
 import re
@@ -11,14 +12,14 @@ import sys
 import pytest
 
 from conftest import ROOT
-from pip_index import pip_env, platform_args
+from tiny_mlp_bench.locks.pip_index import pip_env, platform_args
 
 THIS_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
 def fetch_kit(*args) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "scripts/wheel_locks.py", "fetch-kit", *map(str, args)],
+        [sys.executable, "-m", "tiny_mlp_bench.locks.wheels", "fetch-kit", *map(str, args)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -84,7 +85,7 @@ def test_fetch_kit_empties_no_folder_that_holds_more_than_a_kit(tmp_path):
 
 def test_lock_and_check_refuse_fetch_kit_options():
     done = subprocess.run(
-        [sys.executable, "scripts/wheel_locks.py", "lock", "gpu-kit", "--python", "3.11"],
+        [sys.executable, "-m", "tiny_mlp_bench.locks.wheels", "lock", "gpu-kit", "--python", "3.11"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, copy_workflow, run_snakemake
-from wheel_locks import TARGETS
+from tiny_mlp_bench.locks.wheels import TARGETS
 
 REQUIREMENTS = ROOT / "requirements"
 
@@ -66,7 +66,7 @@ def test_pip_still_resolves_each_lock_on_pypi(target):
     # (metadata only), held to its versions, must give the committed lock byte for byte: nothing
     # missing or extra, every hash PyPI's. Needs PyPI, as CI has.
     done = subprocess.run(
-        [sys.executable, "scripts/wheel_locks.py", "check", target], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "tiny_mlp_bench.locks.wheels", "check", target], cwd=ROOT, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
@@ -191,7 +191,7 @@ def test_gpu_study_makes_a_copy_without_git_a_checkout_from_the_kits_bundle(tmp_
 
 
 def test_only_pip_check_problems_of_the_studys_packages_stop_it():
-    from tiny_mlp_bench.gpu_study_env import study_problems
+    from tiny_mlp_bench.gpu_study.environment import study_problems
 
     report = (
         "snakemake 9.27.1 requires pulp, which is not installed.\n"
@@ -492,7 +492,7 @@ def gpu_plan_fits(tmp_path: Path, setup_s: float, time_limit: float) -> dict[str
     (tmp_path / "gpu-as-run.yaml").write_text(yaml.safe_dump(config_check.with_catalogue_defaults(config)))
     first = sorted((ROOT / "results" / "archive").glob("*-h200/runs/*.json"))[0]
     env = json.loads(first.read_text())["environment"]
-    command = [sys.executable, "-m", "tiny_mlp_bench.plan", "--config", str(tmp_path / "gpu-as-run.yaml")]
+    command = [sys.executable, "-m", "tiny_mlp_bench.gpu_study.plan", "--config", str(tmp_path / "gpu-as-run.yaml")]
     command += ["--archives", str(ROOT / "results" / "archive"), "--gpu", env["gpu_name"]]
     command += ["--cpu-model", env["cpu_model"], "--logical-cpus", str(env["logical_cpus"])]
     command += ["--time-limit", str(time_limit), "--setup-s", str(setup_s)]

@@ -14,8 +14,8 @@ import numba.cuda
 import pytest
 
 from conftest import ROOT
-from tiny_mlp_bench import gpu_study_env
 from tiny_mlp_bench.backends import numpy_reference
+from tiny_mlp_bench.gpu_study import environment
 
 
 def test_the_environment_runs_the_nodes_pth_hooks(tmp_path, monkeypatch):
@@ -29,7 +29,7 @@ def test_the_environment_runs_the_nodes_pth_hooks(tmp_path, monkeypatch):
     venv = tmp_path / "venv-gpu"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     monkeypatch.setattr(site, "getsitepackages", lambda: [str(node_site)])
-    gpu_study_env.see_machine_packages(venv / "bin" / "python")
+    environment.see_machine_packages(venv / "bin" / "python")
     code = "import plain_package, hooked_package; print(plain_package.FOUND, '/', hooked_package.FOUND)"
     done = subprocess.run([venv / "bin" / "python", "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "on the path / through the hook", done.stderr
@@ -57,16 +57,16 @@ def test_a_cuda_toolkit_is_one_with_libnvvm_where_numba_cuda_looks(tmp_path):
         (usual / root / "nvvm" / "lib64").mkdir(parents=True)
         (usual / root / "nvvm" / "lib64" / "libnvvm.so.4").touch()
     (usual / "cuda" / "lib").mkdir(parents=True)  # a toolkit without NVVM where numba-cuda looks for it
-    assert gpu_study_env.cuda_toolkit({"PATH": ""}, usual) == (usual / "cuda-13.0", str(usual / "cuda-13.0"))
+    assert environment.cuda_toolkit({"PATH": ""}, usual) == (usual / "cuda-13.0", str(usual / "cuda-13.0"))
     named = {"PATH": "", "CUDA_HOME": str(usual / "cuda-12.8")}
-    assert gpu_study_env.cuda_toolkit(named, usual) == (usual / "cuda-12.8", "CUDA_HOME")
-    root, looked = gpu_study_env.cuda_toolkit({"PATH": ""}, tmp_path / "nothing")
+    assert environment.cuda_toolkit(named, usual) == (usual / "cuda-12.8", "CUDA_HOME")
+    root, looked = environment.cuda_toolkit({"PATH": ""}, tmp_path / "nothing")
     assert root is None and "none has nvvm/lib64/libnvvm.so" in looked
 
 
 def test_the_preflight_runs_the_floor_kernel_as_the_study_would():
     # Under numba's CUDA simulator (no GPU here): the kernel the study compiles for the GPU, two epochs.
-    code = "from tiny_mlp_bench import gpu_preflight; print(gpu_preflight.floor_kernel())"
+    code = "from tiny_mlp_bench.gpu_study import preflight; print(preflight.floor_kernel())"
     env = os.environ | {"NUMBA_ENABLE_CUDASIM": "1", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert done.stdout.strip() == "compiled and ran: 4 steps in 2 epochs", done.stderr[-2000:]

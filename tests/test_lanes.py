@@ -1,4 +1,4 @@
-"""The GPU study's lanes (tiny_mlp_bench/lanes.py) with stand-in commands for Snakemake: a job that
+"""The GPU study's lanes (tiny_mlp_bench/gpu_study/lanes.py) with stand-in commands for Snakemake: a job that
 no longer fits is not started, one running at the time limit is stopped (killed if it ignores
 Ctrl-C), and a failed one keeps the end of its log."""
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tiny_mlp_bench import lanes
+from tiny_mlp_bench.gpu_study import lanes
 
 
 def python(code: str) -> list[str]:

@@ -1,6 +1,6 @@
 """Where the project's tools fetch packages from: the machine's own configuration, so that a user
 behind an organisation's mirror needs no edit. docker/base-image.sh debootstraps from the Debian
-mirror of this machine's apt sources; scripts/wheel_locks.py resolves on the index-url of this
+mirror of this machine's apt sources; tiny_mlp_bench/locks/wheels.py resolves on the index-url of this
 machine's pip, never on its find-links. Both on files made here: no network, no debootstrap."""
 
 import os
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import pip_index
 from conftest import ROOT
+from tiny_mlp_bench.locks import pip_index
 
 
 def print_mirror(apt_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
@@ -130,7 +130,7 @@ def test_the_index_is_pips_configured_index_url_and_its_find_links_are_left_out(
     command = pip_index.pip_command("download", "indexed-pkg")
     assert command[-4:] == ["download", "--index-url", index, "indexed-pkg"]
     assert str(tmp_path / "links") not in " ".join(command) + " ".join(pip_index.pip_env().values())
-    # pip, as wheel_locks runs it, finds what the index has and not what only the find-links have.
+    # pip, as the lock tool runs it, finds what the index has and not what only the find-links have.
     download = ["--quiet", "--no-deps", "-d", str(tmp_path / "got")]
     pip_index.pip("download", *download, "indexed-pkg")
     assert [p.name for p in (tmp_path / "got").iterdir()] == ["indexed_pkg-1.0-py3-none-any.whl"]

@@ -1,4 +1,4 @@
-"""The GPU study's plan (tiny_mlp_bench/plan.py): which jobs come first, and how long each is expected
+"""The GPU study's plan (tiny_mlp_bench/gpu_study/plan.py): which jobs come first, and how long each is expected
 to take, from archives made here of synthetic records."""
 
 import json
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import synthetic_record
-from tiny_mlp_bench import plan
+from tiny_mlp_bench.gpu_study import plan
 
 CONFIG = {
     "frameworks": ["torch", "keras_jax", "numpy"],

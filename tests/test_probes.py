@@ -11,9 +11,12 @@ import pytest
 
 import probe_fixed_costs
 from conftest import A_GPU_DRIVER, config_flags, run_script, run_seeing
-from tiny_mlp_bench import probes
 from tiny_mlp_bench.dataset import read_dataset
-from tiny_mlp_bench.records import PROBE_SCHEMA_VERSION, RecordError
+from tiny_mlp_bench.probes.keras_epoch import FIT_EPOCHS
+from tiny_mlp_bench.probes.measure import time_calls
+from tiny_mlp_bench.probes.torch_cpu import count_dead_inits, dead_at_start
+from tiny_mlp_bench.probes.torch_step import is_kernel
+from tiny_mlp_bench.records import PROBE_SCHEMA_VERSION, RecordError, read_probe, validate_probe, write_probe
 
 
 def probe(*args, check: bool = False):
@@ -33,7 +36,7 @@ def torch_cpu_record(small_dataset, tmp_path_factory) -> dict:
     result = probe("--framework", "torch", "--device", "cpu", "--dataset", small_dataset, "--output", out)
     assert result.returncode == 0, result.stderr
     assert "probe-torch-cpu: eager op" in result.stderr
-    return probes.read_probe(out)
+    return read_probe(out)
 
 
 @pytest.mark.slow
@@ -61,7 +64,7 @@ def test_the_recorded_dead_count_is_the_asker_initialisation_over_1000_seeds(tor
     import torch
 
     features = read_dataset(small_dataset).train[:, :2]
-    assert probes.count_dead_inits(torch, 20, features) == torch_cpu_record["measurements"]["initialisation"]["dead"]
+    assert count_dead_inits(torch, 20, features) == torch_cpu_record["measurements"]["initialisation"]["dead"]
 
 
 def test_dead_count_matches_a_direct_recount(small_dataset):
@@ -75,7 +78,7 @@ def test_dead_count_matches_a_direct_recount(small_dataset):
         torch.manual_seed(seed)
         w1, b1, w2, b2 = (p.detach().numpy().astype(np.float64) for p in build_model(torch, 20).parameters())
         expected += bool(np.all(np.maximum(features @ w1.T + b1, 0) @ w2.T + b2 <= 0))
-    assert probes.count_dead_inits(torch, 20, features, draws=12) == expected
+    assert count_dead_inits(torch, 20, features, draws=12) == expected
     assert 0 < expected < 12  # a few seeds of each kind on this data, so the comparison means something
 
 
@@ -91,17 +94,17 @@ def test_dead_at_start_on_hand_made_weights():
         model.linear1.bias.zero_()
         model.linear2.weight.copy_(torch.tensor([[1.0, 1.0, 0.0]]))
         model.linear2.bias.fill_(-0.5)  # 0.75 - 0.5, 1.25 - 0.5, 1.0 - 0.5: fires on every row
-    assert not probes.dead_at_start(torch, model, features)
+    assert not dead_at_start(torch, model, features)
     with torch.no_grad():
         model.linear2.bias.fill_(-1.0)  # fires on the second row only: alive
-    assert not probes.dead_at_start(torch, model, features)
+    assert not dead_at_start(torch, model, features)
     with torch.no_grad():
         model.linear2.bias.fill_(-1.25)  # the largest input, 1.25, reaches exactly 0: dead on every row
-    assert probes.dead_at_start(torch, model, features)
+    assert dead_at_start(torch, model, features)
     with torch.no_grad():
         model.linear2.weight.zero_()
         model.linear2.bias.fill_(0.01)  # a constant positive output is alive
-    assert not probes.dead_at_start(torch, model, features)
+    assert not dead_at_start(torch, model, features)
 
 
 @pytest.mark.slow
@@ -112,7 +115,7 @@ def test_torch_cuda_probe_without_a_gpu_is_skipped_or_required(small_dataset, tm
     args = ("--framework", "torch", "--device", "cuda", "--dataset", small_dataset, "--output", out)
     flags = config_flags("probe_fixed_costs.py")
     run_seeing(A_GPU_DRIVER, "probe_fixed_costs.py", *flags, *args, check=True)  # a GPU driver shows: torch is asked
-    record = probes.read_probe(out)
+    record = read_probe(out)
     assert record["status"] == "skipped" and record["measurements"] == {}
     assert record["reason"].startswith("no CUDA device: torch.cuda.is_available() is False")
     if "+cpu" in record["environment"]["versions"]["torch"]:
@@ -151,10 +154,10 @@ def test_a_wrong_field_fails_validation_naming_it(torch_cpu_record, tmp_path, ch
     record = copy.deepcopy(torch_cpu_record)
     change(record)
     with pytest.raises(RecordError, match=f"field {field}"):
-        probes.validate_probe(record)
+        validate_probe(record)
     out = tmp_path / "bad.json"
     with pytest.raises(RecordError):
-        probes.write_probe(record, out)
+        write_probe(record, out)
     assert not out.exists()
 
 
@@ -162,7 +165,7 @@ def test_read_probe_names_an_unreadable_file(tmp_path):
     bad = tmp_path / "torch-cpu.json"
     bad.write_text("{not json")
     with pytest.raises(RecordError, match=r"torch-cpu\.json: not a readable JSON record"):
-        probes.read_probe(bad)
+        read_probe(bad)
 
 
 @pytest.mark.slow
@@ -172,11 +175,11 @@ def test_an_error_while_measuring_is_recorded_as_failed_with_what_was_measured(s
         found["eager_op_us"] = {"value_us": 4.0, "calls": 10, "repeats": 1, "repeat_us": [4.0]}
         raise RuntimeError("the device fell over")
 
-    monkeypatch.setattr(probes, "torch_probes", half_way)
+    monkeypatch.setattr(probe_fixed_costs, "torch_probes", half_way)
     out = tmp_path / "torch-cpu.json"
     argv = ["--framework", "torch", "--device", "cpu", "--dataset", str(small_dataset), "--output", str(out)]
     assert probe_fixed_costs.main([*config_flags("probe_fixed_costs.py"), *argv]) == 0
-    record = probes.read_probe(out)
+    record = read_probe(out)
     assert record["status"] == "failed" and record["reason"] == "RuntimeError: the device fell over"
     assert record["measurements"] == {"eager_op_us": {"value_us": 4.0, "calls": 10, "repeats": 1, "repeat_us": [4.0]}}
 
@@ -187,16 +190,16 @@ def test_only_kernel_activities_count_as_kernels():
     def event(name, device_type, activity):
         return types.SimpleNamespace(name=name, device_type=device_type, activity_type=activity)
 
-    assert probes.is_kernel(event("void add_kernel<float>", DeviceType.CUDA, "kernel"), DeviceType)
-    assert not probes.is_kernel(event("Memcpy HtoD (Pageable -> Device)", DeviceType.CUDA, "gpu_memcpy"), DeviceType)
-    assert not probes.is_kernel(event("aten::add_", DeviceType.CPU, "cpu_op"), DeviceType)
-    assert not probes.is_kernel(event("Memset (Device)", DeviceType.CUDA, None), DeviceType)  # no activity type
-    assert probes.is_kernel(event("void add_kernel<float>", DeviceType.CUDA, None), DeviceType)
+    assert is_kernel(event("void add_kernel<float>", DeviceType.CUDA, "kernel"), DeviceType)
+    assert not is_kernel(event("Memcpy HtoD (Pageable -> Device)", DeviceType.CUDA, "gpu_memcpy"), DeviceType)
+    assert not is_kernel(event("aten::add_", DeviceType.CPU, "cpu_op"), DeviceType)
+    assert not is_kernel(event("Memset (Device)", DeviceType.CUDA, None), DeviceType)  # no activity type
+    assert is_kernel(event("void add_kernel<float>", DeviceType.CUDA, None), DeviceType)
 
 
 def test_time_calls_divides_by_calls_and_kernels():
     calls = []
-    timed = probes.time_calls(lambda: calls.append(1), calls=5, repeats=3, kernels_per_call=10)
+    timed = time_calls(lambda: calls.append(1), calls=5, repeats=3, kernels_per_call=10)
     assert len(calls) == 5 * (3 + 1)  # one warm-up repeat
     assert timed["calls"] == 5 and timed["repeats"] == 3 and timed["kernels_per_call"] == 10
     assert timed["value_us"] == sorted(timed["repeat_us"])[1]
@@ -215,13 +218,13 @@ def test_keras_cpu_probe_writes_a_valid_record(small_dataset, tmp_path, framewor
     out = tmp_path / f"{framework}-cpu.json"
     result = probe("--framework", framework, "--device", "cpu", "--dataset", small_dataset, "--output", out)
     assert result.returncode == 0, result.stderr
-    record = probes.read_probe(out)
+    record = read_probe(out)
     assert (record["framework"], record["status"]) == (framework, "ok"), record["reason"]
     fit = record["measurements"]["fit_epoch"]
     assert fit["steps_per_epoch"] == 3  # 150 train rows in batches of 64
     for size in ("one_step_epoch", "many_step_epoch"):
         positive_timing(fit[size])
-        assert fit[size]["repeats"] == probes.FIT_EPOCHS * fit["fits"]
+        assert fit[size]["repeats"] == FIT_EPOCHS * fit["fits"]
     assert fit["fixed_per_epoch_us"] > 0
     assert fit["per_step_us"] == pytest.approx(
         (fit["many_step_epoch"]["value_us"] - fit["one_step_epoch"]["value_us"]) / 2, abs=1e-3

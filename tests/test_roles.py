@@ -14,7 +14,10 @@ from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.report.markdown import TEMPLATE, environment
 
 NAMES = {v.name for v in catalogue.VARIANTS}
-SOURCES = [*sorted((ROOT / "tiny_mlp_bench" / "report").glob("*.py")), ROOT / "tiny_mlp_bench" / "plan.py"]
+SOURCES = [
+    *sorted((ROOT / "tiny_mlp_bench" / "report").glob("*.py")),
+    ROOT / "tiny_mlp_bench" / "gpu_study" / "plan.py",
+]
 
 
 def names_in(text: str) -> set[str]:

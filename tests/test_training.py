@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import A_GPU_DRIVER, config_flags, run_script, run_seeing
-from tiny_mlp_bench import environment
+from tiny_mlp_bench import machine
 from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
 from tiny_mlp_bench.backends.torch_epoch import SPLIT_CALLS
 from tiny_mlp_bench.driver import run, score
@@ -392,7 +392,7 @@ def test_a_rungs_first_run_empties_the_shared_compiler_cache_and_a_later_run_say
 
 
 def test_driver_records_an_unavailable_device_as_skipped(small_dataset, tmp_path, monkeypatch):
-    monkeypatch.setattr(environment, "GPU_DRIVER_PATHS", tuple(map(str, A_GPU_DRIVER)))  # the backend is asked
+    monkeypatch.setattr(machine, "GPU_DRIVER_PATHS", tuple(map(str, A_GPU_DRIVER)))  # the backend is asked
     out = tmp_path / "r.json"
     backend = fake_backend(gpu_missing="no CUDA device: fake")
     assert run(run_args(small_dataset, out, "--device", "cuda"), backend, fake_loop(exact)) == 0

@@ -14,8 +14,7 @@ import yaml
 from conftest import copy_workflow, run_snakemake, table_rows, write_config
 from tiny_mlp_bench import jobs
 from tiny_mlp_bench.dataset import file_sha256
-from tiny_mlp_bench.probes import read_probe
-from tiny_mlp_bench.records import read_record, read_sweep
+from tiny_mlp_bench.records import read_probe, read_record, read_sweep
 
 
 def most_timed_jobs_at_once(log_text: str) -> int:

@@ -17,7 +17,7 @@ import subprocess
 from functools import cache
 from pathlib import Path
 
-from tiny_mlp_bench.environment import ENGINE_ENV, IMAGE_ENV, IMAGE_ID_ENV, THREAD_ENV_PREFIXES
+from tiny_mlp_bench.machine import ENGINE_ENV, IMAGE_ENV, IMAGE_ID_ENV, THREAD_ENV_PREFIXES
 
 ENGINES = ("docker", "podman")
 # Variables a step reads from its job's environment: thread counts and Slurm's job facts.

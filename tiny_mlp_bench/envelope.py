@@ -28,8 +28,7 @@ from pathlib import Path
 
 from tiny_mlp_bench import backends, catalogue, timing
 from tiny_mlp_bench.dataset import Dataset, DatasetError, read_dataset
-from tiny_mlp_bench.environment import collect_environment, gpu_driver_absent, not_imported
-from tiny_mlp_bench.load import JobWatch
+from tiny_mlp_bench.machine import JobWatch, collect_environment, gpu_driver_absent, not_imported
 
 REASON_CHARS = 500  # a failed record's reason: the exception's first characters
 

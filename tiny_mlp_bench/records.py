@@ -152,3 +152,18 @@ def write_sweep(record: dict, path: Path) -> None:
 
 def read_sweep(path: Path) -> dict:
     return read_record(path, SWEEP_SCHEMA)
+
+
+def validate_probe(record: dict, source: str = "probe record") -> dict:
+    """Return ``record`` if it matches probe_record.schema.json; else raise RecordError naming the field."""
+    return validate_record(record, source, PROBE_SCHEMA)
+
+
+def write_probe(record: dict, path: Path) -> None:
+    """Validate and write a probe record atomically, keys sorted so equal records give equal bytes."""
+    write_record(record, path, PROBE_SCHEMA)
+
+
+def read_probe(path: Path) -> dict:
+    """Read and validate one probe record; errors name the file."""
+    return read_record(path, PROBE_SCHEMA)

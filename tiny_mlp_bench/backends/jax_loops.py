@@ -23,7 +23,7 @@ import numpy as np
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.backends import register_backend, register_loops
 from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
-from tiny_mlp_bench.environment import nvidia_driver
+from tiny_mlp_bench.machine import nvidia_driver
 
 SCAN_EPOCHS_PER_BLOCK = catalogue.variant("jax", "scan").epochs_per_call("cpu")  # per compiled call, as on cuda
 

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 
 from tiny_mlp_bench.backends.contract import RunSpec
-from tiny_mlp_bench.environment import nvidia_driver
+from tiny_mlp_bench.machine import nvidia_driver
 
 
 @dataclass(frozen=True)

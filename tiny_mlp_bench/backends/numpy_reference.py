@@ -18,7 +18,7 @@ import numpy as np
 
 from tiny_mlp_bench.backends import register_backend, register_loops
 from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
-from tiny_mlp_bench.environment import NO_CUDA, nvidia_driver
+from tiny_mlp_bench.machine import NO_CUDA, nvidia_driver
 
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
 

@@ -12,7 +12,7 @@ import sys
 import warnings
 
 from tiny_mlp_bench.backends.contract import EpochLoop, RunSpec
-from tiny_mlp_bench.environment import nvidia_driver
+from tiny_mlp_bench.machine import nvidia_driver
 from tiny_mlp_bench.timing import Clock
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tiny_mlp_bench.archive import QUOTED_RECORDS
+from tiny_mlp_bench.archive.layout import QUOTED_RECORDS
 from tiny_mlp_bench.records import read_record
 from tiny_mlp_bench.report.answer import ArchivedGpu
 from tiny_mlp_bench.report.model import archived_gpu

@@ -9,7 +9,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from tiny_mlp_bench import archive
+from tiny_mlp_bench.archive.layout import PROVENANCE, SNAKEMAKE_LOGS
 
 STUDY_LOG = "logs/gpu_study.json"
 LANE_LOGS = "logs/gpu_study"  # each lane's Snakemake calls' output, <lane>.log, and prepare.log
@@ -45,7 +45,7 @@ def outcome_lines(timing: dict) -> list[str]:
 
 def write(folder: Path, timing: dict, modified: list[str]) -> None:
     """The archive's README: what ran where and how long, from its provenance, records and logs."""
-    provenance = json.loads((folder / archive.PROVENANCE).read_text())
+    provenance = json.loads((folder / PROVENANCE).read_text())
     records = [json.loads(p.read_text()) for p in sorted((folder / "runs").glob("*.json"))]
     statuses = Counter(record["status"] for record in records)
     counts = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
@@ -66,7 +66,7 @@ def write(folder: Path, timing: dict, modified: list[str]) -> None:
     limit = timing["time_for_jobs_s"]
     snakemake_logs = provenance["study"].get("snakemake_logs", [])
     own_logs = (
-        f"{len(snakemake_logs)} in `{archive.SNAKEMAKE_LOGS}/`"
+        f"{len(snakemake_logs)} in `{SNAKEMAKE_LOGS}/`"
         if snakemake_logs
         else "none was found (provenance.json's notes say why)"
     )

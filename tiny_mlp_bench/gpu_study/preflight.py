@@ -1,6 +1,6 @@
 """What the GPU study would use, asked of the study's own Python before anything is timed.
 
-    python -m tiny_mlp_bench.gpu_preflight NEED [NEED ...]
+    python -m tiny_mlp_bench.gpu_study.preflight NEED [NEED ...]
 
 prints one JSON object: the Python; each package the study needs, its version and whether the kit or
 the machine gave it; torch and the GPU it sees; numba and which CUDA target ``numba.cuda`` is; where

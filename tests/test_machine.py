@@ -6,22 +6,22 @@ import datetime
 import os
 import re
 
-from tiny_mlp_bench import load
+from tiny_mlp_bench import machine
 
 
 def test_cpu_clock_from_cpufreq_else_cpuinfo(tmp_path):
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\ncpu MHz\t\t: 2100.000\nprocessor\t: 1\ncpu MHz\t\t: 2300.000\n")
-    assert load.cpu_mhz(sysfs=tmp_path / "none", cpuinfo=cpuinfo) == 2200.0
+    assert machine.cpu_mhz(sysfs=tmp_path / "none", cpuinfo=cpuinfo) == 2200.0
     for cpu, khz in (("cpu0", 3_000_000), ("cpu1", 1_000_000)):
         (tmp_path / "sys" / cpu / "cpufreq").mkdir(parents=True)
         (tmp_path / "sys" / cpu / "cpufreq" / "scaling_cur_freq").write_text(f"{khz}\n")
-    assert load.cpu_mhz(sysfs=tmp_path / "sys", cpuinfo=cpuinfo) == 2000.0  # cpufreq wins: it moves
-    assert load.cpu_mhz(sysfs=tmp_path / "none", cpuinfo=tmp_path / "missing") is None
+    assert machine.cpu_mhz(sysfs=tmp_path / "sys", cpuinfo=cpuinfo) == 2000.0  # cpufreq wins: it moves
+    assert machine.cpu_mhz(sysfs=tmp_path / "none", cpuinfo=tmp_path / "missing") is None
 
 
 def test_a_jobs_block_has_its_span_and_every_reading():
-    watch = load.JobWatch()
+    watch = machine.JobWatch()
     block = watch.block(peak_gpu_memory_mb=1234.56)
     assert set(block) == {
         "started_at",
@@ -56,18 +56,18 @@ def fake_proc(folder, steal_ticks: int, pressure_us: int, wait_ns: int):
 
 def test_what_the_kernel_counted_over_a_job_is_the_difference_of_two_readings(tmp_path):
     fake_proc(tmp_path, steal_ticks=200, pressure_us=5_000_000, wait_ns=1_000_000_000)
-    before = load.kernel_counters(tmp_path)
+    before = machine.kernel_counters(tmp_path)
     fake_proc(tmp_path, steal_ticks=200 + os.sysconf("SC_CLK_TCK"), pressure_us=5_250_000, wait_ns=3_500_000_000)
-    after = load.kernel_counters(tmp_path)
-    counted = load.kernel_block(before, after)
+    after = machine.kernel_counters(tmp_path)
+    counted = machine.kernel_block(before, after)
     assert counted["stolen_s"] == 1.0 and counted["cpu_pressure_s"] == 0.25 and counted["run_queue_wait_s"] == 2.5
 
 
 def test_what_a_machine_does_not_expose_is_unknown_not_zero(tmp_path):
     # No /proc/pressure (a kernel without PSI), no schedstat: unknown. A reading that vanishes is unknown too.
     (tmp_path / "stat").write_text("cpu  100 0 50 900 3 0 1 7 0 0\n")
-    counters = load.kernel_counters(tmp_path)
+    counters = machine.kernel_counters(tmp_path)
     assert counters["cpu_pressure_s"] is None and counters["run_queue_wait_s"] is None
     assert counters["stolen_s"] == 7 / os.sysconf("SC_CLK_TCK")
-    counted = load.kernel_block(counters, load.kernel_counters(tmp_path / "gone"))
+    counted = machine.kernel_block(counters, machine.kernel_counters(tmp_path / "gone"))
     assert counted["stolen_s"] is None and counted["cpu_pressure_s"] is None

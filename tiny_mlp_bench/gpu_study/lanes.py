@@ -21,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from tiny_mlp_bench.gpu_study_env import gpu_readings
+from tiny_mlp_bench.gpu_study.environment import gpu_readings
 
 # What the end of the GPU study needs after the last job: the stop grace, the report rendered from
 # the records, and the archive, which renders it again to seal it. On the 2-core development machine

@@ -22,7 +22,7 @@ to this study's epochs. Where there is none, the config's ``plan_estimates_s`` s
 patterns (``torch-cuda-*``, ``probe-*``) to seconds, the most specific that matches (the one
 with the most characters besides ``*``: a config as run is written with its keys sorted).
 
-    python -m tiny_mlp_bench.plan --config results/config.yaml --archives results/archive [--gpu NAME]
+    python -m tiny_mlp_bench.gpu_study.plan --config results/config.yaml --archives results/archive [--gpu NAME]
         [--time-limit S --setup-s S] [--order N] [--cpu-model M --logical-cpus N]
 
 prints the plan as JSON: the order seed, the time for jobs and one object per job (name, output, device,
@@ -42,8 +42,8 @@ from pathlib import Path
 
 import yaml
 
-from tiny_mlp_bench import catalogue, environment, jobs, records
-from tiny_mlp_bench.lanes import ARCHIVE_RESERVE_S
+from tiny_mlp_bench import catalogue, jobs, machine, records
+from tiny_mlp_bench.gpu_study.lanes import ARCHIVE_RESERVE_S
 from tiny_mlp_bench.question import TORCH, askers_keras, askers_rung
 from tiny_mlp_bench.timing import FIT_PARTS, SETUP_PARTS, STEADY_MARGIN
 
@@ -84,7 +84,7 @@ def measure_key(job: jobs.Job) -> tuple:
 
 
 def this_machine(gpu: str | None) -> dict:
-    return {"cpu_model": environment.cpu_model(), "logical_cpus": os.cpu_count(), "gpu_name": gpu}
+    return {"cpu_model": machine.cpu_model(), "logical_cpus": os.cpu_count(), "gpu_name": gpu}
 
 
 def same_machine(env: dict, machine: dict, device: str) -> bool:

@@ -1,4 +1,4 @@
-"""How scripts/wheel_locks.py runs pip: against one package index and nothing else.
+"""How tiny_mlp_bench/locks/wheels.py runs pip: against one package index and nothing else.
 
 A lock holds each file's hash as the index has it, so pip must resolve and download from that
 index alone: none of this machine's find-links (local wheel folders, whose wheels may be built
