@@ -76,9 +76,12 @@ $(BIN)/python:
 			exit 1; \
 		fi; }
 
-$(BIN)/.runtime-installed: requirements/runtime.txt | $(BIN)/python
+# The locked packages, then tiny_mlp_bench itself, editable: the code here is the code that runs.
+# setuptools, its build backend, is in the lock, so nothing is fetched to build it.
+$(BIN)/.runtime-installed: requirements/runtime.txt pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements/runtime.txt
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation --editable .
 	touch $@
 
 $(BIN)/.dev-installed: requirements/dev.txt $(BIN)/.runtime-installed

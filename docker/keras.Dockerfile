@@ -69,6 +69,9 @@ RUN --mount=type=secret,id=ca_bundle \
     python -c 'import keras, tensorflow as tf, tf_keras; print("tensorflow", tf.__version__, "keras", keras.__version__, "tf_keras", tf_keras.__version__)'
 
 RUN useradd --uid 1000 --user-group --no-create-home --home-dir /tmp --shell /bin/bash bench
+# The image's own copy of the programs, which import tiny_mlp_bench from PYTHONPATH: a workflow's step
+# runs the mounted workspace's copy, its folder on the PYTHONPATH the step forwards (not set here: an
+# image's value would hide Apptainer's host one); by hand, PYTHONPATH=/opt/tiny-mlp-bench runs this one.
 COPY scripts/ /opt/tiny-mlp-bench/scripts/
 COPY tiny_mlp_bench/ /opt/tiny-mlp-bench/tiny_mlp_bench/
 WORKDIR /opt/tiny-mlp-bench

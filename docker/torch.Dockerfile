@@ -84,6 +84,9 @@ RUN --mount=type=secret,id=ca_bundle \
             " the CUDA build from PyPI; a +cpu wheel in wheelhouse/ itself is read by both." or None)'
 
 RUN useradd --uid 1000 --user-group --no-create-home --home-dir /tmp --shell /bin/bash bench
+# The image's own copy of the programs, which import tiny_mlp_bench from PYTHONPATH: a workflow's step
+# runs the mounted workspace's copy, its folder on the PYTHONPATH the step forwards (not set here: an
+# image's value would hide Apptainer's host one); by hand, PYTHONPATH=/opt/tiny-mlp-bench runs this one.
 COPY scripts/ /opt/tiny-mlp-bench/scripts/
 COPY tiny_mlp_bench/ /opt/tiny-mlp-bench/tiny_mlp_bench/
 WORKDIR /opt/tiny-mlp-bench

@@ -1,6 +1,7 @@
 # Validation, wildcard constraints and input functions shared by every stage.
 
 import functools
+import os
 import sys
 from pathlib import Path
 
@@ -22,8 +23,14 @@ PYTHON = (
 CONFIG_SCHEMA = Path(workflow.basedir) / "config" / "config.schema.yaml"
 ARCHIVES = Path("results/archive")  # archived studies (scripts/archive_study.py)
 
-# The library the programs share: the catalogue of variants, the config check, the engines.
-sys.path.insert(0, workflow.basedir)
+# The library the programs share: the catalogue of variants, the config check, the engines. Snakemake
+# imports it from the workflow's folder (it puts the Snakefile's folder on its own path); every job
+# gets that folder first on PYTHONPATH, so that the programs run this copy's code wherever they run (an
+# image, Apptainer, a Slurm node, the GPU study's Python), whichever copy of tiny_mlp_bench is installed.
+if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != workflow.basedir:
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [workflow.basedir, os.environ.get("PYTHONPATH")])
+    )
 from tiny_mlp_bench import catalogue, jobs
 from tiny_mlp_bench.config_check import config_errors, with_catalogue_defaults
 from tiny_mlp_bench.containers import ContainerError, find_engine, image_id

@@ -23,8 +23,6 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_bench package beside scripts/
-
 from tiny_mlp_bench.archive.layout import ArchiveError
 from tiny_mlp_bench.archive.packing import pack, reseal
 from tiny_mlp_bench.archive.verifying import verify

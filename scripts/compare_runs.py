@@ -16,8 +16,6 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_bench package beside scripts/
-
 from tiny_mlp_bench.atomic import write_text_atomic
 from tiny_mlp_bench.records import RecordError
 from tiny_mlp_bench.report.cells import num, span, table, us

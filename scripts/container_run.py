@@ -13,8 +13,6 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_bench package beside scripts/
-
 from tiny_mlp_bench.containers import ENGINES, ContainerError, gpu_flags, image_id, image_reference, run_command
 
 

@@ -20,8 +20,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import pair_name
 from tiny_mlp_bench.generated_docs import between, write_or_check

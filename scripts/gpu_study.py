@@ -43,7 +43,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+if __name__ == "__main__" and os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != str(ROOT):
+    # On a GPU machine's bare Python nothing of this repository is installed: the command starts again
+    # with the repository first on PYTHONPATH, which every process it starts inherits (the study's
+    # Python, Snakemake and its jobs, the render), so that all of them run this copy's code.
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    os.execve(
+        sys.executable,
+        [sys.executable, str(Path(__file__).resolve()), *sys.argv[1:]],
+        os.environ | {"PYTHONPATH": path},
+    )
 
 from tiny_mlp_bench.archive.layout import ArchiveError  # noqa: E402  (standard library only, as are these)
 from tiny_mlp_bench.archive.rendering import render, render_command  # noqa: E402

@@ -10,8 +10,6 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_bench package beside scripts/
-
 from tiny_mlp_bench.cli import CONFIG_EPILOG
 from tiny_mlp_bench.dataset import file_sha256, make_dataset, write_dataset
 

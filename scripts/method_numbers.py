@@ -17,8 +17,6 @@ import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import pandas as pd
 
 from tiny_mlp_bench import catalogue

@@ -13,8 +13,6 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_bench package beside scripts/
-
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.backends.contract import RunSpec
 from tiny_mlp_bench.cli import CONFIG_EPILOG, add_config_options

@@ -21,8 +21,6 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_bench package beside scripts/
-
 from tiny_mlp_bench.atomic import atomic_path, write_text_atomic
 from tiny_mlp_bench.records import RecordError, read_probe, read_record, read_sweep
 from tiny_mlp_bench.report.gpu_archive import QUALIFIES, quote

@@ -16,8 +16,6 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tiny_mlp_bench package beside scripts/
-
 from tiny_mlp_bench import catalogue, driver
 from tiny_mlp_bench.cli import CONFIG_EPILOG, add_config_options, non_negative_float, positive_float, positive_int
 

@@ -7,13 +7,10 @@ imported. Usage: NUMBA_ENABLE_CUDASIM=1 python tests/cuda_simulator_run.py DATAS
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.conftest import spec_for
+from conftest import spec_for  # beside this file, on its path
 from tiny_mlp_bench.backends import backend, loop
 from tiny_mlp_bench.backends.numba_cuda_fused import CudaFusedRun
 from tiny_mlp_bench.dataset import read_dataset

@@ -15,10 +15,12 @@ import subprocess
 import sys
 import tarfile
 import time
+from pathlib import Path
 
 import pytest
 from rocrate.rocrate import ROCrate
 
+import tiny_mlp_bench
 from conftest import ROOT, copy_workflow, synthetic_probes, synthetic_record, synthetic_study, synthetic_sweeps
 from tiny_mlp_bench.archive.crate import PROFILES
 from tiny_mlp_bench.archive.layout import RECORD_FOLDERS, ArchiveError
@@ -418,3 +420,19 @@ def test_a_render_past_its_time_is_stopped_and_named(tmp_path):
     with pytest.raises(ArchiveError, match=r"took over 1 s, the time it had"):
         render(tmp_path, tmp_path, ["slow_render.py"], timeout=1)
     assert time.monotonic() - began < 10
+
+
+def test_a_render_runs_the_code_it_is_given_not_the_installed_package(tmp_path):
+    # Verifying renders with the tarball's code: its program must import the tarball's tiny_mlp_bench,
+    # though another copy is installed here (this repository's, which the tests import).
+    code = tmp_path / "workflow"
+    (code / "tiny_mlp_bench").mkdir(parents=True)
+    (code / "tiny_mlp_bench" / "__init__.py").write_text("")
+    (code / "scripts").mkdir()
+    program = "import pathlib, sys, tiny_mlp_bench\npathlib.Path(sys.argv[1]).write_text(tiny_mlp_bench.__file__)\n"
+    (code / "scripts" / "render_report.py").write_text(program)
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    render(code, folder, ["scripts/render_report.py", "imported.txt"])
+    assert Path((folder / "imported.txt").read_text()) == code / "tiny_mlp_bench" / "__init__.py"
+    assert Path(tiny_mlp_bench.__file__).parent == ROOT / "tiny_mlp_bench"  # the installed copy is this one

@@ -32,15 +32,14 @@ def test_the_readme_table_is_the_catalogues_as_make_variant_table_writes_it(tmp_
 def test_the_backend_modules_register_exactly_the_catalogue_and_import_no_framework():
     # One process imports every backend module the catalogue names; the registry then holds each
     # framework's backend and one loop per rung, and none of the frameworks themselves was imported.
-    program = f"""
+    program = """
 import json, sys
-sys.path.insert(0, {str(ROOT)!r})
 from tiny_mlp_bench import backends, catalogue
 for framework in catalogue.framework_names():
     backends.import_backend_module(framework)
     assert backends.backend(framework).name == framework
-frameworks = {{"torch", "tensorflow", "tf_keras", "keras", "jax", "optax", "numba", "sklearn"}}
-print(json.dumps({{"registered": backends.registered(), "imported": sorted(frameworks & set(sys.modules))}}))
+frameworks = {"torch", "tensorflow", "tf_keras", "keras", "jax", "optax", "numba", "sklearn"}
+print(json.dumps({"registered": backends.registered(), "imported": sorted(frameworks & set(sys.modules))}))
 """
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
     found = json.loads(done.stdout)

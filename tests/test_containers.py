@@ -115,7 +115,7 @@ def test_docker_gets_the_gpu_only_with_the_container_toolkit(tmp_path, monkeypat
 )
 def test_run_command_mounts_the_workspace_and_runs_as_the_caller(engine, uid, user_flags, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    environ = {"OMP_NUM_THREADS": "2", "SLURM_JOB_ID": "7", "HOME": "/root", "PATH": "/bin"}
+    environ = {"OMP_NUM_THREADS": "2", "SLURM_JOB_ID": "7", "PYTHONPATH": str(ROOT), "HOME": "/root", "PATH": "/bin"}
     command = containers.run_command(
         engine,
         "img:1",
@@ -134,8 +134,9 @@ def test_run_command_mounts_the_workspace_and_runs_as_the_caller(engine, uid, us
     assert text.count(f"--volume {tmp_path.resolve()}:{tmp_path.resolve()}") == 1
     assert f"--volume {ROOT}:{ROOT}" in text and f"--workdir {tmp_path.resolve()}" in text
     assert f"--hostname {socket.gethostname()}" in text  # records group by the machine, not the container
-    # Thread and Slurm variables pass by name; the rest of the caller's environment stays out.
-    assert "--env OMP_NUM_THREADS" in text and "--env SLURM_JOB_ID" in text
+    # Thread and Slurm variables pass by name, and PYTHONPATH, which names the workspace's package (the
+    # image has none installed); the rest of the caller's environment stays out.
+    assert "--env OMP_NUM_THREADS" in text and "--env SLURM_JOB_ID" in text and "--env PYTHONPATH" in text
     assert "HOME" not in text and "--env PATH" not in text
     for variable in ("CONTAINER_ENGINE=" + engine, "IMAGE=img:1", "IMAGE_ID=sha256:ab"):
         assert f"--env TINY_MLP_BENCH_{variable}" in text

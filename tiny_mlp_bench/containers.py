@@ -20,8 +20,9 @@ from pathlib import Path
 from tiny_mlp_bench.machine import ENGINE_ENV, IMAGE_ENV, IMAGE_ID_ENV, THREAD_ENV_PREFIXES
 
 ENGINES = ("docker", "podman")
-# Variables a step reads from its job's environment: thread counts and Slurm's job facts.
-FORWARDED_PREFIXES = (*THREAD_ENV_PREFIXES, "SLURM_", "SLURMD_NODENAME", "CUDA_VISIBLE_DEVICES")
+# Variables a step reads from its job's environment: thread counts, Slurm's job facts, and PYTHONPATH,
+# which names the workflow's own tiny_mlp_bench (mounted at the same path) ahead of the image's copy.
+FORWARDED_PREFIXES = (*THREAD_ENV_PREFIXES, "SLURM_", "SLURMD_NODENAME", "CUDA_VISIBLE_DEVICES", "PYTHONPATH")
 # Where Podman looks for CDI specs by default (containers.conf cdi_spec_dirs).
 CDI_SPEC_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
 GPU_FLAGS = {"docker": ["--gpus", "all"], "podman": ["--device", "nvidia.com/gpu=all"]}

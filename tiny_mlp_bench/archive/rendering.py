@@ -6,6 +6,7 @@ run the same command, the one provenance.json keeps.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -44,10 +45,17 @@ def render(
     code: Path, folder: Path, command: list[str], python: str = sys.executable, timeout: float | None = None
 ) -> None:
     """Run the render command with the code in ``code`` on the records in ``folder``, stopped after
-    ``timeout`` seconds where given (its report is written whole or not at all)."""
+    ``timeout`` seconds where given (its report is written whole or not at all). ``code`` comes first
+    on PYTHONPATH: the program imports that copy's tiny_mlp_bench, not the one installed here."""
+    path = os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")]))
     try:
         done = subprocess.run(
-            [python, str(code / command[0]), *command[1:]], cwd=folder, capture_output=True, text=True, timeout=timeout
+            [python, str(code / command[0]), *command[1:]],
+            cwd=folder,
+            env=os.environ | {"PYTHONPATH": path},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
     except subprocess.TimeoutExpired:
         raise ArchiveError(f"rendering the report in {folder} took over {timeout:.0f} s, the time it had") from None
