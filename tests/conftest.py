@@ -172,6 +172,14 @@ def workflow_dir(tmp_path) -> Path:
     return copy_workflow(tmp_path)
 
 
+def commit_all(directory: Path) -> str:
+    """Make ``directory`` a git repository with everything in it committed; returns the commit."""
+    for command in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", "-C", str(directory), *command], check=True, capture_output=True)
+    head = ["git", "-C", str(directory), "rev-parse", "HEAD"]
+    return subprocess.run(head, check=True, capture_output=True, text=True).stdout.strip()
+
+
 def run_snakemake(directory: Path, *args, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run the snakemake of this environment in ``directory``; its log is in .stderr."""
     snakemake = Path(sys.executable).with_name("snakemake")

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import container_run
-from conftest import ROOT, run_snakemake, skip_unless_ready, write_config
+from conftest import ROOT, commit_all, run_snakemake, skip_unless_ready, write_config
 from tiny_mlp_bench import catalogue, containers, machine
 from tiny_mlp_bench.records import PROBE_SCHEMA_VERSION, SCHEMA_VERSION, read_probe, read_record, read_sweep
 from tiny_mlp_bench.timing import METHOD
@@ -138,9 +138,17 @@ def test_run_command_mounts_the_workspace_and_runs_as_the_caller(engine, uid, us
     # image has none installed); the rest of the caller's environment stays out.
     assert "--env OMP_NUM_THREADS" in text and "--env SLURM_JOB_ID" in text and "--env PYTHONPATH" in text
     assert "HOME" not in text and "--env PATH" not in text
-    for variable in ("CONTAINER_ENGINE=" + engine, "IMAGE=img:1", "IMAGE_ID=sha256:ab"):
+    commit = machine.git_commit()  # this checkout's, read here: the image has no git
+    for variable in ("CONTAINER_ENGINE=" + engine, "IMAGE=img:1", "IMAGE_ID=sha256:ab", f"GIT_COMMIT={commit}"):
         assert f"--env TINY_MLP_BENCH_{variable}" in text
     assert command.index("--gpus") < command.index("img:1")  # engine flags come before the image
+
+
+def test_a_step_without_git_records_the_commit_its_launcher_read():
+    elsewhere = {machine.GIT_COMMIT_ENV: "0123abc"}
+    assert machine.git_commit(ROOT, elsewhere) == machine.git_commit()  # where git can read one, git's
+    assert machine.git_commit(ROOT / "no-such-folder", elsewhere) == "0123abc"
+    assert machine.git_commit(ROOT / "no-such-folder", {}) is None
 
 
 def test_record_names_the_container_from_the_launchers_variables():
@@ -324,6 +332,7 @@ def test_a_docker_without_its_daemon_is_named_with_the_command_that_starts_it(tm
 def test_tiny_study_runs_every_job_in_its_image(engine, workflow_dir):
     require_engine(engine)
     config = write_config(workflow_dir, f"{engine}.yaml", container_engine=engine, images=CPU_IMAGES)
+    commit = commit_all(workflow_dir)
     result = run_snakemake(workflow_dir, "--cores", 2, "--configfile", config)
     assert result.returncode == 0, result.stderr[-5000:]
     ids = {name: engine_image_id(engine, image) for name, image in CPU_IMAGES.items()}
@@ -338,8 +347,10 @@ def test_tiny_study_runs_every_job_in_its_image(engine, workflow_dir):
             "image": containers.image_reference(CPU_IMAGES[image]),
             "image_id": ids[image],
         }, path.name
-        # The image's interpreter and CPU builds ran, not this environment's.
+        # The image's interpreter and CPU builds ran, not this environment's, on the workspace's code: its
+        # commit, which the image (no git there) was told.
         assert record["environment"]["host"] == socket.gethostname()
+        assert record["environment"]["git_commit"] == commit, path.name
         expected = "skipped" if record["identity"]["device"] == "cuda" else "ok"
         assert record["status"] == expected, (path.name, record["reason"])
         if record["status"] == "skipped":

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, copy_workflow, run_snakemake
+from conftest import ROOT, commit_all, copy_workflow, run_snakemake
 from tiny_mlp_bench.locks.wheels import TARGETS
 
 REQUIREMENTS = ROOT / "requirements"
@@ -147,11 +147,6 @@ def study_args(name: str) -> list[str]:
 def verify(directory: Path, folder: Path) -> subprocess.CompletedProcess:
     command = [sys.executable, "scripts/archive_study.py", "verify", str(folder)]
     return subprocess.run(command, cwd=directory, capture_output=True, text=True)
-
-
-def commit_all(directory: Path) -> None:
-    for command in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
-        subprocess.run(["git", "-C", str(directory), *command], check=True, capture_output=True)
 
 
 def test_gpu_study_refuses_a_copy_without_git_and_a_missing_kit(tmp_path):

@@ -17,7 +17,14 @@ import subprocess
 from functools import cache
 from pathlib import Path
 
-from tiny_mlp_bench.machine import ENGINE_ENV, IMAGE_ENV, IMAGE_ID_ENV, THREAD_ENV_PREFIXES
+from tiny_mlp_bench.machine import (
+    ENGINE_ENV,
+    GIT_COMMIT_ENV,
+    IMAGE_ENV,
+    IMAGE_ID_ENV,
+    THREAD_ENV_PREFIXES,
+    git_commit,
+)
 
 ENGINES = ("docker", "podman")
 # Variables a step reads from its job's environment: thread counts, Slurm's job facts, and PYTHONPATH,
@@ -120,6 +127,8 @@ def run_command(
     volumes = [arg for d in dict.fromkeys(m.resolve() for m in mounts) for arg in ("--volume", f"{d}:{d}")]
     env = [arg for name in forwarded_names(environ) for arg in ("--env", name)]
     env += ["--env", f"{ENGINE_ENV}={engine}", "--env", f"{IMAGE_ENV}={image}", "--env", f"{IMAGE_ID_ENV}={identity}"]
+    if commit := git_commit():  # this package's checkout: the workspace's, as PYTHONPATH names it
+        env += ["--env", f"{GIT_COMMIT_ENV}={commit}"]
     # No network: a step reads its inputs from the mounts and must not download anything.
     return [
         engine,

@@ -27,6 +27,8 @@ THREAD_ENV_PREFIXES = ("OMP_", "MKL_", "OPENBLAS_", "GOTO_", "VECLIB_", "NUMEXPR
 ENGINE_ENV = "TINY_MLP_BENCH_CONTAINER_ENGINE"
 IMAGE_ENV = "TINY_MLP_BENCH_IMAGE"
 IMAGE_ID_ENV = "TINY_MLP_BENCH_IMAGE_ID"
+# The workspace's commit, read on the host by container_run.py: an image has no git to read it with.
+GIT_COMMIT_ENV = "TINY_MLP_BENCH_GIT_COMMIT"
 
 # Signs of a GPU driver on this machine. Where none of them exists, a cuda job is skipped before its
 # framework is imported; where any does, the framework's own check decides. No environment variable
@@ -78,8 +80,9 @@ def container(environ=os.environ) -> dict | None:
     return None
 
 
-def git_commit(directory: Path = Path(__file__).parent) -> str | None:
-    """The checked-out commit of the code that ran, with '-dirty' when it has local changes."""
+def git_commit(directory: Path = Path(__file__).parent, environ=os.environ) -> str | None:
+    """The checked-out commit of the code that ran, with '-dirty' when it has local changes; where git
+    cannot tell (no git in an image), the one the step's launcher read on the host, else None."""
     try:
 
         def git(*args):
@@ -91,7 +94,7 @@ def git_commit(directory: Path = Path(__file__).parent) -> str | None:
         dirty = git("status", "--porcelain", "--untracked-files=no")
         return commit + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
-        return None
+        return environ.get(GIT_COMMIT_ENV) or None
 
 
 def slurm_gpus(environ=os.environ) -> str | None:
