@@ -1,6 +1,4 @@
-"""tiny-mlp-bench: the library behind the programs in scripts/.
-
-catalogue (frameworks and variants), timing (the one clock), driver and backends (training runs),
-records (run and sweep records), dataset, environment, crossover (the sweep), config_check, and
-report (the report's model and its renderers).
+"""tiny-mlp-bench: why a tiny MLP trains slower on a GPU, measured. The library behind the programs
+in scripts/ and the workflow's rules: it trains and times each framework's loops, records every job
+with the machine it ran on, and computes, renders and archives the report. docs/layout.md maps it.
 """
