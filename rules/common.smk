@@ -1,7 +1,7 @@
 # Validation, wildcard constraints and input functions shared by every stage.
 
 import functools
-import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -24,13 +24,8 @@ CONFIG_SCHEMA = Path(workflow.basedir) / "config" / "config.schema.yaml"
 ARCHIVES = Path("results/archive")  # archived studies (scripts/archive_study.py)
 
 # The library the programs share: the catalogue of variants, the config check, the engines. Snakemake
-# imports it from the workflow's folder (it puts the Snakefile's folder on its own path); every job
-# gets that folder first on PYTHONPATH, so that the programs run this copy's code wherever they run (an
-# image, Apptainer, a Slurm node, the GPU study's Python), whichever copy of tiny_mlp_bench is installed.
-if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != workflow.basedir:
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [workflow.basedir, os.environ.get("PYTHONPATH")])
-    )
+# imports it from the workflow's folder, which it puts on its own path; the jobs get that folder as
+# PYTHONPATH from their launcher (get_launcher).
 from tiny_mlp_bench import catalogue, jobs
 from tiny_mlp_bench.config_check import config_errors, with_catalogue_defaults
 from tiny_mlp_bench.containers import ContainerError, find_engine, image_id
@@ -185,15 +180,21 @@ def get_image(wildcards):
     return config["images"][image_key(wildcards)]
 
 
+# A job's program imports tiny_mlp_bench from this workflow's folder, wherever it runs (here, in an
+# image, under Apptainer, on a Slurm node, in the GPU study's Python) and whichever copy is installed:
+# the code that runs is this checkout's. container_run.py passes the variable on into the image.
+WITH_PACKAGE = f"env PYTHONPATH={shlex.quote(workflow.basedir)}"
+
+
 def get_launcher(wildcards):
     """The command that starts a job's program: the local interpreter (or Apptainer's), or
-    `<engine> run` in the job's image."""
+    `<engine> run` in the job's image, with the workflow's folder as PYTHONPATH."""
     engine = config["container_engine"]
     if engine == "none":
-        return PYTHON
+        return f"{WITH_PACKAGE} {PYTHON}"
     gpu = " --gpu" if getattr(wildcards, "device", None) == "cuda" else ""
     return (
-        f"{sys.executable} {SCRIPTS / 'container_run.py'} --engine {engine}"
+        f"{WITH_PACKAGE} {sys.executable} {SCRIPTS / 'container_run.py'} --engine {engine}"
         f" --image {get_image(wildcards)}{gpu} --mount {workflow.basedir} -- python"
     )
 

@@ -189,6 +189,8 @@ def test_the_switch_wraps_every_step_and_passes_the_gpu_to_cuda_steps_only(workf
         assert f"/{image}:{VERSION}-cpu" in command, output
         assert ("--gpu " in command) == ("-cuda" in output or output.endswith("cuda.json")), output
         assert "-- python " in command, output
+        # The step runs the workspace's tiny_mlp_bench: container_run.py passes PYTHONPATH into the image.
+        assert f"env PYTHONPATH={workflow_dir.resolve()} " in command, output
 
 
 def test_a_missing_image_stops_the_workflow_before_any_job(workflow_dir, fake_engine):
