@@ -28,7 +28,8 @@ from tiny_mlp_bench.machine import (
 
 ENGINES = ("docker", "podman")
 # Variables a step reads from its job's environment: thread counts, Slurm's job facts, and PYTHONPATH,
-# which names the workflow's own tiny_mlp_bench (mounted at the same path) ahead of the image's copy.
+# which names the workflow's own tiny_mlp_bench, mounted at the same path (the image's copy is not
+# installed).
 FORWARDED_PREFIXES = (*THREAD_ENV_PREFIXES, "SLURM_", "SLURMD_NODENAME", "CUDA_VISIBLE_DEVICES", "PYTHONPATH")
 # Where Podman looks for CDI specs by default (containers.conf cdi_spec_dirs).
 CDI_SPEC_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
