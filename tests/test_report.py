@@ -25,6 +25,7 @@ from tiny_mlp_bench.report import sentences
 from tiny_mlp_bench.report.ladder import TargetSpec, break_even_epochs, judge
 from tiny_mlp_bench.report.markdown import render_markdown
 from tiny_mlp_bench.report.model import Machine, build_report
+from tiny_mlp_bench.report.runs import STEP_QUANTILE
 from tiny_mlp_bench.timing import PHASES
 
 GOLDEN = TEST_DATA / "golden_report.md"
@@ -55,10 +56,10 @@ def test_summary_medians_spread_and_counts():
     assert (keras.median_s, keras.min_s, keras.max_s, keras.runs, keras.converged) == (4.0, 3.0, 5.0, 3, 3)
     assert torch.step_s == pytest.approx(1e-3)  # median later block (12 ms) / 12 steps
     # What a user waits per step is the mean of the later blocks (12, 24 and 12 ms over 36 steps), and the
-    # first block's excess is over its steps at that pace; no steady window, so no low quantile.
+    # first block's excess is over its steps at that pace; no window, so no canary to mark slow blocks.
     assert torch.step_mean_s == pytest.approx(0.048 / 36)
     assert torch.first_block_excess_s == pytest.approx(0.5 - 12 * 0.048 / 36)
-    assert pd.isna(torch.step_low_s)
+    assert pd.isna(torch.slow_share)
     phases = [torch[f"{phase}_s"] for phase in PHASES if phase not in ("capture", "fit_end")]
     assert phases == pytest.approx([1.5, 0.25, 0.05, 0.05, 0.1, 0.05, 0.548, 0.004])
     assert pd.isna(torch.capture_s)  # only the graphed rung captures a graph
@@ -95,7 +96,9 @@ def test_steady_step_time_counts_the_steps_of_multi_epoch_blocks():
     # A first block of one epoch, then blocks of 2, 1 and 2 epochs of 12 steps each.
     record["timings"] |= {"block_s": [0.5, 0.048, 0.012, 0.072], "block_epochs": [1, 2, 1, 2]}
     run = build_report([record]).runs.iloc[0]
-    assert run.step_s == pytest.approx(0.002)  # median of 2, 1 and 3 ms per step
+    # No window: the timing point's later blocks, 2, 1 and 3 ms per step.
+    assert run.step_median_s == pytest.approx(0.002)
+    assert run.step_s == pytest.approx(np.quantile([0.002, 0.001, 0.003], STEP_QUANTILE))
     # At the mean pace, 0.132 s over 60 steps: 2.2 ms a step.
     assert run.step_mean_s == pytest.approx(0.132 / 60)
     assert run.first_block_excess_s == pytest.approx(0.5 - 12 * 0.132 / 60)
@@ -608,25 +611,49 @@ def test_the_report_says_how_many_epochs_its_cuda_runs_timed_a_block():
     assert "Cuda runs read the clock every 50 epochs" in render_markdown(build_report(records))
 
 
-def test_a_steady_window_gives_the_median_and_low_quantile_of_its_equal_blocks():
-    record = synthetic_record("torch", "cpu", 1, 2.0)
-    blocks = [0.2, *([0.06] * 8), 0.1, 0.1]  # a restart, eight 5 ms steps' blocks, two slowed ones
-    record["timings"]["steady"] = {
+def test_the_per_step_estimate_is_a_low_quantile_of_the_blocks_the_canary_marks_fast():
+    fast, slow = synthetic_record("torch", "cpu", 1, 2.0), synthetic_record("torch", "cpu", 2, 2.0)
+    # Run 1: eight 5 ms steps' blocks after a fast canary, then two slowed ones after a slow canary.
+    blocks = [*([0.06] * 8), 0.1, 0.1]
+    fast["timings"]["steady"] = {
         "window_s": 1.0,
-        "epochs": 11,
+        "epochs": 10,
+        "passes": 1,
         "block_target_s": 0.05,
         "block_s": blocks,
         "block_cpu_s": blocks,
-        "block_epochs": [1] * 11,
+        "block_epochs": [1] * 10,
+        "canary_s": [0.0004] * 8 + [0.0007] * 2,
+    }
+    # Run 2: every block in the slow state, and its canary says so.
+    slow["timings"]["steady"] = {**fast["timings"]["steady"], "block_s": [0.1] * 10, "canary_s": [0.0007] * 10}
+    for record in (fast, slow):
+        validate_record(record)
+    runs = build_report([fast, slow]).runs.set_index("repeat")
+    assert runs.loc[1, "step_s"] == pytest.approx(0.005)  # the fast blocks' low quantile
+    assert runs.loc[1, "step_median_s"] == pytest.approx(0.005) and runs.loc[1, "slow_share"] == pytest.approx(0.2)
+    assert pd.isna(runs.loc[2, "step_s"]) and runs.loc[2, "slow_share"] == 1.0  # no fast block to find
+    assert runs.loc[2, "step_median_s"] == pytest.approx(0.1 / 12)  # what the run saw
+    # Time a user waits still comes from the timing point's own blocks.
+    timing_point = fast["timings"]["block_s"]
+    assert runs.loc[1, "step_mean_s"] == pytest.approx(sum(timing_point[1:]) / (12 * (len(timing_point) - 1)))
+
+
+def test_a_version_7_window_drops_its_warm_up_block_and_has_no_canary():
+    record = synthetic_record("torch", "cpu", 1, 2.0)
+    blocks = [0.2, *([0.06] * 9)]  # the restart, then nine 5 ms steps' blocks
+    record["timings"]["steady"] = {
+        "window_s": 1.0,
+        "epochs": 10,
+        "block_target_s": 0.05,
+        "block_s": blocks,
+        "block_cpu_s": blocks,
+        "block_epochs": [1] * 10,
     }
     validate_record(record)
     run = build_report([record]).runs.iloc[0]
-    per_step = sorted(seconds / 12 for seconds in blocks[1:])
-    assert run.step_s == pytest.approx(0.005)  # the window's median block, not the timing point's
-    assert run.step_low_s == pytest.approx(np.quantile(per_step, 0.1))
-    # Time a user waits still comes from the timing point's own blocks.
-    timing_point = record["timings"]["block_s"]
-    assert run.step_mean_s == pytest.approx(sum(timing_point[1:]) / (12 * (len(timing_point) - 1)))
+    assert run.step_s == pytest.approx(0.005) and run.step_median_s == pytest.approx(0.005)
+    assert pd.isna(run.slow_share)
 
 
 def test_the_pause_threshold_is_the_one_docs_method_states():

@@ -154,12 +154,31 @@ def test_progress_every_tenth_of_the_epochs(fake_time, capsys):
     assert len(lines) == 7  # 3, 6, ..., 18 and the last block (20): each crosses a tenth (2 epochs)
 
 
-def test_a_steady_clock_closes_a_block_at_the_first_call_past_its_target(fake_time):
-    # Calls of 0.02 s against a 0.05 s target: a block closes after the third call, 0.06 s in.
+def test_a_window_pass_warms_up_then_closes_blocks_at_the_first_call_past_the_target(fake_time, monkeypatch):
+    # The canary takes 0.001 s of fake time, outside every block.
+    monkeypatch.setattr(timing, "canary", lambda: setattr(fake_time, "now", fake_time.now + 0.001) or 0.001)
     clock = SteadyClock(sync=None, block_target_s=0.05)
-    clock.start()
-    clock.run_blocks(lambda n: setattr(fake_time, "now", fake_time.now + 0.02 * n), total=7, per_block=1)
-    window = clock.window()  # closes the block still open: the seventh call
-    assert window["block_epochs"] == [3, 3, 1] and window["block_target_s"] == 0.05
-    assert window["block_s"] == pytest.approx([0.06, 0.06, 0.02])
-    assert len(window["block_cpu_s"]) == 3
+    clock.start_pass()
+    # Calls of 0.02 s: the first is the warm-up, then a block closes after every third call, 0.06 s in;
+    # the pass's last call leaves a short block, dropped.
+    clock.run_blocks(lambda n: setattr(fake_time, "now", fake_time.now + 0.02 * n), total=8, per_block=1)
+    window = clock.window()
+    assert window["passes"] == 1 and window["block_target_s"] == 0.05
+    assert window["block_epochs"] == [3, 3]
+    assert window["block_s"] == pytest.approx([0.06, 0.06])  # the canary's 0.001 s in neither
+    assert window["canary_s"] == [0.001, 0.001] and len(window["block_cpu_s"]) == 2
+
+
+def test_each_pass_of_a_window_has_its_own_warm_up(fake_time, monkeypatch):
+    monkeypatch.setattr(timing, "canary", lambda: 0.0)
+    clock = SteadyClock(sync=None, block_target_s=0.05)
+    for seconds in (0.5, 0.03):  # a slow warm-up call in the first pass only
+        clock.start_pass()
+        calls = iter([seconds, 0.06, 0.06])
+
+        def call(n, calls=calls):
+            fake_time.now += next(calls)
+
+        clock.run_blocks(call, total=3, per_block=1)
+    window = clock.window()
+    assert window["passes"] == 2 and window["block_s"] == pytest.approx([0.06, 0.06, 0.06, 0.06])

@@ -5,12 +5,13 @@ from __future__ import annotations
 import collections
 import datetime
 import json
+import math
 import types
 
 import numpy as np
 import pytest
 
-from conftest import A_GPU_DRIVER, config_flags, run_script, run_seeing
+from conftest import A_GPU_DRIVER, config_flags, run_script, run_seeing, spec_for
 from tiny_mlp_bench import machine
 from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
 from tiny_mlp_bench.backends.torch_epoch import SPLIT_CALLS
@@ -755,23 +756,58 @@ def test_jax_on_cuda_without_a_gpu_is_skipped_with_the_reason(small_dataset, tmp
     assert record["status"] == "skipped" and record["reason"].startswith("no CUDA device: JAX ")
 
 
-@pytest.mark.parametrize("window_s", [0.3, 0.0])
-def test_the_steady_window_trains_on_after_the_asker_epochs_are_scored(
-    small_dataset, tmp_path, thread_limits_put_back, window_s
+@pytest.mark.parametrize(
+    ("variant", "epochs", "window_s"), [("reference", 40, 0.1), ("fused", 400, 0.1), ("reference", 40, 0.0)]
+)
+def test_the_per_step_window_replays_the_asker_epochs_after_they_are_scored(
+    small_dataset, tmp_path, thread_limits_put_back, variant, epochs, window_s
 ):
     out = tmp_path / "r.json"
-    # 40 epochs: the timing point's 39 later blocks set the window's pace.
-    command = ["--framework", "numpy", "--variant", "reference", "--epochs", "40", "--steady-window-s", str(window_s)]
+    # Passes of 10 ms or so, shorter than a block of the config's: the window takes several, of shorter blocks.
+    command = [
+        "--framework",
+        "numpy",
+        "--variant",
+        variant,
+        "--epochs",
+        str(epochs),
+        "--steady-window-s",
+        str(window_s),
+    ]
     args = parse_args([*config_flags("train.py"), *command, "--dataset", str(small_dataset), "--output", str(out)])
     assert run(args) == 0
-    timings = read_record(out)["timings"]
-    # The optimiser's steps are the asker's epochs' alone, counted before the window trained on.
-    assert timings["steps_taken"] == 40 * timings["steps_per_epoch"]
+    record = read_record(out)
+    timings = record["timings"]
+    # The optimiser's steps are the asker's epochs' alone, counted before the window.
+    assert timings["steps_taken"] == epochs * timings["steps_per_epoch"]
     if not window_s:
         assert "steady" not in timings
         return
     steady = timings["steady"]
-    assert steady["window_s"] == window_s and sum(steady["block_epochs"]) == steady["epochs"]
-    # Blocks of the target length at least, but for the last; after the warm-up block, about the window.
-    assert all(seconds >= steady["block_target_s"] for seconds in steady["block_s"][:-1])
-    assert sum(steady["block_s"][1:]) >= 0.5 * window_s
+    assert steady["window_s"] == window_s
+    # No pass runs past the question's last epoch: a window longer than one pass takes several.
+    assert steady["passes"] > 1 and steady["epochs"] <= epochs * steady["passes"]
+    # At least 20 blocks of the target length, about the window's seconds, a canary after each.
+    assert len(steady["block_s"]) >= 20 and sum(steady["block_s"]) >= window_s
+    assert all(seconds >= steady["block_target_s"] for seconds in steady["block_s"])
+    assert len(steady["canary_s"]) == len(steady["block_s"]) and min(steady["canary_s"]) > 0
+
+
+def test_a_restart_puts_back_the_initial_weights_and_a_fresh_optimizer(small_dataset):
+    from tiny_mlp_bench import backends
+    from tiny_mlp_bench.dataset import read_dataset
+
+    data = read_dataset(small_dataset)
+    rows = data.train[:, :2]
+    for framework, variant in (("numpy", "reference"), ("numpy", "fused"), ("torch", "seed"), ("torch", "sync_free")):
+        spec = spec_for(variant, data)
+        fw = backends.backend(framework).load("cpu")  # threads left as they are: the process is shared
+        loop = backends.loop(framework, variant)
+        untrained = np.asarray(loop(fw, spec, data, Clock()).predict(rows))
+        training = loop(fw, spec, data, Clock())
+        training.fit(Clock(), 3)
+        assert not np.allclose(np.asarray(training.predict(rows)), untrained)
+        assert training.restart(), f"{framework} {variant} restarts in place"
+        np.testing.assert_array_equal(np.asarray(training.predict(rows)), untrained, err_msg=f"{framework} {variant}")
+        training.fit(Clock(), 1)  # a fresh optimizer counts from no steps
+        assert training.steps_taken() == math.ceil(len(data.train) / spec.batch_size), f"{framework} {variant}"

@@ -13,6 +13,8 @@ import datetime
 import math
 import shutil
 import statistics
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -48,52 +50,81 @@ def score(training: Training, data: Dataset, min_r2: float) -> dict:
     }
 
 
-# The steady window trains at most this many epochs, whose permutations the cuda floor draws up front
-# (60 MB at the question's 750 rows).
-STEADY_MAX_EPOCHS = 20_000
+# A window keeps at least this many blocks, whatever its seconds: its quantiles rest on them.
+MIN_WINDOW_BLOCKS = 20
+# A window ends with what it has once it has run this many times its aim (a rung whose passes are too
+# short to fill a block), or empty after this many passes that kept no block.
+WINDOW_LIMIT = 5
+HOPELESS_PASSES = 3
 
 
 def epochs_per_call(training: Training) -> int:
-    """The epochs one of the loop's calls runs, as its fit makes them: a steady window of whole calls
-    compiles no call of a new size."""
+    """The epochs one of the loop's calls runs, as its fit makes them: a pass of whole calls compiles no
+    call of a new size."""
     per_call = getattr(training, "epochs_per_block", 1)
     return max(per_call, GPU_EPOCHS_PER_BLOCK) if getattr(training, "on_gpu", False) else per_call
 
 
-def steady_epochs(clock: Clock, epochs: int, per_call: int, window_s: float, block_target_s: float) -> int:
-    """Epochs for the steady window: its seconds and a first block's (the warm-up), at the pace of the timing
-    point's median later block (or of its whole fit), with STEADY_MARGIN more, in whole calls of
-    ``per_call`` epochs. (Paced by the fastest block instead, the windows of the archive
-    2026-12-02-cpu-2core-steady ran 1.4 to 4.3 times their target.)"""
-    blocks, sizes = clock.block_s, clock.block_epochs
-    later = [seconds / size for seconds, size in zip(blocks[1:], sizes[1:], strict=True)]
-    per_epoch = statistics.median(later) if later else clock.phases_s["fit"] / epochs
-    wanted = STEADY_MARGIN * (window_s + block_target_s) / max(per_epoch, 1e-9)
-    calls = max(2, math.ceil(wanted / per_call))
-    return min(calls, max(2, STEADY_MAX_EPOCHS // per_call)) * per_call
+# A block is at most this share of one pass at the timing point's pace, so that a rung whose whole fit
+# is shorter than steady_block_s (the floor's, on a fast CPU) still keeps blocks from every pass.
+BLOCKS_PER_PASS = 3
 
 
-def steady_window(training: Training, clock: Clock, epochs: int, window_s: float, block_target_s: float) -> dict:
-    """Train on after the timing point, timed by a SteadyClock in blocks of about ``block_target_s``: the
-    record's ``timings.steady``. Its first block holds the restart (Keras's fit starting again) and is
-    the window's warm-up; the rest are the steady state the estimators read."""
-    more = steady_epochs(clock, epochs, epochs_per_call(training), window_s, block_target_s)
-    training.prepare_epochs(more)
-    steady = SteadyClock(clock.sync, block_target_s)
-    steady.start()
-    training.fit(steady, more)
-    return {"window_s": window_s, "epochs": more, **steady.window()}
+def timing_point_pace(clock: Clock, epochs: int) -> float:
+    """Seconds per epoch at the timing point: its median later block, or its whole fit."""
+    later = [seconds / size for seconds, size in zip(clock.block_s[1:], clock.block_epochs[1:], strict=True)]
+    return statistics.median(later) if later else clock.phases_s["fit"] / epochs
+
+
+def pass_epochs(pace: float, window: SteadyClock, epochs: int, per_call: int, window_s: float) -> int:
+    """Epochs for the window's next pass: what its missing seconds and blocks take at the pace seen so far
+    (the window's own blocks; before any, ``pace``), with STEADY_MARGIN more, plus the warm-up call, in
+    whole calls; never more than the question's epochs."""
+    if window.block_s:
+        pace = window.window_s / sum(window.block_epochs)
+    missing_blocks = MIN_WINDOW_BLOCKS - len(window.block_s)
+    missing_s = max(window_s - window.window_s, missing_blocks * window.block_target_s, window.block_target_s)
+    calls = 1 + math.ceil(STEADY_MARGIN * missing_s / max(pace, 1e-9) / per_call)
+    return min(calls * per_call, epochs)
+
+
+def per_step_window(
+    training: Training, rebuild: Callable[[], Training], clock: Clock, epochs: int, window_s: float, block_s: float
+) -> tuple[dict, Training]:
+    """The per-step window, after the timing point and the scoring: the question's epochs again, from the
+    initial weights, in passes timed by a SteadyClock in blocks of about ``block_s`` (less where a pass
+    is shorter than BLOCKS_PER_PASS of them), until the window holds MIN_WINDOW_BLOCKS blocks and
+    ``window_s`` seconds. A pass never runs past the question's last epoch; where one is too short, the
+    next starts from the initial weights again. Returns the record's
+    ``timings.steady`` and the training the window ended with (``rebuild()`` sets one up anew where
+    the loop cannot restart in place)."""
+    per_call, pace = epochs_per_call(training), timing_point_pace(clock, epochs)
+    window = SteadyClock(clock.sync, min(block_s, pace * epochs / BLOCKS_PER_PASS))
+    started, ran = time.perf_counter(), 0
+    limit_s = WINDOW_LIMIT * max(window_s, MIN_WINDOW_BLOCKS * window.block_target_s)
+    while len(window.block_s) < MIN_WINDOW_BLOCKS or window.window_s < window_s:
+        if time.perf_counter() - started > limit_s:
+            break
+        if not training.restart():
+            training = rebuild()
+        size = pass_epochs(pace, window, epochs, per_call, window_s)
+        window.start_pass()
+        training.fit(window, size)
+        ran += size
+        if not window.block_s and window.passes == HOPELESS_PASSES:
+            break  # the question's whole fit is shorter than a block
+    return {"window_s": window_s, "epochs": ran, **window.window()}, training
 
 
 def time_and_score(
     backend: Backend, loop: Loop, fw, spec: RunSpec, data: Dataset, clock: Clock, min_r2: float, window: tuple
 ):
     """Set up, train and predict inside the timing point, then score; returns (quality, details, steps
-    taken, steady window). ``window`` is the steady window's seconds and its blocks' target seconds.
+    taken, per-step window). ``window`` is the per-step window's seconds and its blocks' target seconds.
 
-    The quality and the optimiser's steps are the asker's epochs': read before the steady window, which
-    trains on. Host syncs are counted, and what a loop measures of itself after timing is measured,
-    after the window, since both train further.
+    The quality and the optimiser's steps are the asker's epochs': read before the per-step window, which
+    trains again from the initial weights. Host syncs are counted, and what a loop measures of itself
+    after timing is measured, after the window, since both train further.
 
     Device start-up is the set-up's first part: the check that the device is there starts the
     runtime, so it runs inside the clock. Raises DeviceMissing when it is not there.
@@ -111,8 +142,14 @@ def time_and_score(
         with clock.phase("predict"):
             training.predict_test_batch()
     quality, steps = score(training, data, min_r2), training.steps_taken()
-    window_s, block_target_s = window
-    steady = steady_window(training, clock, spec.epochs, window_s, block_target_s) if window_s > 0 else None
+    window_s, block_s = window
+    steady = None
+    if window_s > 0:
+
+        def rebuild() -> Training:  # the loop's set-up again, untimed
+            return loop(fw, spec, data, Clock(clock.sync))
+
+        steady, training = per_step_window(training, rebuild, clock, spec.epochs, window_s, block_s)
     syncs = training.host_syncs_per_epoch()
     details = training.details if syncs is None else {**training.details, "host_syncs_per_epoch": str(syncs)}
     details = {**details, **training.after_timing()}

@@ -28,7 +28,9 @@ PROBE_RECORD_TYPE = "tiny-mlp-bench.probe"
 # 6: a method (how the clock timed the record); per block CPU time (block_cpu_s, sweeps' block_cpu_step_s);
 #    the load block holds the job's start and end (UTC, to the microsecond) and what the kernel counted.
 # 7: a run's timings.steady: the steady window after the timing point (sweeps unchanged, as numbered).
-SCHEMA_VERSION = 7
+# 8: the window replays the question's epochs in passes from the initial weights, with a canary after
+#    each block (timings.steady's passes, canary_s and fit_end_s); version 7's window trained on.
+SCHEMA_VERSION = 8
 # Probe records count their own versions. 2: a method, each repeat's CPU time, the load block of version 6.
 PROBE_SCHEMA_VERSION = 2
 CONTAINER_ENGINES = ("docker", "podman", "apptainer")

@@ -196,54 +196,89 @@ class Clock:
             print(f"{self.label}: epoch {done}/{self.planned_epochs}, {elapsed:.1f} s", file=sys.stderr, flush=True)
 
 
-# A steady window trains this much longer than its blocks need at the timing point's pace, so that a
+# A pass of the window runs this much longer than its blocks need at the pace seen so far, so that a
 # slower episode during it still fills the window.
 STEADY_MARGIN = 1.25
+# The canary: a fixed loop of pure Python, run between two blocks of the window and timed on its own.
+# The machine's slow state slows it as it slows the rungs, so its time marks each block fast or slow
+# (docs/method.md, "The per-step window"). 4,000 iterations take about half a millisecond on the
+# 2-core machine: a hundredth of a block.
+CANARY_ITERATIONS = 4_000
+
+
+def canary() -> float:
+    """Seconds of one run of the canary loop, read by the host's clock alone."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(CANARY_ITERATIONS):
+        total += (i * 7) % 13
+    return time.perf_counter() - start
 
 
 class SteadyClock(Clock):
-    """The clock of a run's steady window, after its timing point: it closes a block at the end of the
+    """The clock of a run's per-step window, after its timing point: it closes a block at the end of the
     first of the rung's own calls that ends ``block_target_s`` or more after the block began, so that
-    blocks last about as long whatever a rung's call (one epoch, or fifty), and a fast rung's steady
-    state rests on as many blocks as a slow one's. Whether a block is over is read from the host's
-    clock alone: on a GPU the device is waited for only where a block closes, as in the timing point.
+    blocks last about as long whatever a rung's call (one epoch, or fifty), and a fast rung's per-step
+    time rests on as many blocks as a slow one's. Whether a block is over is read from the host's clock
+    alone: on a GPU the device is waited for only where a block closes, as in the timing point.
+
+    The window runs in passes (:meth:`start_pass`), each from the initial weights. A pass's first call is
+    its warm-up and no block; a call that ends the pass before its block is full ends the pass's last,
+    short block, which is dropped, so every block kept is about ``block_target_s`` long. After every
+    block kept the canary runs, outside any block, and its time is kept beside the block's.
     """
 
     def __init__(self, sync: Callable[[], object] | None, block_target_s: float):
         super().__init__(sync)
         self.block_target_s = block_target_s
+        self.canary_s: list[float] = []
+        self.fit_end_s: list[float] = []  # Keras's pause after each pass's last epoch
+        self.passes = 0
         self._open_epochs = 0  # epochs of the calls in the block still open
+        self._warming_up = False
+        self._last_call_end = 0.0
 
-    def start(self) -> None:
-        """Begin the first block now (a loop that runs its own blocks begins it again, at once)."""
+    def start_pass(self) -> None:
+        """Begin a pass now: its first call is the warm-up, then blocks."""
+        self.passes += 1
+        self._warming_up, self._open_epochs = True, 0
         self._lap, self._lap_cpu = self.now(), time.process_time()
 
     def run_blocks(self, run: Callable[[int], object], total: int, per_block: int) -> None:
-        self._open_epochs = 0
+        self._open_epochs = 0  # a loop that runs its own blocks begins the pass's first call at once
         super().run_blocks(run, total, per_block)
 
     def block_done(self, epochs: int) -> None:
-        self._open_epochs += epochs
-        if time.perf_counter() - self._lap >= self.block_target_s:
-            super().block_done(self._open_epochs)
-            self._open_epochs = 0
-
-    def finish(self) -> None:
-        """Close the block still open at the window's end (shorter than the others)."""
-        if self._open_epochs:
-            super().block_done(self._open_epochs)
-            self._open_epochs = 0
+        if self._warming_up:
+            self._warming_up = False
+            self._lap, self._lap_cpu = self.now(), time.process_time()
+        else:
+            self._open_epochs += epochs
+            if time.perf_counter() - self._lap >= self.block_target_s:
+                super().block_done(self._open_epochs)
+                self._open_epochs = 0
+                self.canary_s.append(canary())
+                self._lap_cpu, self._lap = time.process_time(), time.perf_counter()
+        self._last_call_end = time.perf_counter()
 
     def since_last_block(self, name: str) -> None:
-        self.finish()
-        super().since_last_block(name)
+        """Keras's pause after a pass's last epoch, from the end of that epoch to ``fit`` returning."""
+        self.fit_end_s.append(self.now() - self._last_call_end)
+
+    @property
+    def window_s(self) -> float:
+        """The wall time of the blocks kept so far."""
+        return sum(self.block_s)
 
     def window(self) -> dict:
-        """The record's ``steady`` block: the target block length and each block's wall time, CPU time and epochs."""
-        self.finish()
-        return {
+        """The record's ``steady`` block: the target block length, the passes, and each block's wall time,
+        CPU time, epochs and the canary after it."""
+        found = {
             "block_target_s": self.block_target_s,
+            "passes": self.passes,
             "block_s": self.block_s,
             "block_cpu_s": self.block_cpu_s,
             "block_epochs": self.block_epochs,
+            "canary_s": self.canary_s,
         }
+        return found | ({"fit_end_s": self.fit_end_s} if self.fit_end_s else {})

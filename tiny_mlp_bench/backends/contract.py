@@ -69,9 +69,11 @@ class Training(Protocol):
     def after_timing(self) -> dict[str, str]:
         """What the loop measures of itself after the timed run and the scoring, for its details."""
 
-    def prepare_epochs(self, epochs: int) -> None:
-        """Before the steady window (untimed): whatever ``epochs`` more epochs need that set-up made for
-        the asker's epochs alone (the cuda floor's permutations on the device)."""
+    def restart(self) -> bool:
+        """Back to the initial weights and a fresh optimizer, untimed, before a pass of the per-step window.
+
+        In place, keeping whatever was compiled or captured, where the loop can; False where it cannot,
+        and the driver sets the loop up anew instead."""
 
 
 # A variant's loop: called inside the run's set-up phase, it builds what the clock then runs.
@@ -102,8 +104,8 @@ class EpochLoop:
     def after_timing(self) -> dict[str, str]:
         return {}  # the fused_epoch rung times its compiled call here
 
-    def prepare_epochs(self, epochs: int) -> None:
-        return None  # most loops draw what an epoch needs as it runs
+    def restart(self) -> bool:
+        return False  # set up anew: cheap where nothing was compiled
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,13 @@ class JaxRun(EpochLoop):
 
         self.predict_fn, self.step_fn = jax.jit(predict), step
 
+    def restart(self) -> bool:
+        """The initial weights and a fresh optax state, of the shapes the jitted calls were traced for."""
+        w1, b1, w2, b2 = self.spec.weights.as_list()
+        self.params = self.jax.device_put({"w1": w1, "b1": b1, "w2": w2, "b2": b2}, self.device)
+        self.opt_state = self.jax.device_put(self.optimizer.init(self.params), self.device)
+        return True
+
     def draw_orders(self, epochs: int):
         """One permutation of the train rows per epoch, (epochs, rows), from the run's JAX key."""
         self.key, block_key = self.jax.random.split(self.key)

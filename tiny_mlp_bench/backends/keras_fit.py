@@ -120,8 +120,8 @@ class FitRun:
     def after_timing(self) -> dict[str, str]:
         return {}
 
-    def prepare_epochs(self, epochs: int) -> None:
-        return None  # fit shuffles as it goes
+    def restart(self) -> bool:
+        return False  # a new model and optimizer: Keras's own state is not ours to zero
 
     @property
     def details(self) -> dict[str, str]:

@@ -185,10 +185,14 @@ class CudaFusedRun(ReferenceRun):
         self.train = fused_kernel(self.spec.hidden_units, self.threads)
         cuda.synchronize()
 
-    def prepare_epochs(self, epochs: int) -> None:
-        """``epochs`` more epochs' permutations, drawn and copied beside those of set-up (untimed)."""
-        more = self.draw_orders(epochs).astype(np.int32)
-        self.orders_device = cuda.to_device(np.concatenate([self.orders_device.copy_to_host(), more]))
+    def restart(self) -> bool:
+        """The initial weights and a fresh Adam into the same device arrays; the permutations of set-up again."""
+        for name, initial in zip(self.device_params, self.spec.weights.as_list(), strict=True):
+            self.device_params[name].copy_to_device(np.ascontiguousarray(initial))
+        for state in (self.m, self.v, self.step):
+            state.copy_to_device(np.zeros(state.shape, state.dtype))
+        self.epochs_done = 0
+        return True
 
     def run_epochs(self, epochs: int) -> None:
         """One launch for ``epochs`` epochs, the next ones of the permutations copied in set-up."""

@@ -123,6 +123,10 @@ class FusedRun(ReferenceRun):
         self.step = np.zeros(1, np.int64)
         self.train = fused_epochs(self.fw.numba)
 
+    def reset_optimizer(self) -> None:
+        for state in (self.m, self.v, self.step):
+            state[...] = 0
+
     def run_epochs(self, epochs: int) -> None:
         orders = self.draw_orders(epochs)
         p = self.params

@@ -100,6 +100,16 @@ class ReferenceRun(EpochLoop):
     def set_up_optimizer(self) -> None:
         self.adam = Adam(self.params, self.spec.learning_rate)
 
+    def restart(self) -> bool:
+        """The initial weights into the same arrays (a compiled loop keeps them), then a fresh Adam."""
+        for value, initial in zip(self.params.values(), self.spec.weights.as_list(), strict=True):
+            value[...] = initial
+        self.reset_optimizer()
+        return True
+
+    def reset_optimizer(self) -> None:
+        self.adam = Adam(self.params, self.spec.learning_rate)
+
     def run_epochs(self, epochs: int) -> None:
         rows, size = self.rows, self.spec.batch_size
         for _ in range(epochs):

@@ -86,6 +86,9 @@ class FunctionalLoop(TorchLoop):
     def compile(self) -> None:
         raise NotImplementedError
 
+    def reset_optimizer(self) -> None:
+        self.functional_adam.reset()
+
     def steps_taken(self) -> int:
         """The functional Adam's own step count."""
         return int(self.functional_adam.count.item())

@@ -99,10 +99,15 @@ def build_model(torch, hidden_units: int, weights=None):
 
     model = QuestionMLP()
     if weights is not None:
-        with torch.no_grad():  # torch keeps each layer's weight as (out, in), the transpose of x @ w
-            for param, value in zip(model.parameters(), weights.as_list(), strict=True):
-                param.copy_(torch.from_numpy(value.T if value.ndim == 2 else value))
+        load_weights(torch, model, weights)
     return model
+
+
+def load_weights(torch, model, weights) -> None:
+    """Copy ``weights`` (an InitialWeights) into the model's own parameter tensors."""
+    with torch.no_grad():  # torch keeps each layer's weight as (out, in), the transpose of x @ w
+        for param, value in zip(model.parameters(), weights.as_list(), strict=True):
+            param.copy_(torch.from_numpy(value.T if value.ndim == 2 else value))
 
 
 def adam_implementation(optimizer) -> str:
@@ -129,6 +134,21 @@ class TorchLoop(EpochLoop):
         with clock.phase("model"):
             self.model = build_model(torch, spec.hidden_units, spec.weights).to(self.device)
         self.loss = None  # the last optimiser step's loss, a tensor
+
+    def restart(self) -> bool:
+        """In place: a compiled call or a captured graph goes on reading the same tensors."""
+        load_weights(self.torch, self.model, self.spec.weights)
+        self.reset_optimizer()
+        self.model.train()  # the closing prediction left it in eval mode
+        return True
+
+    def reset_optimizer(self) -> None:
+        """torch.optim.Adam back to no steps taken: its step counts and moments zeroed in place."""
+        with self.torch.no_grad():
+            for state in self.optimizer.state.values():
+                for value in state.values():
+                    if self.torch.is_tensor(value):
+                        value.zero_()
 
     def adam(self, **options):
         return self.torch.optim.Adam(self.model.parameters(), lr=self.spec.learning_rate, **options)

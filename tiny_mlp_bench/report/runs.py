@@ -5,7 +5,6 @@ each pair and variant over its completed runs, in the order the report shows the
 from __future__ import annotations
 
 import math
-import statistics
 
 import numpy as np
 import pandas as pd
@@ -62,46 +61,79 @@ def detail_number(details: dict, key: str) -> float:
     return math.nan if found is None else float(found)
 
 
-# The code's own speed, beside the median: a low quantile of the steady window's blocks, which are about
-# equally long, so that the machine's slow episodes (whole blocks ~1.7x slower) move it least.
-LOW_QUANTILE = 0.1
+# The per-step window's blocks are each marked fast or slow by the canary timed after them
+# (timing.canary): slow where it took more than SLOW_CANARY times the machine's fast canary, the
+# FAST_CANARY_QUANTILE of every canary its runs timed. The machine's two speeds are about 1.7x apart;
+# 1.25 lies below their middle on a log scale (1.30), so a block marked fast was fast.
+SLOW_CANARY = 1.25
+FAST_CANARY_QUANTILE = 0.05
+# The code's own speed: this quantile of a run's fast blocks (docs/method.md, "The per-step window").
+STEP_QUANTILE = 0.1
 
 
-def per_step(blocks: list[float], epochs: list[int], steps_per_epoch: int | None) -> list[float]:
-    """Each block after the first (the warm-up) as seconds per optimiser step."""
+def per_step(blocks: list[float], epochs: list[int], steps_per_epoch: int | None) -> np.ndarray:
+    """Each block as seconds per optimiser step."""
     if not steps_per_epoch or len(blocks) != len(epochs):
-        return []
-    return [seconds / (size * steps_per_epoch) for seconds, size in zip(blocks[1:], epochs[1:], strict=True)]
+        return np.empty(0)
+    return np.asarray(blocks, dtype=float) / (np.asarray(epochs, dtype=float) * steps_per_epoch)
 
 
-def step_estimates(timings: dict) -> dict:
-    """A run's steady-state seconds per step, three ways (docs/method.md, "Two estimators"):
+def window_blocks(timings: dict) -> tuple[np.ndarray, np.ndarray | None]:
+    """A run's per-step window as seconds per step of each block, and the canary after each (None for a
+    version-7 window, which trained on past the question's epochs, had no canary and whose first
+    block was its warm-up)."""
+    window = timings.get("steady")
+    if not window:
+        return np.empty(0), None
+    steps = per_step(window["block_s"], window["block_epochs"], timings.get("steps_per_epoch"))
+    if "canary_s" not in window:
+        return steps[1:], None
+    return steps, np.asarray(window["canary_s"], dtype=float)
 
-    - ``step_s``, the code's own speed: the median block of the steady window (the timing point's
-      later blocks where a record has no window);
-    - ``step_low_s``: the LOW_QUANTILE block of the steady window, beside it (None without one);
+
+def fast_canary(records: list[dict]) -> float | None:
+    """The machine's fast canary: a low quantile of every canary its completed runs timed (None: none did)."""
+    found = [
+        window_blocks(r["timings"])[1] for r in records if r["status"] == "ok" and r.get("timings", {}).get("steady")
+    ]
+    canaries = np.concatenate([c for c in found if c is not None and len(c)] or [np.empty(0)])
+    return float(np.quantile(canaries, FAST_CANARY_QUANTILE)) if len(canaries) else None
+
+
+def step_estimates(timings: dict, machine_canary: float | None = None) -> dict:
+    """A run's seconds per step (docs/method.md, "The per-step window"):
+
+    - ``step_s``, the code's own speed: the STEP_QUANTILE of the window's fast blocks (of all its blocks
+      where the window has no canary; the timing point's later blocks' median where there is no window);
+      None where the canary marked every block slow;
+    - ``step_median_s``: the window's median block, what a run typically saw on this machine;
+    - ``slow_share``: the share of the window's blocks the canary marked slow (None without a canary);
     - ``step_mean_s``, what a user waits: the timing point's later blocks' time over their steps, the
       mean block, which every extrapolation to other epochs uses (the median under-predicts a wait).
     """
     steps, blocks = timings.get("steps_per_epoch"), timings.get("block_s") or []
     block_epochs = timings.get("block_epochs") or []
     later_steps = sum(block_epochs[1:]) * steps if steps and len(block_epochs) == len(blocks) > 1 else 0
-    window = timings.get("steady")
-    steady = per_step(window["block_s"], window["block_epochs"], steps) if window else []
-    timed = per_step(blocks, block_epochs, steps)
+    window, canaries = window_blocks(timings)
+    if not len(window):
+        window, canaries = per_step(blocks, block_epochs, steps)[1:], None
+    slow = None if canaries is None or machine_canary is None else canaries > SLOW_CANARY * machine_canary
+    fast = window if slow is None else window[~slow]
     return {
-        "step_s": statistics.median(steady or timed) if steady or timed else None,
-        "step_low_s": float(np.quantile(steady, LOW_QUANTILE)) if steady else None,
+        "step_s": float(np.quantile(fast, STEP_QUANTILE)) if len(fast) else None,
+        "step_median_s": float(np.median(window)) if len(window) else None,
+        "slow_share": float(np.mean(slow)) if slow is not None and len(slow) else None,
         "step_mean_s": sum(blocks[1:]) / later_steps if later_steps else None,
     }
 
 
-def run_row(record: dict, machine: str) -> dict:
-    """One run's row: identity, phases, steady-state step times, first-block excess, quality, machine."""
+def run_row(record: dict, machine: str, machine_canary: float | None = None) -> dict:
+    """One run's row: identity, phases, per-step times, first-block excess, quality, machine.
+    ``machine_canary`` is its machine's fast canary (fast_canary)."""
     ident, timings, quality, env = record["identity"], record["timings"], record["quality"] or {}, record["environment"]
     blocks, steps = timings.get("block_s") or [], timings.get("steps_per_epoch")
     block_steps = [epochs * steps for epochs in timings.get("block_epochs") or []] if steps else []
-    estimates = step_estimates(timings)
+    estimates = step_estimates(timings, machine_canary)
     mean_s = estimates["step_mean_s"]
     params = record["parameters"]
     return {
@@ -201,7 +233,8 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
             runs=("run_id", "size"),
             converged=("converged", "sum"),
             step_s=("step_s", "median"),
-            step_low_s=("step_low_s", "median"),
+            step_median_s=("step_median_s", "median"),
+            slow_share=("slow_share", "mean"),
             step_mean_s=("step_mean_s", "median"),
             step_min_s=("step_s", "min"),
             step_max_s=("step_s", "max"),
