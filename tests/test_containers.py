@@ -389,14 +389,16 @@ def test_version_1_records_read_in_todays_shape():
 
 
 def test_version_5_records_keep_the_method_they_were_timed_with():
-    archive = ROOT / "results" / "archive" / "2026-12-02-cpu-2core"
-    fused = read_record(archive / "runs" / "torch-cpu-fused_epoch-1.json")
+    # Records of version 5 (run and sweep) and probe version 1, as the archive 2026-12-02-cpu-2core holds
+    # them (commit 2ce68c3): its torch-cpu fused_epoch-1 run, its cpu sweep and its torch-cpu probe.
+    version5 = ROOT / "tests" / "data" / "version5"
+    fused = read_record(version5 / "run.json")
     assert fused["method"] == {"block": "call", "sync": "block end", "compile_cache": "cold", "own_work": "next block"}
     assert fused["method"] != METHOD and "block_cpu_s" not in fused["timings"]  # not measured then
     assert fused["load"]["kernel"] is None and fused["load"]["started_at"] is None  # unknown, not zero
-    sweep = read_sweep(archive / "sweep" / "cpu.json")
+    sweep = read_sweep(version5 / "sweep.json")
     assert sweep["schema_version"] == SCHEMA_VERSION and sweep["method"] == fused["method"]
-    probe = read_probe(archive / "probes" / "torch-cpu.json")
+    probe = read_probe(version5 / "probe.json")
     assert probe["schema_version"] == PROBE_SCHEMA_VERSION and probe["method"]["own_work"] == "between blocks"
 
 

@@ -69,20 +69,23 @@ def test_values_that_are_not_times_are_refused(bad):
         rung_interval(bad)
 
 
-def test_docs_method_states_the_design_numbers_of_the_archive_it_names(tmp_path):
+def test_docs_method_states_the_design_and_estimator_numbers_of_the_archive_it_names(tmp_path):
     import method_numbers
 
     assert method_numbers.main(["--check"]) == 0, "run: make method-numbers"
     # A stale copy is found, and rewritten between the markers with the text around them kept.
     text = (method_numbers.METHOD).read_text()
-    begin = method_numbers.BEGIN.search(text).group(0)
+    design, estimator = (method_numbers.begin(kind).search(text).group(0) for kind in method_numbers.MARKERS)
     stale = tmp_path / "method.md"
-    stale.write_text(f"intro\n{begin}\nold numbers\n{method_numbers.END}\nafter\n")
+    design_end, estimator_end = (method_numbers.end(kind) for kind in method_numbers.MARKERS)
+    stale.write_text(f"intro\n{design}\nold numbers\n{design_end}\nmiddle\n{estimator}\nold\n{estimator_end}\nafter\n")
     assert method_numbers.main(["--check", "--method", str(stale)]) == 1
     assert method_numbers.main(["--method", str(stale)]) == 0
     rewritten = stale.read_text()
-    assert rewritten.startswith(f"intro\n{begin}\nThe A/A control, numpy-cpu `reference_twin` against `reference`")
-    assert rewritten.endswith(f"{method_numbers.END}\nafter\n") and "old numbers" not in rewritten
+    assert rewritten.startswith(f"intro\n{design}\nThe A/A control, numpy-cpu `reference_twin` against `reference`")
+    assert f"{design_end}\nmiddle\n{estimator}\nOver " in rewritten
+    assert "**every block scaled by its canary, q = " in rewritten
+    assert rewritten.endswith(f"{estimator_end}\nafter\n") and "old numbers" not in rewritten
 
 
 def test_runs_of_identical_values_give_the_one_ratio_they_support():

@@ -71,6 +71,8 @@ class Rung:
     step_min_s: float
     step_max_s: float
     step: Interval | None  # the runs' steps: their interval (inference.py)
+    step_median_s: float | None  # the median over runs of each window's median block: what a run saw here
+    slow_share: float | None  # the share of the window's blocks the canary marked slow, over the runs
     vs_seed: float | None
     vs_previous: float | None
     first_block_excess_s: float | None
@@ -206,6 +208,8 @@ def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ..
                     step_min_s=row.step_min_s,
                     step_max_s=row.step_max_s,
                     step=row.step,
+                    step_median_s=None if pd.isna(row.step_median_s) else row.step_median_s,
+                    slow_share=None if pd.isna(row.slow_share) else row.slow_share,
                     vs_seed=seed_step / row.step_s if seed_step else None,
                     vs_previous=previous / row.step_s if previous else None,
                     first_block_excess_s=None if pd.isna(row.first_block_excess_s) else row.first_block_excess_s,

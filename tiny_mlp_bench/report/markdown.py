@@ -82,6 +82,8 @@ def ladder_table(ladder: Ladder) -> str:
         [
             f"[`{r.variant}`]({VARIANTS_ANCHOR})",
             duration(r.step),
+            sentences.seconds(r.step_median_s),
+            "–" if r.slow_share is None else f"{r.slow_share:.0%}",
             speedup(r.speedup),
             speedup(r.speedup_over_previous),
             num(r.one_time_s),
@@ -90,7 +92,8 @@ def ladder_table(ladder: Ladder) -> str:
         ]
         for r in ladder.rungs
     ]
-    header = ["rung", "per step", "speed-up over the original loop", "speed-up over the rung before"]
+    header = ["rung", "per step", "median block (what runs saw here)", "blocks slow"]
+    header += ["speed-up over the original loop", "speed-up over the rung before"]
     header += ["one-time cost (s)", "faster to a result from (epochs)"]
     header += ["host syncs / epoch"] if syncs else []
     return table(header, rows, "l" + "r" * (len(header) - 1))

@@ -61,14 +61,15 @@ def detail_number(details: dict, key: str) -> float:
     return math.nan if found is None else float(found)
 
 
-# The per-step window's blocks are each marked fast or slow by the canary timed after them
-# (timing.canary): slow where it took more than SLOW_CANARY times the machine's fast canary, the
-# FAST_CANARY_QUANTILE of every canary its runs timed. The machine's two speeds are about 1.7x apart;
-# 1.25 lies below their middle on a log scale (1.30), so a block marked fast was fast.
+# The canary timed after each block of the per-step window (timing.canary) says how fast the machine was
+# then, against the machine's fast canary: the FAST_CANARY_QUANTILE of every canary its runs timed. A
+# block is marked slow where its canary took more than SLOW_CANARY times that: the machine's two speeds
+# are about 1.7x apart, and 1.25 lies below their middle on a log scale (1.30).
 SLOW_CANARY = 1.25
 FAST_CANARY_QUANTILE = 0.05
-# The code's own speed: this quantile of a run's fast blocks (docs/method.md, "The per-step window").
-STEP_QUANTILE = 0.1
+# The code's own speed: this quantile of a run's blocks, each scaled by its canary to the machine's fast
+# state (docs/method.md, "The per-step window", shows how the candidates held).
+STEP_QUANTILE = 0.25
 
 
 def per_step(blocks: list[float], epochs: list[int], steps_per_epoch: int | None) -> np.ndarray:
@@ -103,10 +104,10 @@ def fast_canary(records: list[dict]) -> float | None:
 def step_estimates(timings: dict, machine_canary: float | None = None) -> dict:
     """A run's seconds per step (docs/method.md, "The per-step window"):
 
-    - ``step_s``, the code's own speed: the STEP_QUANTILE of the window's fast blocks (of all its blocks
-      where the window has no canary; the timing point's later blocks' median where there is no window);
-      None where the canary marked every block slow;
-    - ``step_median_s``: the window's median block, what a run typically saw on this machine;
+    - ``step_s``, the code's own speed: the STEP_QUANTILE of the window's blocks, each scaled by the
+      machine's fast canary over its own canary (unscaled where the window has no canary; the timing
+      point's later blocks where there is no window);
+    - ``step_median_s``: the window's median block, unscaled: what a run typically saw on this machine;
     - ``slow_share``: the share of the window's blocks the canary marked slow (None without a canary);
     - ``step_mean_s``, what a user waits: the timing point's later blocks' time over their steps, the
       mean block, which every extrapolation to other epochs uses (the median under-predicts a wait).
@@ -117,12 +118,12 @@ def step_estimates(timings: dict, machine_canary: float | None = None) -> dict:
     window, canaries = window_blocks(timings)
     if not len(window):
         window, canaries = per_step(blocks, block_epochs, steps)[1:], None
-    slow = None if canaries is None or machine_canary is None else canaries > SLOW_CANARY * machine_canary
-    fast = window if slow is None else window[~slow]
+    known = canaries is not None and machine_canary is not None and len(canaries) == len(window)
+    scaled = window * machine_canary / canaries if known else window
     return {
-        "step_s": float(np.quantile(fast, STEP_QUANTILE)) if len(fast) else None,
+        "step_s": float(np.quantile(scaled, STEP_QUANTILE)) if len(window) else None,
         "step_median_s": float(np.median(window)) if len(window) else None,
-        "slow_share": float(np.mean(slow)) if slow is not None and len(slow) else None,
+        "slow_share": float(np.mean(canaries > SLOW_CANARY * machine_canary)) if known and len(window) else None,
         "step_mean_s": sum(blocks[1:]) / later_steps if later_steps else None,
     }
 
