@@ -95,9 +95,9 @@ def per_step_window(
     initial weights, in passes timed by a SteadyClock in blocks of about ``block_s`` (less where a pass
     is shorter than BLOCKS_PER_PASS of them), until the window holds MIN_WINDOW_BLOCKS blocks and
     ``window_s`` seconds. A pass never runs past the question's last epoch; where one is too short, the
-    next starts from the initial weights again. Returns the record's
-    ``timings.steady`` and the training the window ended with (``rebuild()`` sets one up anew where
-    the loop cannot restart in place)."""
+    next starts from the initial weights again. Returns the record's ``timings.steady`` and the
+    training the window ended with (``rebuild()`` sets one up anew where the loop cannot restart in
+    place)."""
     per_call, pace = epochs_per_call(training), timing_point_pace(clock, epochs)
     window = SteadyClock(clock.sync, min(block_s, pace * epochs / BLOCKS_PER_PASS))
     started, ran = time.perf_counter(), 0

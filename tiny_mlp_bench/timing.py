@@ -201,8 +201,8 @@ class Clock:
 STEADY_MARGIN = 1.25
 # The canary: a fixed loop of pure Python, run between two blocks of the window and timed on its own.
 # The machine's slow state slows it as it slows the rungs, so its time marks each block fast or slow
-# (docs/method.md, "The per-step window"). 4,000 iterations take about half a millisecond on the
-# 2-core machine: a hundredth of a block.
+# (docs/method.md, "The per-step window"). 4,000 iterations take a few tenths of a millisecond on a
+# 2-core machine: under a hundredth of a block.
 CANARY_ITERATIONS = 4_000
 
 
@@ -243,10 +243,6 @@ class SteadyClock(Clock):
         self.passes += 1
         self._warming_up, self._open_epochs = True, 0
         self._lap, self._lap_cpu = self.now(), time.process_time()
-
-    def run_blocks(self, run: Callable[[int], object], total: int, per_block: int) -> None:
-        self._open_epochs = 0  # a loop that runs its own blocks begins the pass's first call at once
-        super().run_blocks(run, total, per_block)
 
     def block_done(self, epochs: int) -> None:
         if self._warming_up:
