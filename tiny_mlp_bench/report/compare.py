@@ -20,7 +20,7 @@ import pandas as pd
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.records import RecordError, read_record
 from tiny_mlp_bench.report.inference import Interval, Ratio, ratio, rung_interval
-from tiny_mlp_bench.report.runs import run_row, summarize
+from tiny_mlp_bench.report.runs import fast_canary, run_row, summarize
 
 SIDES = ("this", "archive")
 KERAS_FRAMEWORKS = frozenset(f.name for f in catalogue.FRAMEWORKS if f.keras is not None)
@@ -63,7 +63,8 @@ def read_runs(folder: Path) -> list[dict]:
 
 def steps_per_rung(records: list[dict]) -> dict[tuple[str, str], tuple[float, ...]]:
     """Per (pair, variant), in ladder order: the steady-state step of each completed run that has one."""
-    runs = pd.DataFrame([run_row(r, "") for r in records])
+    canary = fast_canary(records)  # each side's per-step window scaled to its own machine's fast state
+    runs = pd.DataFrame([run_row(r, "", canary) for r in records])
     done = runs[runs["status"] == "ok"].dropna(subset=["step_s"])
     found = {}
     for s in summarize(runs).itertuples():
