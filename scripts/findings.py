@@ -26,6 +26,7 @@ from tiny_mlp_bench.generated_docs import between, write_or_check
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.cells import approx, duration, table, times, unit_for
 from tiny_mlp_bench.report.inference import Interval, Ratio
+from tiny_mlp_bench.report.sentences import tied
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -192,7 +193,8 @@ def rung(row: dict) -> str:
     view = row["view"]
     name = f"{view['pair']} `{view['variant']}`"
     if row["role"] != "question":
-        return f"{name}, {row['role']}"
+        ties = row.get("tied_with") or ()  # absent from models rendered before ties were named
+        return f"{name}, {row['role']}" + (f", tied with {tied(tuple(ties))}" if ties else "")
     if view["framework"] == TORCH:
         return f"{name}, the original loop"
     return f"{name}, the original {catalogue.framework(view['framework']).label} `fit`"

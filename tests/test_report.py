@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import types
 
 import numpy as np
 import pandas as pd
@@ -319,6 +320,71 @@ def test_the_answer_says_how_often_keras_2_paused_after_its_last_epoch():
     assert build_report(synthetic_study()).machines[0].answer.keras.pause is None
 
 
+def test_a_pause_free_rung_is_said_to_remove_the_pause_only_where_fishers_test_supports_it():
+    # 2 of 3 seed runs paused against 0 of 2 autotune_off runs: Fisher's exact test cannot tell.
+    line = sentences.pause_line(build_report(paused_study()).machines[0])[-1]
+    assert line == (
+        "Keras 2: `autotune_off` paused after the last epoch of a `fit` (the per-step window's included) in 0 of 2"
+        " runs, `seed` in 2 of 3 (Fisher's exact test, p = 0.4): too few runs to tell whether it removes it."
+    )
+    # Eight paused seed runs, one only in its window's pass, against eight autotune_off runs that did not.
+    records = [r for r in synthetic_study() if r["identity"]["framework"] != "tf_keras"]
+    for repeat in range(1, 9):
+        seed = synthetic_record("tf_keras", "cpu", repeat, 3.0, step_ms=2.0)
+        seed["timings"]["phases_s"]["fit_end"] = 0.001 if repeat == 8 else 2.0
+        seed["timings"]["steady"] = {
+            "window_s": 1.0,
+            "epochs": 4,
+            "passes": 1,
+            "block_target_s": 0.05,
+            "block_s": [0.024, 0.024],
+            "block_cpu_s": [0.024, 0.024],
+            "block_epochs": [1, 1],
+            "canary_s": [0.0004, 0.0004],
+            "fit_end_s": [3.0],
+        }
+        free = synthetic_record("tf_keras", "cpu", repeat, 3.0, variant="autotune_off", step_ms=2.0)
+        free["timings"]["phases_s"]["fit_end"] = 0.001
+        records += [seed, free]
+    pause = build_report(records).machines[0].answer.keras.pause
+    assert (pause.seed_paused_anywhere, pause.pause_free_paused_anywhere) == (8, 0) and pause.pause_free_removes
+    assert sentences.pause_line(build_report(records).machines[0])[-1].endswith(": it removes the pause.")
+
+
+def test_the_fastest_is_never_the_a_a_control_and_names_its_ties():
+    records = [synthetic_record("torch", "cpu", repeat, 7.0 + 0.1 * repeat) for repeat in range(1, 6)]
+    for repeat in range(1, 6):  # the reference and its twin, both faster than the torch loop, and the floor
+        for variant, seconds in (("reference", 1.0), ("reference_twin", 0.9), ("fused", 1.02)):
+            records.append(synthetic_record("numpy", "cpu", repeat, seconds + 0.01 * repeat, variant=variant))
+    headline = {row.role: row for row in build_report(records).machines[0].headline}
+    fastest = headline["fastest to a result"]
+    assert (fastest.view.variant, fastest.tied_with) == ("reference", ("numpy-cpu `fused`",))
+    names = [row[0] for row in sentences.headline_rows(build_report(records).machines[0])]
+    assert "fastest to a result on cpu: numpy-cpu `reference`, tied with numpy-cpu `fused`" in names
+
+
+def test_resolved_claims_against_the_original_loop_are_stated_with_their_ratio_and_runs():
+    records = [r for r in synthetic_study() if r["identity"]["run_id"][:9] != "torch-cpu"]
+    for repeat in range(1, 6):
+        records.append(synthetic_record("torch", "cpu", repeat, 7.0 + 0.1 * repeat))
+        records.append(synthetic_record("torch", "cpu", repeat, 2.0 + 0.1 * repeat, variant="sync_free", step_ms=0.25))
+    lines = sentences.resolved_claims(build_report(records).machines[0])
+    claim = next(line for line in lines if line.startswith("torch-cpu `sync_free`"))
+    assert claim.startswith("torch-cpu `sync_free`: a time to result of 0.32× (0.29–0.34)")
+    assert "the original loop's, 5 runs against 5" in claim
+
+
+def test_quoted_gpu_numbers_say_what_they_rest_on():
+    from tiny_mlp_bench.report.gpu_archive import quote
+
+    quoted = quote(TEST_DATA.parents[1] / "results" / "archive" / "2026-11-29-h200")
+    assert (quoted.runs, quoted.modified, quoted.not_converged) == (2, 2, 1)
+    report = types.SimpleNamespace(archived_gpu=quoted, no_archive_qualifies=False)
+    line = sentences.archived_gpu_line(report)
+    assert "per step, from 2 runs, 2 of them from a modified tree and 1 of them not converged." in line
+    assert "Its runs read the clock after every epoch, once the GPU had finished." in line
+
+
 def test_the_answer_says_what_was_not_measured():
     report = build_report(synthetic_study(), probes=synthetic_probes(cuda=False))
     machine = report.machines[0]
@@ -401,7 +467,14 @@ def test_report_states_ladder_keras_floor_and_crossovers():
     beats = machine.ladders[0].rung("compiled").beats_seed_from
     # Two runs of 0.1 and 0.2 ms: a t-interval with one degree of freedom, as wide as that is.
     # Beside it the median block, and no share of slow blocks: these records have no canary.
-    compiled = ["[`compiled`](#the-variants)", "141 µs (2–11,561)", "150 µs", "–", "7.1× (unbounded)", "1.8× (unbounded)"]
+    compiled = [
+        "[`compiled`](#the-variants)",
+        "141 µs (2–11,561)",
+        "150 µs",
+        "–",
+        "7.1× (unbounded)",
+        "1.8× (unbounded)",
+    ]
     compiled += ["0.75"]
     assert [*compiled, f"{beats:,}"] in table_rows(text)
     removes = "per-op dispatch and per-call overhead: forward, backward and Adam in one `torch.compile` graph, "
@@ -550,20 +623,28 @@ def test_record_writer_refuses_an_invalid_record(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_neighbours_whose_runs_cannot_be_ordered_share_a_rank():
+def test_rungs_whose_runs_cannot_be_ordered_share_a_letter():
     views = {(v.pair, v.variant): v for v in only_machine(synthetic_study()).views}
-    # A single run cannot be ordered against anything, nor 3 runs against 2: every cpu rung shares one span.
-    assert {v.step_rank for v in views.values()} == {"1–8"}
+    # A single run cannot be ordered against anything, nor 3 runs against 2: every cpu rung shares one letter.
+    assert {v.step_rank for v in views.values()} == {"a"}
     assert views["torch-cpu", "seed"].result_rank != "–"
     found = only_machine(synthetic_study()).views
     assert [v.device for v in found] == ["cpu"] * len(found)  # the cuda runs were skipped
 
 
-def test_ranks_join_only_neighbours_the_exact_test_cannot_order():
-    from tiny_mlp_bench.report.views import ranks
+def test_letters_never_chain_two_rungs_the_exact_test_resolves():
+    from tiny_mlp_bench.report.inference import ratio
+    from tiny_mlp_bench.report.views import letters
 
-    apart = [(1.0, 1.1, 1.2, 1.3, 1.4), (2.0, 2.1, 2.2, 2.3, 2.4), (2.05, 2.15, 2.25, 2.35, 2.45)]
-    assert ranks(apart) == ["1", "2–3", "2–3"]  # 5 v 5 resolves the first pair, not the second
+    def runs(centre):
+        return tuple(centre + 0.01 * i for i in range(5))
+
+    apart = [runs(1.0), runs(2.0), runs(2.02)]
+    assert letters(apart) == ["a", "b", "b"]  # 5 v 5 resolves the first pair, not the second
+    # 1.000 and 1.025 cannot be ordered, nor 1.025 and 1.050, but 1.000 and 1.050 can: two letters, no chain.
+    chain = [runs(1.0), runs(1.025), runs(1.05)]
+    assert ratio(chain[0], chain[2]).resolved and not ratio(chain[0], chain[1]).resolved
+    assert letters(chain) == ["a", "ab", "b"]
 
 
 def test_numbers_carry_the_digits_their_interval_supports():

@@ -200,8 +200,9 @@ VARIANTS = (
         "tf_keras",
         "autotune_off",
         DEVICES,
-        "the pause at the end of `fit` (not the steps: the same pipeline and steps): tf.data autotuning off on "
-        "the dataset tf-keras builds, whose model thread `fit` can wait seconds for when it ends",
+        "the pause at the end of `fit`, which it aims at (the report says whether its runs paused less; not "
+        "the steps: the same pipeline and steps): tf.data autotuning off on the dataset tf-keras builds, whose "
+        "model thread `fit` can wait seconds for when it ends",
         role=Role.PAUSE_FREE,
     ),
     Variant("tf_keras", "xla", DEVICES, "TensorFlow op dispatch, by compiling the step with XLA", default=False),

@@ -16,7 +16,7 @@ from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import Role, pair_name
 from tiny_mlp_bench.question import ASKERS_KERAS, TODAYS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor, KerasFit
-from tiny_mlp_bench.report.inference import Interval, Ratio, ratio
+from tiny_mlp_bench.report.inference import SIGNIFICANCE, Interval, Ratio, ratio, share_test
 from tiny_mlp_bench.report.ladder import Ladder, Rung
 
 DEVICES = catalogue.DEVICES
@@ -72,6 +72,11 @@ class ArchivedGpu:
     step: Interval | None  # their steady-state steps
     method: str  # how its runs timed their blocks
     lacks: tuple[str, ...]  # the question's torch pairs it has no completed seed run of
+    # What the numbers rest on: the completed cuda seed runs, those made from a modified tree (a commit
+    # ending in -dirty) and those that did not converge.
+    runs: int = 0
+    modified: int = 0
+    not_converged: int = 0
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,18 @@ class KerasPause:
     pause_free_variant: str | None  # the rung with autotuning off, where the catalogue has one
     pause_free_runs: int  # its completed runs that timed fit_end
     pause_free_paused: int
+    # Runs that paused after any fit's last epoch, the per-step window's passes included: the asker's
+    # rung's and the pause-free one's, and Fisher's exact test (two-sided) of the two; None where either
+    # rung has no run.
+    seed_paused_anywhere: int = 0
+    pause_free_paused_anywhere: int = 0
+    fisher_p: float | None = None
+
+    @property
+    def pause_free_removes(self) -> bool:
+        """Whether the runs support a claim that the pause-free rung pauses less: Fisher's test passes."""
+        fewer = self.pause_free_paused_anywhere / max(self.pause_free_runs, 1) < self.seed_paused_anywhere / self.runs
+        return self.fisher_p is not None and self.fisher_p < SIGNIFICANCE and fewer
 
 
 @dataclass(frozen=True)
@@ -347,6 +364,13 @@ def keras_pause(runs: pd.DataFrame) -> KerasPause | None:
     if seed.empty:
         return None
     pauses = seed["fit_end_s"].astype(float)
+
+    def paused_anywhere(found: pd.DataFrame) -> int:
+        longest = found[["fit_end_s", "window_fit_end_s"]].astype(float).max(axis=1)
+        return int((longest >= PAUSED_S).sum())
+
+    seed_anywhere, free_anywhere = paused_anywhere(seed), paused_anywhere(pause_free)
+    fisher_p = share_test(seed_anywhere, len(seed), free_anywhere, len(pause_free)) if len(pause_free) else None
     return KerasPause(
         runs=len(seed),
         paused=int((pauses >= PAUSED_S).sum()),
@@ -355,6 +379,9 @@ def keras_pause(runs: pd.DataFrame) -> KerasPause | None:
         pause_free_variant=pause_free_variant,
         pause_free_runs=len(pause_free),
         pause_free_paused=int((pause_free["fit_end_s"].astype(float) >= PAUSED_S).sum()),
+        seed_paused_anywhere=seed_anywhere,
+        pause_free_paused_anywhere=free_anywhere,
+        fisher_p=fisher_p,
     )
 
 

@@ -6,6 +6,7 @@ blocks. Times are compared on the log scale, where a ratio is a difference and t
 slow episodes, which stretch a run by a factor, are roughly symmetric.
 
 - :func:`rung_interval`: the geometric mean of a rung's runs and a t-interval on their logs.
+- :func:`share_test`: Fisher's exact test of how often something happened in two rungs' runs.
 - :func:`ratio`: one rung's runs against another's: the Hodges-Lehmann estimate of their ratio (the
   median of every pairing's log ratio), its interval from inverting the exact Mann-Whitney test,
   and that test's two-sided p-value. Small studies get honest answers: 3 runs against 3 cannot
@@ -76,6 +77,13 @@ def rung_interval(values, confidence: float = CONFIDENCE) -> Interval:
 def exact_test(a, b) -> float:
     """The two-sided p-value of the exact Mann-Whitney test of ``a``'s runs against ``b``'s."""
     return float(stats.mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue)
+
+
+def share_test(happened_a: int, runs_a: int, happened_b: int, runs_b: int) -> float:
+    """The two-sided p-value of Fisher's exact test: whether something happened in a different share of one
+    rung's runs than of another's (Keras 2's pause)."""
+    table = [[happened_a, runs_a - happened_a], [happened_b, runs_b - happened_b]]
+    return float(stats.fisher_exact(table).pvalue)
 
 
 def ratio(a, b, confidence: float = CONFIDENCE) -> Ratio:

@@ -55,12 +55,13 @@ def views_table(m: Machine) -> str:
             v.result_rank,
             duration(v.step),
             v.step_rank,
+            "–" if v.slow_share is None else f"{v.slow_share:.0%}",
             num(v.one_time_s),
         ]
         for v in m.views
     ]
-    header = ["rung", "runs", "time to result", "rank", "per step", "rank", "one-time cost (s)"]
-    return table(header, rows, "lrrrrrr") if rows else ""
+    header = ["rung", "runs", "time to result", "letters", "per step", "letters", "blocks slow", "one-time cost (s)"]
+    return table(header, rows, "lrrrrrrr") if rows else ""
 
 
 def beats_seed(rung: Rung) -> str:
@@ -293,6 +294,7 @@ def machine_page(report: Report, m: Machine) -> dict:
         "question": question_table(m),
         "ratios": ratio_table(m),
         "views": views_table(m),
+        "resolved": sentences.resolved_claims(m),
         "ladder_summary": sentences.ladder_summary(m),
         "floors": sentences.floors_line(m),
         "host_syncs": sentences.host_syncs_line(m),

@@ -172,6 +172,7 @@ def archived_gpu(archive: str, records: list[dict]) -> ArchivedGpu | None:
         quoted = found.runs[(found.runs["status"] == "ok") & (found.runs["device"] == "cuda")]
         methods = {describe_method(r["method"]) for r in seeds if r["identity"]["device"] == "cuda"}
         done = set(found.summary["pair"])
+        ran = [r for r in seeds if r["identity"]["device"] == "cuda" and r["status"] == "ok"]
         return ArchivedGpu(
             archive=archive,
             host=found.label,
@@ -181,6 +182,9 @@ def archived_gpu(archive: str, records: list[dict]) -> ArchivedGpu | None:
             step=seed.step,
             method="; ".join(sorted(methods)),
             lacks=tuple(p for p in (pair_name(TORCH, d) for d in DEVICES) if p not in done),
+            runs=len(ran),
+            modified=sum(str(r["environment"].get("git_commit") or "").endswith("-dirty") for r in ran),
+            not_converged=sum(not (r["quality"] or {}).get("converged") for r in ran),
         )
     return None
 

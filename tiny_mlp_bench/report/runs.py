@@ -147,6 +147,8 @@ def run_row(record: dict, machine: str, machine_canary: float | None = None) -> 
         "fit_predict_s": timings.get("fit_predict_s"),
         **{f"{phase}_s": timings["phases_s"].get(phase) for phase in PHASES},
         "first_block_s": blocks[0] if blocks else None,
+        # Keras: the longest pause after the last epoch of the window's passes (each a fit of its own).
+        "window_fit_end_s": max((timings.get("steady") or {}).get("fit_end_s") or [math.nan]),
         **estimates,
         # The first block's time beyond what its steps take at the mean pace: warm-up, tracing, compilation.
         "first_block_excess_s": blocks[0] - block_steps[0] * mean_s if mean_s is not None and block_steps else None,

@@ -84,10 +84,14 @@ def gpu_line(report: Report, m: Machine) -> str:
     """The GPU against the CPU for the original torch loop: here, or quoted from an archive."""
     cuda, cpu = seed_view(m, TORCH, "cuda"), seed_view(m, TORCH, "cpu")
     if cuda and cpu:
-        head = f"the original torch loop took {duration(cuda.result)} on the GPU, {duration(cpu.result)} on the CPU."
+        head = (
+            f"the original torch loop reached a result in {duration(cuda.result)} on the GPU, "
+            f"{duration(cpu.result)} on the CPU."
+        )
         return f"{head} {verdict('The GPU', m.answer.gpu.ratio, 'the CPU')}"
     if cuda:
-        return f"the original torch loop took {duration(cuda.result)} on the GPU; no run on this CPU completed."
+        on_gpu = duration(cuda.result)
+        return f"the original torch loop reached a result in {on_gpu} on the GPU; no run on this CPU completed."
     return f"no GPU run of the original loop completed here. {archived_gpu_line(report)}"
 
 
@@ -100,9 +104,15 @@ def archived_gpu_line(report: Report) -> str:
         return "No archive was asked for one."
     step = f", {duration(g.step)} per step" if g.step else ""
     lacks = f" It has no {' or '.join(g.lacks)} run, so it gives no ratio to a CPU." if g.lacks else ""
+    caveats = [
+        f"{n} of them {what}"
+        for n, what in ((g.modified, "from a modified tree"), (g.not_converged, "not converged"))
+        if n
+    ]
+    rests = f"{g.runs} runs" + (f", {' and '.join(caveats)}" if caveats else "")
     return (
         f"The archive `{g.archive}` ({g.gpu}, host `{g.host}`, {g.date}) ran it on the GPU: "
-        f"{duration(g.result)} to a result{step}. Its runs {g.method}.{lacks}"
+        f"{duration(g.result)} to a result{step}, from {rests}. Its runs {g.method}.{lacks}"
     )
 
 
@@ -113,13 +123,17 @@ def keras_line(m: Machine) -> str:
     if not (keras and torch and k.ratio):
         missing = KERAS_2 if not keras else "torch"
         return f"not measured here: no completed {missing} run of the original loop on the CPU."
-    head = f"on the CPU, {KERAS_2}'s `fit` took {duration(keras.result)}, the torch loop {duration(torch.result)}."
+    head = (
+        f"on the CPU, {KERAS_2}'s `fit` reached a result in {duration(keras.result)}, "
+        f"the torch loop in {duration(torch.result)}."
+    )
     text = f"{head} {verdict('Keras', k.ratio, 'the torch loop')}"
     pause = k.pause
     if pause and pause.paused and k.ratio_without_pauses:
         text += (
             f" In {pause.paused} of {pause.runs} runs `fit` paused up to {seconds(pause.longest_s)} after its last"
-            f" epoch, waiting on tf.data. Without those pauses it took {times(k.ratio_without_pauses)} torch's time."
+            f" epoch, waiting on tf.data. Less those pauses, its time to result is {times(k.ratio_without_pauses)}"
+            " the torch loop's."
         )
     return text
 
@@ -164,7 +178,8 @@ def aa_line(m: Machine) -> str | None:
 
 
 def pause_line(m: Machine) -> list[str]:
-    """Each rung whose runs split by a pause after the last epoch: how often, and how long."""
+    """Each rung whose runs split by a pause after the last epoch: how often, and how long; and whether
+    Keras 2's rung with autotuning off paused less, as Fisher's exact test says."""
     lines = []
     for rung in m.answer.paused:
         longest = max(r.fit_end_s for r in rung.runs if r.paused)
@@ -172,6 +187,17 @@ def pause_line(m: Machine) -> list[str]:
             f"{rung.pair} `{rung.variant}` paused {seconds(PAUSED_S)} or more after its last epoch in "
             f"{rung.paused} of {len(rung.runs)} runs, up to {seconds(longest)}."
         )
+    pause = m.answer.keras.pause
+    if pause and pause.fisher_p is not None:
+        seen = (
+            f"`{pause.pause_free_variant}` paused after the last epoch of a `fit` (the per-step window's "
+            f"included) in {pause.pause_free_paused_anywhere} of {pause.pause_free_runs} runs, `seed` in "
+            f"{pause.seed_paused_anywhere} of {pause.runs} (Fisher's exact test, p = {pause.fisher_p:.2g})"
+        )
+        verdict_text = (
+            "it removes the pause" if pause.pause_free_removes else "too few runs to tell whether it removes it"
+        )
+        lines.append(f"{KERAS_2}: {seen}: {verdict_text}.")
     return lines
 
 
@@ -182,6 +208,8 @@ def headline_rows(m: Machine) -> list[list[str]]:
     for row in m.headline:
         v = row.view
         name = rung_name(v) if row.role == "question" else f"{row.role} on {v.device}: {v.pair} `{v.variant}`"
+        if row.tied_with:
+            name += f", tied with {tied(row.tied_with)}"
         runs = str(v.result.runs if v.result else 0)
         to_result, per_step = (
             (duration(v.result), relative(v.result_vs_seed)),
@@ -189,6 +217,26 @@ def headline_rows(m: Machine) -> list[list[str]]:
         )
         rows.append([name, runs, *to_result, *per_step])
     return rows
+
+
+def resolved_claims(m: Machine) -> list[str]:
+    """Each rung whose runs the exact test resolves from the original torch loop's on its device, in time
+    to result or per step: the claim, its ratio with its interval, and the runs on each side."""
+    lines = []
+    for v in m.views:
+        found = [
+            f"{what} {times(r)} the original loop's, {r.runs[0]} runs against {r.runs[1]}"
+            for what, r in (("a time to result of", v.result_vs_seed), ("a time per step of", v.step_vs_seed))
+            if r is not None and r.resolved
+        ]
+        if found and catalogue.role_of(v.framework, v.variant) != Role.AA_CONTROL:
+            lines.append(f"{v.pair} `{v.variant}`: {'; '.join(found)}.")
+    return lines
+
+
+def tied(rungs: tuple[str, ...]) -> str:
+    """The rungs a fastest one cannot be told apart from: named, or counted where they are many."""
+    return " and ".join(rungs) if len(rungs) <= 2 else f"{len(rungs)} others"
 
 
 def relative(found: Ratio | None) -> str:

@@ -1,5 +1,5 @@
 """Every completed rung in the two views a user chooses by, time to result and time per step, each
-over its runs with its interval; each rung's rank, shared with the neighbours its runs cannot order;
+over its runs with its interval; each rung's letters, shared with the rungs its runs cannot order;
 and the headline, the few rows the report's first screen shows.
 
 Numbers only: the wording and the cells are markdown.py's and sentences.py's.
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from tiny_mlp_bench import catalogue
+from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.inference import Interval, Ratio, ratio
 from tiny_mlp_bench.report.ladder import one_time_s
@@ -34,41 +35,47 @@ class View:
     result_vs_seed: Ratio | None
     step_vs_seed: Ratio | None
     one_time_s: float | None  # set-up and first-block excess (medians)
-    result_rank: str  # "3", or "2-4" (an en dash) where its runs cannot be ordered against a neighbour's
+    result_rank: str  # its letters ("a", "ab"): rungs that share a letter cannot be ordered
     step_rank: str
+    result_values: tuple[float, ...]  # each run's time to result, what a ratio to another rung is made of
+    step_values: tuple[float, ...]
+    slow_share: float | None  # the share of its windows' blocks the canary marked slow, over its runs
     hand_written: bool  # the NumPy and numba loops, which no library writes for a user
 
 
 @dataclass(frozen=True)
 class HeadlineRow:
-    """A row of the first screen's table: what it is, and its view."""
+    """A row of the first screen's table: what it is, and its view; for a device's fastest, the rungs
+    whose runs it cannot be told apart from (a tie)."""
 
     role: str  # "question", "fastest to a result" or "fastest per step"
     view: View
+    tied_with: tuple[str, ...] = ()  # "pair `variant`" of each rung tied with it
 
 
-def ranks(values: list[tuple[float, ...]]) -> list[str]:
-    """Ranks of rungs already sorted fastest first; a run of neighbours whose ratio the exact test does not
-    resolve shares one span of ranks, "2-4" (an en dash)."""
-    groups: list[list[int]] = []
-    for i, found in enumerate(values):
-        if groups and not ratio(found, values[i - 1]).resolved:
-            groups[-1].append(i)
-        else:
-            groups.append([i])
-    text = {}
-    for group in groups:
-        first, last = group[0] + 1, group[-1] + 1
-        for i in group:
-            text[i] = str(first) if first == last else f"{first}–{last}"
-    return [text[i] for i in range(len(values))]
+def letters(values: list[tuple[float, ...]]) -> list[str]:
+    """A compact letter display of rungs already sorted fastest first: two rungs share a letter where the
+    exact test does not resolve them, so a letter never chains a rung to one it resolves from.
+
+    Each letter is a longest run of neighbours every two of which are unresolved, kept where no
+    earlier letter's run holds it; the first letter goes to the fastest."""
+    unresolved = [[not ratio(a, b).resolved for b in values] for a in values]
+    groups: list[range] = []
+    for first in range(len(values)):
+        last = first
+        while last + 1 < len(values) and all(unresolved[i][last + 1] for i in range(first, last + 1)):
+            last += 1
+        if not groups or last > groups[-1][-1]:
+            groups.append(range(first, last + 1))
+    names = "abcdefghijklmnopqrstuvwxyz"
+    return ["".join(names[g] for g, group in enumerate(groups) if i in group) for i in range(len(values))]
 
 
 def ranked(rows: pd.DataFrame, estimate: str, column: str) -> pd.Series:
-    """The rank text of each of ``rows`` by ``column``'s runs, fastest first by ``estimate``."""
+    """The letters of each of ``rows`` by ``column``'s runs, fastest first by ``estimate``."""
     timed = rows[rows[estimate].notna()].sort_values([estimate, "pair", "variant"])
     found = pd.Series("–", index=rows.index, dtype=object)
-    found[timed.index] = ranks(list(timed[column]))
+    found[timed.index] = letters(list(timed[column]))
     return found
 
 
@@ -101,6 +108,9 @@ def views(summary: pd.DataFrame) -> tuple[View, ...]:
                     one_time_s=one_time_s(s.setup_s, s.first_block_excess_s),
                     result_rank=s.result_rank,
                     step_rank=s.step_rank,
+                    result_values=s.result_values if isinstance(s.result_values, tuple) else (),
+                    step_values=s.step_values if isinstance(s.step_values, tuple) else (),
+                    slow_share=None if pd.isna(s.slow_share) else float(s.slow_share),
                     hand_written=s.framework in hand_written,
                 )
             )
@@ -115,20 +125,27 @@ def vs(values: tuple[float, ...], seed, column: str, is_seed: bool) -> Ratio | N
 
 def headline(found: tuple[View, ...]) -> tuple[HeadlineRow, ...]:
     """The first screen's rows: the question's rungs measured here, then each device's fastest rung to a
-    result and per step where another rung is; eight at most."""
+    result and per step where another rung is; eight at most. The fastest is never the A/A control
+    (it runs another rung's code), and it names the rungs its runs cannot be told apart from."""
     rows = []
     for device in catalogue.DEVICES:
         on = [v for v in found if v.device == device]
         for framework, variant in QUESTION_RUNGS:
             rows += [HeadlineRow("question", v) for v in on if (v.framework, v.variant) == (framework, variant)]
     for device in catalogue.DEVICES:
-        on = [v for v in found if v.device == device]
+        on = [v for v in found if v.device == device and catalogue.role_of(v.framework, v.variant) != Role.AA_CONTROL]
         shown = {(r.view.pair, r.view.variant) for r in rows}
         for role, key in (("fastest to a result", "result"), ("fastest per step", "step")):
-            timed = [v for v in on if getattr(v, key) is not None]
-            if timed:
-                best = min(timed, key=lambda v: getattr(v, key).estimate)
-                if (best.pair, best.variant) not in shown:
-                    rows.append(HeadlineRow(role, best))
-                    shown.add((best.pair, best.variant))
+            timed = sorted((v for v in on if getattr(v, key) is not None), key=lambda v: getattr(v, key).estimate)
+            if not timed:
+                continue
+            best, values = timed[0], f"{key}_values"
+            ties = tuple(
+                f"{v.pair} `{v.variant}`"
+                for v in timed[1:]
+                if len(getattr(v, values)) and not ratio(getattr(best, values), getattr(v, values)).resolved
+            )
+            if (best.pair, best.variant) not in shown:
+                rows.append(HeadlineRow(role, best, ties))
+                shown.add((best.pair, best.variant))
     return tuple(rows[:8])
