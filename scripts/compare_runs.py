@@ -1,25 +1,40 @@
 #!/usr/bin/env python3
-"""Compare this study's run records with an archived study's, rung by rung, per step.
+"""Compare this study's run records with an archived study's, rung by rung, in time to result and per step.
 
-For every rung timed on either side: each side's geometric mean over its runs with a 95% interval,
-the ratio of this study's step to the archive's with its 95% interval and the exact Mann-Whitney
-p-value, and a verdict that says "faster" or "slower" only where the interval excludes 1 and the test
-passes at 5% (tiny_mlp_bench/report/compare.py). Then, for every Keras rung, its pause at the end of
-fit (the fit_end phase) on both sides. Writes Markdown to stdout, or to --output.
+For every rung timed on either side, in each view: each side's geometric mean over its runs with a
+95% interval, the ratio of this study's to the archive's with its 95% interval and the exact
+Mann-Whitney p-value, and a verdict that says "faster" or "slower" only where the test resolves it and
+the ratio lies outside the noise band of results/archive/noise-band.json
+(tiny_mlp_bench/report/compare.py). Then, for every Keras rung, its pause at the end of fit (the
+fit_end phase) on both sides. Writes Markdown to stdout, or to --output.
 
-Usage: python scripts/compare_runs.py results/archive/2026-11-30-cpu-2core/runs [--this results/runs]
+With --write-noise-band, the two sides are taken as two studies of the same code, and the band they
+show is written to that file instead (docs/method.md says where the project's comes from).
+
+Usage: python scripts/compare_runs.py results/archive/<name>/runs [--this results/runs]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from tiny_mlp_bench.atomic import write_text_atomic
 from tiny_mlp_bench.records import RecordError
-from tiny_mlp_bench.report.cells import num, span, table, us
-from tiny_mlp_bench.report.compare import FitEndPause, RungChange, compare, fit_end_pauses, read_runs, versions
+from tiny_mlp_bench.report.cells import duration, num, span, table
+from tiny_mlp_bench.report.compare import (
+    VIEWS,
+    FitEndPause,
+    NoiseBand,
+    RungChange,
+    compare,
+    fit_end_pauses,
+    noise_band,
+    read_runs,
+    versions,
+)
 from tiny_mlp_bench.report.inference import Interval, Ratio
 
 
@@ -30,9 +45,8 @@ def bounds(low, high, cell) -> str:
 
 def side_cells(side: Interval | None) -> list[str]:
     if side is None:
-        return ["–", "–", "0"]
-    interval = "–" if side.runs < 2 else bounds(side.low, side.high, us)
-    return [us(side.estimate), interval, str(side.runs)]
+        return ["–", "0"]
+    return [duration(side), str(side.runs)]
 
 
 def ratio_cells(found: Ratio | None) -> list[str]:
@@ -66,17 +80,41 @@ def pause_section(pauses: list[FitEndPause]) -> list[str]:
     ]
 
 
-def row(change: RungChange) -> list[str]:
-    sides = [*side_cells(change.side(change.this)), *side_cells(change.side(change.archive))]
-    return [f"{change.pair} `{change.variant}`", *sides, *ratio_cells(change.ratio), change.verdict]
+VIEW_NAMES = {"result": "time to result", "step": "per step"}
+
+
+def rows(change: RungChange, band: NoiseBand | None) -> list[list[str]]:
+    found = []
+    for view in VIEWS:
+        ours, theirs = change.this.get(view, ()), change.archive.get(view, ())
+        if not ours and not theirs:
+            continue
+        sides = [*side_cells(change.side(ours)), *side_cells(change.side(theirs))]
+        cells = [*sides, *ratio_cells(change.ratio(view)), change.verdict(view, band)]
+        found.append([f"{change.pair} `{change.variant}`", VIEW_NAMES[view], *cells])
+    return found
+
+
+def band_line(band: NoiseBand | None) -> str:
+    if band is None:
+        return "No noise band has been measured (results/archive/noise-band.json): a resolved change is called."
+    return (
+        f"A resolved ratio inside the noise band, ×{band.ratio:.2f} either way, is not called a change: two "
+        f"studies of the same code on one kind of machine ({band.source}) were that far apart."
+    )
 
 
 def render(
-    changes: list[RungChange], pauses: list[FitEndPause], this: list[dict], archive: list[dict], archive_dir: Path
+    changes: list[RungChange],
+    pauses: list[FitEndPause],
+    this: list[dict],
+    archive: list[dict],
+    archive_dir: Path,
+    band: NoiseBand | None,
 ) -> str:
-    rows = [row(c) for c in changes]
-    header = ["rung", "this µs / step", "95% interval", "runs", "archive µs / step", "95% interval", "runs"]
-    header += ["this / archive", "95% interval", "p", "verdict"]
+    found = [row for c in changes for row in rows(c, band)]
+    header = ["rung", "view", "this study", "runs", "archive", "runs", "this / archive", "95% interval", "p"]
+    header += ["verdict"]
     return "\n".join(
         [
             f"# This study against {archive_dir}",
@@ -84,12 +122,12 @@ def render(
             f"- This study: {versions(this)}",
             f"- The archive: {versions(archive)}",
             "",
-            "Steady-state µs per optimiser step: the geometric mean of the runs, with a 95% t-interval on their "
-            "logs. The ratio is Hodges–Lehmann's, with the 95% interval of the exact Mann–Whitney test inverted, "
-            "and p is that test's. A change is called faster or slower only where the interval excludes 1 and "
-            "p < 0.05; 3 runs against 3 cannot get there (their least p is 0.10).",
+            "Each rung's time to result and time per step: the geometric mean of the runs, with a 95% t-interval "
+            "on their logs. The ratio is Hodges–Lehmann's, with the 95% interval of the exact Mann–Whitney test "
+            "inverted, and p is that test's. A change is called faster or slower only where the interval excludes "
+            "1 and p < 0.05; 3 runs against 3 cannot get there (their least p is 0.10). " + band_line(band),
             "",
-            table(header, rows, "lrrrrrrrrrl"),
+            table(header, found, "llrrrrrrrl"),
             "",
             *pause_section(pauses),
         ]
@@ -101,18 +139,38 @@ def main(argv=None) -> int:
     parser.add_argument("archive", type=Path, help="the archived study's run records (its runs/ folder)")
     parser.add_argument("--this", type=Path, default=Path("results/runs"), help="this study's run records")
     parser.add_argument("--output", type=Path, help="Markdown file to write instead of stdout")
+    parser.add_argument(
+        "--write-noise-band",
+        type=Path,
+        metavar="PATH",
+        help="take the two sides as studies of the same code and write the noise band they show to PATH",
+    )
     args = parser.parse_args(argv)
     try:
         this, archive = read_runs(args.this), read_runs(args.archive)
     except RecordError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    text = render(compare(this, archive), fit_end_pauses(this, archive), this, archive, args.archive)
+    if args.write_noise_band:
+        studies = tuple(study(folder, records) for folder, records in ((args.this, this), (args.archive, archive)))
+        found = noise_band(compare(this, archive), studies)
+        write_text_atomic(args.write_noise_band, json.dumps(found, indent=1, ensure_ascii=False) + "\n")
+        print(f"{args.write_noise_band}: a noise band of ×{found['band']:.2f}")
+        return 0
+    band = NoiseBand.read()
+    text = render(compare(this, archive), fit_end_pauses(this, archive), this, archive, args.archive, band)
     if args.output:
         write_text_atomic(args.output, text)
     else:
         sys.stdout.write(text)
     return 0
+
+
+def study(runs: Path, records: list[dict]) -> dict:
+    """Where a side of a noise band comes from: its folder's name and the commits its records ran at."""
+    folder = runs.resolve().parent if runs.name == "runs" else runs.resolve()
+    commits = sorted({str(r["environment"].get("git_commit")) for r in records})
+    return {"name": folder.name, "commits": commits}
 
 
 if __name__ == "__main__":

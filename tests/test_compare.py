@@ -1,15 +1,14 @@
-"""The compare command: this study against an archive, per rung, a change called only beyond the noise."""
+"""The compare command: this study against an archive, per rung and view, a change called only beyond the noise."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from conftest import run_script, synthetic_record, table_rows
 from tiny_mlp_bench.records import write_record
-from tiny_mlp_bench.report.compare import compare
+from tiny_mlp_bench.report.compare import NOISE_BAND, NoiseBand, compare, noise_band
 
 
 def runs(variant: str, steps_ms: list[float], framework: str = "torch") -> list[dict]:
@@ -39,16 +38,42 @@ THIS = [
 def test_a_change_is_called_only_where_the_runs_resolve_it():
     found = {(c.pair, c.variant): c for c in compare(THIS, ARCHIVE)}
     seed = found["torch-cpu", "seed"]
-    assert seed.verdict == "faster" and seed.ratio.estimate == pytest.approx(0.5, rel=0.05)
-    assert seed.ratio.high < 1 and seed.ratio.p_value == pytest.approx(2 / 252)  # the exact test's least at 5 v 5
-    assert found["torch-cpu", "sync_free"].verdict == "slower"
-    assert found["torch-cpu", "compiled"].verdict == "not resolved by 5 and 5 runs"
+    assert seed.verdict("step", None) == "faster" and seed.ratio("step").estimate == pytest.approx(0.5, rel=0.05)
+    assert seed.ratio("step").high < 1 and seed.ratio("step").p_value == pytest.approx(2 / 252)  # least at 5 v 5
+    assert found["torch-cpu", "sync_free"].verdict("step", None) == "slower"
+    assert found["torch-cpu", "compiled"].verdict("step", None) == "not resolved by 5 and 5 runs"
     # Every run of one side below every run of the other, yet the exact test's p is 0.10: nothing is bounded.
     resident = found["torch-cpu", "resident"]
-    assert resident.verdict == "not resolved by 3 and 3 runs" and resident.ratio.p_value == pytest.approx(0.1)
-    assert resident.ratio.low is None and resident.ratio.high is None
-    assert found["numpy-cpu", "reference"].verdict == "not resolved by 1 and 1 runs"
-    assert found["keras-cpu", "seed"].verdict == "only in the archive" and found["keras-cpu", "seed"].ratio is None
+    assert resident.verdict("step", None) == "not resolved by 3 and 3 runs"
+    assert resident.ratio("step").p_value == pytest.approx(0.1)
+    assert resident.ratio("step").low is None and resident.ratio("step").high is None
+    assert found["numpy-cpu", "reference"].verdict("step", None) == "not resolved by 1 and 1 runs"
+    keras = found["keras-cpu", "seed"]
+    assert keras.verdict("step", None) == "only in the archive" and keras.ratio("step") is None
+    # Time to result beside per step: every synthetic run took 2 s to a result, on both sides.
+    assert seed.ratio("result").estimate == pytest.approx(1.0)
+
+
+def test_a_resolved_change_inside_the_noise_band_is_not_called():
+    seed = next(c for c in compare(THIS, ARCHIVE) if (c.pair, c.variant) == ("torch-cpu", "seed"))
+    assert seed.verdict("step", NoiseBand(2.5, "two studies")) == "within the noise band (×2.50)"
+    assert seed.verdict("step", NoiseBand(1.5, "two studies")) == "faster"  # 0.5 lies outside 1/1.5 to 1.5
+
+
+def test_the_noise_band_is_the_largest_ratio_of_two_studies_of_the_same_code_less_compiled_rungs():
+    found = noise_band(compare(THIS, ARCHIVE), ({"name": "a"}, {"name": "b"}))
+    # seed 0.5x and sync_free 2x per step are the largest; compiled (1.3x its runs apart) is left out.
+    assert found["band"] == pytest.approx(2.0, rel=0.05)
+    assert not any("compiled" in rung for rung in found["ratios"])
+    assert found["ratios"]["torch-cpu `seed` result"] == pytest.approx(1.0)
+
+
+def test_the_projects_noise_band_names_its_studies_and_docs_method_names_it():
+    band = NoiseBand.read(NOISE_BAND)
+    assert band is not None and band.ratio > 1
+    method = (Path(__file__).parents[1] / "docs" / "method.md").read_text()
+    assert "results/archive/noise-band.json" in method
+    assert all(name in method for name in band.source.split(" and "))
 
 
 def write_runs(folder: Path, records: list[dict]) -> Path:
@@ -58,24 +83,33 @@ def write_runs(folder: Path, records: list[dict]) -> Path:
     return folder
 
 
-def test_the_command_writes_a_table_per_rung(tmp_path):
+def test_the_command_writes_a_row_per_rung_and_view(tmp_path):
     archive = write_runs(tmp_path / "archive" / "runs", ARCHIVE)
     this = write_runs(tmp_path / "results" / "runs", THIS)
     result = run_script("compare_runs.py", archive, "--this", this)
     assert result.returncode == 0, result.stderr
     steps = result.stdout.split("## Keras's pause at the end of fit")[0]
-    rows = {row[0]: row[1:] for row in table_rows(steps)}
-    seed = rows["torch-cpu `seed`"]
-
-    def geometric_mean_us(steps_ms: list[float]) -> str:
-        return f"{np.exp(np.mean(np.log(steps_ms))) * 1000:.1f}"
-
-    assert seed[0] == geometric_mean_us([0.5, 0.55, 0.45, 0.52, 0.48]) and seed[2] == "5"
-    assert seed[3] == geometric_mean_us([1.0, 1.1, 0.9, 1.05, 0.95]) and seed[5] == "5"
-    assert seed[6] == "0.50" and seed[8] == "0.008" and seed[9] == "faster"
-    assert rows["torch-cpu `resident`"][7:] == ["unbounded–unbounded", "0.100", "not resolved by 3 and 3 runs"]
-    only_archived = ["–", "–", "0", "2000.0", "2000.0–2000.0", "2", "–", "–", "–", "only in the archive"]
-    assert rows["keras-cpu `seed`"] == only_archived
+    rows = {(row[0], row[1]): row[2:] for row in table_rows(steps)}
+    seed = rows["torch-cpu `seed`", "per step"]
+    assert seed[1] == "5" and seed[3] == "5"
+    assert seed[4] == "0.50" and seed[6] == "0.008" and seed[7] == "faster"  # outside the project's noise band
+    assert rows["torch-cpu `seed`", "time to result"][4] == "1.00"
+    assert rows["torch-cpu `resident`", "per step"][5:] == [
+        "unbounded–unbounded",
+        "0.100",
+        "not resolved by 3 and 3 runs",
+    ]
+    assert rows["keras-cpu `seed`", "per step"] == [
+        "–",
+        "0",
+        "2.00 ms (2.00–2.00)",
+        "2",
+        "–",
+        "–",
+        "–",
+        "only in the archive",
+    ]
+    assert "the noise band, ×" in steps
 
 
 def with_fit_end(records: list[dict], pauses_s: list[float]) -> list[dict]:
@@ -94,8 +128,8 @@ def test_the_command_shows_each_keras_rungs_pause_at_the_end_of_fit(tmp_path):
     result = run_script("compare_runs.py", archive, "--this", this)
     assert result.returncode == 0, result.stderr
     steps, pauses = result.stdout.split("## Keras's pause at the end of fit")
-    keras_2_steps = next(row for row in table_rows(steps) if row[0] == "tf_keras-cpu `seed`")
-    assert keras_2_steps[1:7] == ["2000.0", "2000.0–2000.0", "3", "2000.0", "–", "1"]  # as before
+    keras_2_steps = next(row for row in table_rows(steps) if row[:2] == ["tf_keras-cpu `seed`", "per step"])
+    assert keras_2_steps[2:6] == ["2.00 ms (2.00–2.00)", "3", "2.00 ms (1 run)", "1"]  # as before
     # Only the Keras rungs, this study's first; a dash where a side's records have no fit_end.
     assert table_rows(pauses)[2:] == [
         ["tf_keras-cpu `seed`", "12.200", "0.050–20.200", "–", "–"],

@@ -1,17 +1,20 @@
 """This study against an archived one, rung by rung: did a new torch, driver or machine make it faster?
 
-Each side's rung is its runs' steady-state steps: their geometric mean with a t-interval on their logs,
-and the ratio of this study's to the archive's by Hodges-Lehmann, with the interval from inverting the
-exact Mann-Whitney test (report/inference.py). A rung is called faster or slower only where that
-interval excludes 1 and the exact test passes at 5%; otherwise the runs do not resolve it, and the
-verdict says with how many. 3 runs against 3 never resolve anything (the exact test's least p is 0.10).
+Each side's rung is its runs' times to result and per-step times: their geometric means with a
+t-interval on their logs, and the ratio of this study's to the archive's by Hodges-Lehmann, with the
+interval from inverting the exact Mann-Whitney test (report/inference.py). A rung is called faster or
+slower only where that test resolves the ratio and the ratio lies outside the noise band: the largest
+ratio two studies of the same code showed on one kind of machine (NoiseBand, read from
+results/archive/noise-band.json, which `compare_runs.py --write-noise-band` makes from two such
+studies). 3 runs against 3 never resolve anything (the exact test's least p is 0.10).
 
-Beside the steps, each Keras rung's pause at the end of ``fit`` (the fit_end phase, from the last
+Beside them, each Keras rung's pause at the end of ``fit`` (the fit_end phase, from the last
 epoch's end to ``fit`` returning, inside all epochs): Keras 2 at times pauses there for many seconds.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,35 +25,57 @@ from tiny_mlp_bench.records import RecordError, read_record
 from tiny_mlp_bench.report.inference import Interval, Ratio, ratio, rung_interval
 from tiny_mlp_bench.report.runs import fast_canary, run_row, summarize
 
-SIDES = ("this", "archive")
 KERAS_FRAMEWORKS = frozenset(f.name for f in catalogue.FRAMEWORKS if f.keras is not None)
+
+
+NOISE_BAND = Path(__file__).resolve().parents[2] / "results" / "archive" / "noise-band.json"
+VIEWS = ("result", "step")
+
+
+@dataclass(frozen=True)
+class NoiseBand:
+    """The largest ratio (above 1) that two studies of the same code showed, and where it was measured."""
+
+    ratio: float
+    source: str
+
+    @classmethod
+    def read(cls, path: Path = NOISE_BAND) -> NoiseBand | None:
+        """The band written at ``path``; None where none was measured."""
+        if not path.is_file():
+            return None
+        found = json.loads(path.read_text())
+        return cls(float(found["band"]), f"{found['studies'][0]['name']} and {found['studies'][1]['name']}")
 
 
 @dataclass(frozen=True)
 class RungChange:
-    """One rung as measured on both sides: each side's runs' steady steps (s), empty on a side without it."""
+    """One rung as measured on both sides, per view: each side's runs' times to result (``result``) and
+    per-step times (``step``), in seconds; empty on a side without the rung."""
 
     pair: str
     variant: str
-    this: tuple[float, ...]
-    archive: tuple[float, ...]
+    this: dict[str, tuple[float, ...]]
+    archive: dict[str, tuple[float, ...]]
 
-    def side(self, steps: tuple[float, ...]) -> Interval | None:
-        return rung_interval(steps) if steps else None
+    def side(self, values: tuple[float, ...]) -> Interval | None:
+        return rung_interval(values) if values else None
 
-    @property
-    def ratio(self) -> Ratio | None:
-        """This side's step over the archive's, with its interval and the exact test."""
-        return ratio(self.this, self.archive) if self.this and self.archive else None
+    def ratio(self, view: str) -> Ratio | None:
+        """This side's time over the archive's in ``view``, with its interval and the exact test."""
+        ours, theirs = self.this.get(view, ()), self.archive.get(view, ())
+        return ratio(ours, theirs) if ours and theirs else None
 
-    @property
-    def verdict(self) -> str:
-        if not self.this or not self.archive:
-            return f"only in {'the archive' if not self.this else 'this study'}"
-        found = self.ratio
-        if found.resolved:
-            return "faster" if found.estimate < 1 else "slower"
-        return f"not resolved by {len(self.this)} and {len(self.archive)} runs"
+    def verdict(self, view: str, band: NoiseBand | None) -> str:
+        ours, theirs = self.this.get(view, ()), self.archive.get(view, ())
+        if not ours or not theirs:
+            return f"only in {'the archive' if not ours else 'this study'}"
+        found = self.ratio(view)
+        if not found.resolved:
+            return f"not resolved by {len(ours)} and {len(theirs)} runs"
+        if band is not None and 1 / band.ratio <= found.estimate <= band.ratio:
+            return f"within the noise band (×{band.ratio:.2f})"
+        return "faster" if found.estimate < 1 else "slower"
 
 
 def read_runs(folder: Path) -> list[dict]:
@@ -61,27 +86,44 @@ def read_runs(folder: Path) -> list[dict]:
     return [read_record(path) for path in paths]
 
 
-def steps_per_rung(records: list[dict]) -> dict[tuple[str, str], tuple[float, ...]]:
-    """Per (pair, variant), in ladder order: the steady-state step of each completed run that has one."""
+def values_per_rung(records: list[dict]) -> dict[tuple[str, str], dict[str, tuple[float, ...]]]:
+    """Per (pair, variant), in ladder order: its runs' times to result (less a cold compilation beside warm
+    runs, as the report's) and per-step times."""
     canary = fast_canary(records)  # each side's per-step window scaled to its own machine's fast state
-    runs = pd.DataFrame([run_row(r, "", canary) for r in records])
-    done = runs[runs["status"] == "ok"].dropna(subset=["step_s"])
+    summary = summarize(pd.DataFrame([run_row(r, "", canary) for r in records]))
     found = {}
-    for s in summarize(runs).itertuples():
-        steps = done[(done["pair"] == s.pair) & (done["variant"] == s.variant)]["step_s"].astype(float)
-        if len(steps):
-            found[s.pair, s.variant] = tuple(steps)
+    for s in summary.itertuples():
+        views = {view: getattr(s, f"{view}_values") for view in VIEWS}
+        views = {view: tuple(v) for view, v in views.items() if isinstance(v, tuple) and v}
+        if views:
+            found[s.pair, s.variant] = views
     return found
 
 
 def compare(this: list[dict], archive: list[dict]) -> list[RungChange]:
     """Every rung timed on either side, in this study's ladder order, then the archive's leftovers."""
-    ours, theirs = steps_per_rung(this), steps_per_rung(archive)
+    ours, theirs = values_per_rung(this), values_per_rung(archive)
     keys = list(ours) + [key for key in theirs if key not in ours]
     return [
-        RungChange(pair, variant, ours.get((pair, variant), ()), theirs.get((pair, variant), ()))
+        RungChange(pair, variant, ours.get((pair, variant), {}), theirs.get((pair, variant), {}))
         for pair, variant in keys
     ]
+
+
+def noise_band(changes: list[RungChange], names: tuple[dict, dict]) -> dict:
+    """The noise band two studies of the same code give: over every rung both ran whose code compiles
+    nothing (a compiled rung's cache is part of what it times), in both views, the largest Hodges-Lehmann
+    ratio, turned to be above 1; with every ratio it was the largest of."""
+    ratios = {}
+    for change in changes:
+        listed = catalogue.variant(change.pair.split("-")[0], change.variant)
+        if listed.compiles:
+            continue
+        for view in VIEWS:
+            if found := change.ratio(view):
+                ratios[f"{change.pair} `{change.variant}` {view}"] = round(found.estimate, 4)
+    band = max((max(r, 1 / r) for r in ratios.values()), default=1.0)
+    return {"band": round(band, 4), "studies": list(names), "ratios": ratios}
 
 
 @dataclass(frozen=True)
