@@ -679,7 +679,7 @@ def test_load_around_the_runs_is_reported_as_ranges():
     assert machine.load["peak_host_memory_mb"] == (512.0, 900.0)
     assert pd.isna(machine.load["peak_gpu_memory_mb"][1])  # no run used a GPU
     rows = table_rows(render_markdown(build_report([*synthetic_study(), busy, old])))
-    assert ["load average (1 min)", "0.50–2.50 at start, 1.50 at end"] in rows
+    assert ["load average (1 min): what else ran, not the slow state", "0.50–2.50 at start, 1.50 at end"] in rows
     assert ["peak memory of a run (MB)", "host 900, GPU –"] in rows
 
 
@@ -719,6 +719,9 @@ def test_the_per_step_estimate_scales_each_block_by_its_canary_to_the_fast_state
     # A run that met only the slow state is brought to the fast state by its canary, too.
     assert runs.loc[2, "step_s"] == pytest.approx(0.1 / 12 * 0.4 / 0.7) and runs.loc[2, "slow_share"] == 1.0
     assert runs.loc[2, "step_median_s"] == pytest.approx(0.1 / 12)  # what the run saw
+    # The first screen prints the share of slow blocks beside the rung's numbers: 20% and 100%, 60% over runs.
+    first = next(row for row in table_rows(render_markdown(build_report([fast, slow]))) if "original torch" in row[0])
+    assert first[-1] == "60%"
     # Time a user waits still comes from the timing point's own blocks.
     timing_point = fast["timings"]["block_s"]
     assert runs.loc[1, "step_mean_s"] == pytest.approx(sum(timing_point[1:]) / (12 * (len(timing_point) - 1)))

@@ -203,7 +203,7 @@ def pause_line(m: Machine) -> list[str]:
 
 def headline_rows(m: Machine) -> list[list[str]]:
     """The first screen's table: a rung, its runs, time to result and per step, each against the
-    original torch loop on its device."""
+    original torch loop on its device, and the share of its blocks the canary found slow."""
     rows = []
     for row in m.headline:
         v = row.view
@@ -215,7 +215,8 @@ def headline_rows(m: Machine) -> list[list[str]]:
             (duration(v.result), relative(v.result_vs_seed)),
             (duration(v.step), relative(v.step_vs_seed)),
         )
-        rows.append([name, runs, *to_result, *per_step])
+        slow = "–" if v.slow_share is None else f"{v.slow_share:.0%}"
+        rows.append([name, runs, *to_result, *per_step, slow])
     return rows
 
 
