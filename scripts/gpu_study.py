@@ -108,26 +108,35 @@ def check_checkout(kit: Path) -> str:
 
 
 def check_tree(commit: str, allow_modified: bool) -> list[str]:
-    """The tracked files (results/ aside) that differ from the commit, found before anything runs:
-    records made from them say -dirty, and an archive of them needs --allow-modified."""
-    changed = modified_files(ROOT)
+    """The tracked files (results/ aside) whose content differs from the commit, found before anything
+    runs: records made from them say -dirty, and an archive of them needs --allow-modified. A file
+    whose mode alone differs (a copy that lost or gained the run bit) gets the commit's mode back."""
+    changed = restore_modes(modified_files(ROOT), commit)
     if not changed or allow_modified:
         if changed:
             say(f"running from a modified tree ({len(changed)} files differ from {commit[:12]}): --allow-modified")
         return changed
-    content = set(modified_files(ROOT, modes=False))
-    mode_only = [name for name in changed if name not in content]
-    why = (
-        f"; {len(mode_only)} of them differ only in their mode ({', '.join(mode_only[:3])}): the copy changed the run "
-        "bit, so copy with `rsync -a` or tar, or restore the modes (git diff --summary lists them)"
-        if mode_only
-        else ""
-    )
     raise StudyError(
-        f"{len(changed)} tracked files differ from commit {commit[:12]} ({', '.join(changed[:5])}){why}. Every record "
+        f"{len(changed)} tracked files differ from commit {commit[:12]} ({', '.join(changed[:5])}). Every record "
         "would say -dirty and the archive would refuse them: commit the change and make the kit again "
         "(`make gpu-kit` bundles HEAD), or run with --allow-modified to archive the study as it is, saying so"
     )
+
+
+def restore_modes(changed: list[str], commit: str) -> list[str]:
+    """``changed`` less the files whose mode alone differs from the commit's, each given its mode back
+    (executable or not, as git keeps it)."""
+    content = set(modified_files(ROOT, modes=False))
+    mode_only = [name for name in changed if name not in content]
+    for name in mode_only:
+        executable = git("ls-files", "--stage", "--", name).stdout.startswith("100755")
+        path = ROOT / name
+        mode = path.stat().st_mode
+        path.chmod(mode | 0o111 if executable else mode & ~0o111)
+    if mode_only:
+        named = ", ".join(mode_only[:3])
+        say(f"gave {len(mode_only)} files the mode of {commit[:12]} back ({named}): the copy changed it")
+    return [name for name in changed if name in content]
 
 
 def preflight(python: Path, allow_no_gpu: bool, serial: bool) -> tuple[dict, list[str]]:

@@ -66,7 +66,10 @@ def test_the_question_comes_first_then_what_no_gpu_measured_then_the_rest(archiv
     # measured before, or a repeat after the first (the question's too): the rest.
     assert tiers["torch-cuda-graphed-1"] == 3
     assert tiers["torch-cuda-fused_epoch-2"] == tiers["torch-cuda-seed-2"] == 3
-    assert [p.tier for p in planned] == sorted(p.tier for p in planned)
+    # By tier, after the floor's runs and torch's probes that no GPU measured (they lead their lanes).
+    leaders = ["numpy-cpu-fused-1", "numpy-cuda-fused-1", "probe-torch-cpu", "probe-torch-cuda"]
+    assert [p.job.name for p in planned[:4]] == leaders
+    assert [p.tier for p in planned[4:]] == sorted(p.tier for p in planned[4:])
     # Per repeat torch 5 runs (graphed on cuda only), Keras 2, numpy's fused 2; then 2
     # sweeps and 4 probes (torch's and Keras on JAX's, each on cpu and cuda).
     assert len(planned) == 2 * (5 + 2 + 2) + 2 + 4
@@ -145,8 +148,14 @@ def test_the_questions_pair_runs_alone_then_the_lanes_side_by_side_round_by_roun
     assert [list(stage) for stage in staged] == [["alone"], ["cpu", "cuda"], ["alone"], ["cpu", "cuda"]]
     assert staged[0]["alone"] == ["torch-cpu-seed-1", "torch-cuda-seed-1"]
     assert sorted(staged[2]["alone"]) == ["torch-cpu-seed-2", "torch-cuda-seed-2"]
-    # Keras's question rungs head their lanes; every job of a lane is of its device.
-    assert staged[1]["cpu"][0] == "keras_jax-cpu-seed-1" and staged[1]["cuda"][0] == "keras_jax-cuda-seed-1"
+    # The floor and torch's probe head their lanes, then Keras's question rungs; every job of a lane is of
+    # its device.
+    for device in ("cpu", "cuda"):
+        assert staged[1][device][:3] == [
+            f"numpy-{device}-fused-1",
+            f"probe-torch-{device}",
+            f"keras_jax-{device}-seed-1",
+        ]
     for stage in staged[1::2]:
         assert all(f"-{lane}" in name for lane, names in stage.items() for name in names)
     # --serial: one lane, the plan's order.
@@ -158,24 +167,39 @@ def test_after_the_question_the_cheapest_first_probes_and_sweeps_before_rungs_as
     planned = plan.plan(CONFIG | {"plan_estimates_s": estimates, "repeats": 1}, Path("/nonexistent"), None)
     cuda = [p.job.name for p in planned if p.lane == "cuda" and p.tier == 2]
     assert cuda == [
-        "numpy-cuda-fused-1",
+        "numpy-cuda-fused-1",  # the floor, then torch's probe, lead the lane: no GPU measured them
+        "probe-torch-cuda",
         "sweep-cuda",
         "torch-cuda-graphed-1",
-        "probe-torch-cuda",
         "probe-keras_jax-cuda",
         "torch-cuda-fused_epoch-1",
     ]
 
 
+def test_the_cuda_lane_starts_with_the_floor_then_the_torch_probe_before_the_keras_question():
+    planned = plan.plan(CONFIG | {"repeats": 1}, Path("/nonexistent"), None)
+    lane = [p.job.name for p in planned if p.lane == "cuda"]
+    assert lane[:3] == ["numpy-cuda-fused-1", "probe-torch-cuda", "keras_jax-cuda-seed-1"]
+
+
+def test_a_floor_measured_on_a_gpu_before_keeps_its_tiers_place(archives):
+    write_archive(archives, "old-gpu", "2026-01-01", [on_gpu(synthetic_record("numpy", "cuda", 1, variant="fused"))])
+    floor = by_name(plan.plan(CONFIG | {"repeats": 1}, archives, "Test GPU"))["numpy-cuda-fused-1"]
+    assert floor.tier == 3 and plan.leads_its_lane(floor) == 2
+
+
 def test_the_schedule_starts_no_job_that_no_longer_fits_and_a_stage_waits_for_every_lane():
-    estimates = {"*": 10, "torch-cpu-seed-*": 4, "torch-cuda-seed-*": 6, "keras_jax-cuda-*": 30}
+    estimates = {"*": 10, "numpy-*": 1, "probe-torch-*": 1, "torch-cpu-seed-*": 4, "torch-cuda-seed-*": 6}
+    estimates |= {"keras_jax-cuda-*": 27}
     planned = plan.plan(CONFIG | {"plan_estimates_s": estimates, "repeats": 1}, Path("/nonexistent"), None)
     starts = plan.schedule(planned, time_for_jobs=40)
     # Alone, one after the other; then both lanes start together, when the alone stage has ended.
     assert (starts["torch-cpu-seed-1"], starts["torch-cuda-seed-1"]) == (0, 4)
-    assert starts["keras_jax-cpu-seed-1"] == starts["keras_jax-cuda-seed-1"] == 10
-    # The cuda lane's Keras run takes it to the end: nothing after it fits. The cpu lane fits three of 10.
-    cuda_after = [p.job.name for p in planned if p.lane == "cuda" and p.job.name != "keras_jax-cuda-seed-1"]
+    assert starts["numpy-cpu-fused-1"] == starts["numpy-cuda-fused-1"] == 10
+    assert starts["keras_jax-cpu-seed-1"] == starts["keras_jax-cuda-seed-1"] == 12  # after the floor and the probe
+    # The cuda lane's Keras run takes it to the end: nothing after it fits. The cpu lane fits four of 10.
+    leaders = {"numpy-cuda-fused-1", "probe-torch-cuda", "keras_jax-cuda-seed-1"}
+    cuda_after = [p.job.name for p in planned if p.lane == "cuda" and p.job.name not in leaders]
     assert all(starts[name] is None for name in cuda_after) and starts["keras_jax-cuda-seed-1"] is not None
     cpu = [starts[p.job.name] for p in planned if p.lane == "cpu"]
-    assert cpu == [10, 20, 30] + [None] * (len(cpu) - 3)
+    assert cpu == [10, 11, 12, 22] + [None] * (len(cpu) - 4)

@@ -59,7 +59,10 @@ def prepare_environment(kit: Path) -> Path:
     see_machine_packages(python)
     say(f"installing the kit: {len(lock.read_text().split())} packages from {kit}")
     # The machine's own pip (22.3 or newer) installs into the environment.
-    pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check", "--no-input"]
+    # --isolated: the machine's own pip configuration (an index, a proxy, a constraint) cannot reach the
+    # offline install.
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "--isolated", "--disable-pip-version-check"]
+    pip += ["--no-input"]
     if subprocess.run([*pip, "--version"], capture_output=True).returncode != 0:
         raise StudyError(f"{sys.executable} has no pip that installs into another environment (pip 22.3 or newer)")
     # The kit whole into the environment, even where the machine has a package at the same version:

@@ -11,6 +11,10 @@ repeat (jobs.in_rounds). The first round runs in three tiers:
    cpu twin gives the same machine's comparison), the cheapest first;
 3. the rest, the cheapest first: rungs measured on a GPU before and rungs that run on cpu only.
 
+Two jobs of tier 2 go before every other job of their lane, tier 1's included: the floor's first run
+and then torch's probe, on each device, where no GPU has measured them. A problem only they have (the
+numba CUDA kernel, the kernel costs the computed floor needs) shows in the study's first minutes.
+
 Later rounds run in the order a recorded seed shuffles them into, so that neither a repeat's number
 nor the time of day goes with a rung. In every round the question's pair, the asker's torch loop on
 cpu and on cuda, runs alone (lane ``alone``): nothing else runs while the GPU-against-CPU answer is
@@ -43,6 +47,7 @@ from pathlib import Path
 import yaml
 
 from tiny_mlp_bench import catalogue, jobs, machine, records
+from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.gpu_study.lanes import ARCHIVE_RESERVE_S
 from tiny_mlp_bench.question import TORCH, askers_keras, askers_rung
 from tiny_mlp_bench.timing import FIT_PARTS, SETUP_PARTS, STEADY_MARGIN
@@ -185,11 +190,22 @@ def lane(job: jobs.Job) -> str:
 KIND_FIRST = {"probe_fixed_costs": 0, "sweep_crossover": 1, "train": 2}
 
 
+def leads_its_lane(planned: Planned) -> int:
+    """0 for the floor's run, 1 for torch's probe, where no GPU has measured them (tier 2); 2 for the rest."""
+    job = planned.job
+    if planned.tier == 2 and job.rule == "train" and catalogue.role_of(job.framework, job.variant) == Role.FLOOR:
+        return 0
+    if planned.tier == 2 and job.rule == "probe_fixed_costs" and job.framework == TORCH:
+        return 1
+    return 2
+
+
 def plan(config: dict, archives: Path, gpu: str | None, seed: int = 0, machine: dict | None = None) -> list[Planned]:
     """The config's timed jobs in the order to run them, each with its expected time, round and lane.
 
-    The first round runs by tier, the cheapest first within tiers 2 and 3; later rounds in ``seed``'s
-    order. ``machine`` (this_machine's keys) plans for another machine than this one.
+    The first round runs by tier, the cheapest first within tiers 2 and 3, after the floor's run and
+    torch's probe where no GPU measured them (leads_its_lane); later rounds in ``seed``'s order.
+    ``machine`` (this_machine's keys) plans for another machine than this one.
     """
     first = question(config["frameworks"])
     ok_records = list(archived(archives))  # read once: both questions are asked of every record
@@ -205,9 +221,9 @@ def plan(config: dict, archives: Path, gpu: str | None, seed: int = 0, machine: 
         if number == 1:  # by priority; later rounds keep the seed's order
             in_round.sort(
                 key=lambda p: (
-                    (p.tier, config_order[p.job])
+                    (leads_its_lane(p), p.tier, config_order[p.job])
                     if p.tier == 1
-                    else (p.tier, p.expected_s, KIND_FIRST[p.job.rule], config_order[p.job])
+                    else (leads_its_lane(p), p.tier, p.expected_s, KIND_FIRST[p.job.rule], config_order[p.job])
                 )
             )
         planned += in_round
