@@ -169,13 +169,16 @@ def preflight(python: Path, allow_no_gpu: bool, serial: bool) -> tuple[dict, lis
         say(f"torch {seen['torch']} (CUDA build {seen['cuda_build']}): {gpu}")
         if not seen["gpu"] and not allow_no_gpu:
             problems.append("torch sees no GPU here: this command measures a GPU machine (make run studies a CPU)")
+    # What only the floor needs (numba's CUDA target, libNVVM, its kernel) never stops the study: the
+    # floor's job fails alone, with its reason in its record, and every other job runs.
+    floor_only = []
     numba = found["numba"]
     if "error" in numba:
-        problems.append(f"numba does not import in {python}: {numba['error']}")
+        floor_only.append(f"numba does not import in {python}: {numba['error']}")
     else:
         say(f"numba {numba['numba']}: numba.cuda is {numba['target']} ({numba['module']})")
         if seen.get("gpu") and not numba["nvidia"]:
-            problems.append(
+            floor_only.append(
                 f"numba.cuda is {numba['target']}, not NVIDIA's numba-cuda: the floor rung refuses it. Install "
                 "numba-cuda on this machine (or leave it out of requirements/gpu-present.txt so that the kit "
                 "carries it), and check that its .pth hook runs"
@@ -185,14 +188,16 @@ def preflight(python: Path, allow_no_gpu: bool, serial: bool) -> tuple[dict, lis
     where = nvvm["path"] or "not found by cuda-pathfinder"
     say(f"libNVVM: {where} ({nvvm['found_via']}); numba loads it: {nvvm['loads']}")
     if seen.get("gpu") and numba.get("nvidia") and nvvm["loads"] != "yes":
-        problems.append(
+        floor_only.append(
             f"numba-cuda cannot load libNVVM ({nvvm['loads']}): set CUDA_HOME to a CUDA toolkit that has "
             "nvvm/lib64/libnvvm.so, or install NVIDIA's nvidia-nvvm wheel for the machine's CUDA"
         )
     if found["floor_kernel"] is not None:
         say(f"the floor kernel on this GPU: {found['floor_kernel']}")
         if found["floor_kernel"].startswith("failed"):
-            problems.append(f"the floor kernel does not run on this GPU: {found['floor_kernel']}")
+            floor_only.append(f"the floor kernel does not run on this GPU: {found['floor_kernel']}")
+    for problem in floor_only:
+        say(f"warning: the floor's cuda job will fail alone, the rest of the study runs: {problem}")
     cores = os.sched_getaffinity(0)
     siblings = lanes.core_siblings(cores)
     physical = lanes.physical_cores(cores, siblings)

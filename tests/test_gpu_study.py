@@ -503,6 +503,31 @@ def test_the_gpu_studys_plan_puts_the_question_first_and_the_floor_and_probe_ear
     assert fits["probe-torch-cuda"] and not all(fits.values())
 
 
+def test_what_only_the_floor_needs_is_a_warning_and_stops_nothing(monkeypatch, capsys):
+    import gpu_study
+
+    # A GPU that torch uses, with numba's own CUDA target, no libNVVM and a floor kernel that fails.
+    found = {
+        "python": "3.12.3",
+        "executable": "python3",
+        "packages": {},
+        "torch": {"torch": "2.11.0", "cuda_build": "13.0", "gpu": "Some GPU", "capability": "9.0"},
+        "numba": {"numba": "0.62.0", "target": "numba's built-in", "module": "numba.cuda", "nvidia": False},
+        "nvvm": {"path": None, "found_via": "nowhere", "loads": "no"},
+        "floor_kernel": "failed: no libNVVM",
+    }
+    asked = subprocess.CompletedProcess([], 0, stdout=json.dumps(found), stderr="")
+    monkeypatch.setattr(gpu_study.subprocess, "run", lambda *args, **kwargs: asked)
+    monkeypatch.setattr(gpu_study, "cuda_toolkit", lambda: (None, "nowhere"))
+    monkeypatch.setattr(gpu_study, "gpu_state", lambda: "Some GPU, P0")
+    _, problems = gpu_study.preflight(Path(sys.executable), allow_no_gpu=False, serial=True)
+    assert problems == []  # the question's pair and every other job run
+    said = capsys.readouterr().err
+    assert said.count("warning: the floor's cuda job will fail alone, the rest of the study runs: ") == 2
+    assert "the floor kernel does not run on this GPU: failed: no libNVVM" in said
+    assert "numba.cuda is numba's built-in, not NVIDIA's numba-cuda" in said
+
+
 def test_the_preflight_says_what_the_study_would_use_and_names_what_stops_it(tmp_path):
     directory = copy_workflow(tmp_path)
     commit_all(directory)
