@@ -8,6 +8,7 @@ import site
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import numba
 import numba.cuda
@@ -62,6 +63,38 @@ def test_a_cuda_toolkit_is_one_with_libnvvm_where_numba_cuda_looks(tmp_path):
     assert environment.cuda_toolkit(named, usual) == (usual / "cuda-12.8", "CUDA_HOME")
     root, looked = environment.cuda_toolkit({"PATH": ""}, tmp_path / "nothing")
     assert root is None and "none has nvvm/lib64/libnvvm.so" in looked
+    # A CUDA 13 toolkit assembled from wheels keeps libNVVM in lib/.
+    wheels = tmp_path / "site-packages" / "nvidia" / "cu13"
+    (wheels / "lib").mkdir(parents=True)
+    (wheels / "lib" / "libnvvm.so.4").touch()
+    assert environment.cuda_toolkit({"PATH": "", "CUDA_PATH": str(wheels)}, tmp_path / "nothing")[0] == wheels
+
+
+def test_the_study_venv_finds_the_cuda_libraries_the_nodes_python_finds(tmp_path, monkeypatch):
+    import _ctypes
+
+    # A node whose Python is itself a venv, with a CUDA library that came in a wheel (a stand-in: any
+    # shared object the loader can open), and the study's venv made over it.
+    node = tmp_path / "node"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(node)], check=True)
+    node_site = next((node / "lib").glob("python3*/site-packages"))
+    (node_site / "nvidia" / "nvrtc" / "lib").mkdir(parents=True)
+    library = node_site / "nvidia" / "nvrtc" / "lib" / "libstandin-nvrtc.so.13"
+    library.write_bytes(Path(_ctypes.__file__).read_bytes())
+    study = tmp_path / "venv-gpu"
+    made = [node / "bin" / "python", "-m", "venv", "--system-site-packages", "--without-pip", str(study)]
+    subprocess.run(made, check=True)
+    monkeypatch.setattr(site, "getsitepackages", lambda: [str(node_site)])
+    environment.see_machine_packages(study / "bin" / "python")
+    opens = [study / "bin" / "python", "-c", "import ctypes; ctypes.CDLL('libstandin-nvrtc.so.13'); print('found')"]
+    env = {key: value for key, value in os.environ.items() if key != "LD_LIBRARY_PATH"}
+    lost = subprocess.run(opens, capture_output=True, text=True, env=env)
+    assert lost.returncode != 0 and "libstandin-nvrtc.so.13" in lost.stderr  # as cuda-pathfinder found
+    monkeypatch.setattr(os, "environ", dict(env))
+    environment.find_machine_libraries()  # what the study does before its first job
+    assert os.environ["LD_LIBRARY_PATH"].split(os.pathsep)[0] == str(library.parent)
+    found = subprocess.run(opens, capture_output=True, text=True, env=os.environ)
+    assert found.stdout.strip() == "found", found.stderr
 
 
 def test_the_preflight_runs_the_floor_kernel_as_the_study_would():

@@ -57,6 +57,7 @@ def prepare_environment(kit: Path) -> Path:
         if made.returncode != 0:
             raise StudyError(f"{sys.executable} cannot make {VENV.name}/: {made.stderr.strip()[-500:]}")
     see_machine_packages(python)
+    find_machine_libraries()
     say(f"installing the kit: {len(lock.read_text().split())} packages from {kit}")
     # The machine's own pip (22.3 or newer) installs into the environment.
     # --isolated: the machine's own pip configuration (an index, a proxy, a constraint) cannot reach the
@@ -108,6 +109,31 @@ def see_machine_packages(python: Path) -> None:
     (own / "machine-packages.pth").write_text(lines)
 
 
+def cuda_wheel_libraries(site_packages: list[str]) -> list[Path]:
+    """The library folders of the CUDA wheels in ``site_packages`` (nvidia/*/lib and lib64: NVRTC,
+    NVVM, the runtime), in the order found."""
+    return [
+        folder
+        for root in map(Path, site_packages)
+        for folder in sorted((root / "nvidia").glob("*/lib*"))
+        if folder.name in ("lib", "lib64") and folder.is_dir()
+    ]
+
+
+def find_machine_libraries() -> None:
+    """Put this Python's CUDA wheel libraries on LD_LIBRARY_PATH, which every process the study starts
+    inherits. cuda-pathfinder, which numba-cuda asks for NVRTC at every compile, searches the running
+    environment's site.getsitepackages() only: in a venv made over this Python, that list lacks this
+    Python's own, so a library this Python finds would be missing in the study's venv."""
+    import site
+
+    found = [str(folder) for folder in cuda_wheel_libraries(site.getsitepackages())]
+    if found:
+        before = [part for part in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if part]
+        os.environ["LD_LIBRARY_PATH"] = os.pathsep.join([*found, *(p for p in before if p not in found)])
+        say(f"this machine's CUDA wheel libraries for the study's venv (LD_LIBRARY_PATH): {', '.join(found)}")
+
+
 def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -154,6 +180,11 @@ def check_needs(python: Path) -> None:
         )
 
 
+# Where a toolkit keeps libNVVM: an installed toolkit under nvvm/lib64; one assembled from CUDA 13's
+# wheels under lib/.
+NVVM_FOLDERS = ("nvvm/lib64", "lib", "lib64")
+
+
 def cuda_toolkit(environ=os.environ, usual=Path("/usr/local")) -> tuple[Path | None, str]:
     """A CUDA toolkit with libNVVM, which numba-cuda compiles the floor kernel with, and how it was
     found; (None, where it was looked for) where there is none. numba-cuda finds NVVM by itself in
@@ -165,9 +196,10 @@ def cuda_toolkit(environ=os.environ, usual=Path("/usr/local")) -> tuple[Path | N
     versions = sorted(usual.glob("cuda-*"), key=toolkit_version, reverse=True)  # the newest first: 13.0 before 9.2
     candidates += [(root, str(root)) for root in [usual / "cuda", *versions]]
     for root, how in candidates:
-        if any((root / "nvvm" / "lib64").glob("libnvvm.so*")):
+        if any(any((root / where).glob("libnvvm.so*")) for where in NVVM_FOLDERS):
             return root, how
-    return None, "CUDA_HOME, CUDA_PATH, nvcc's toolkit and /usr/local/cuda*: none has nvvm/lib64/libnvvm.so"
+    places = " or ".join(f"{where}/libnvvm.so" for where in NVVM_FOLDERS)
+    return None, f"CUDA_HOME, CUDA_PATH, nvcc's toolkit and /usr/local/cuda*: none has {places}"
 
 
 def toolkit_version(root: Path) -> tuple[int, ...]:
