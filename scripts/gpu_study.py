@@ -39,6 +39,7 @@ import random
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -287,6 +288,40 @@ def seconds_left(deadline: float | None) -> float | None:
     return None if deadline is None else max(deadline - time.monotonic(), 0.0)
 
 
+def warm_matplotlib(python: Path) -> None:
+    """Build matplotlib's font cache in the study's Python before the jobs, not in the render after them,
+    where its first import on a new machine may take the seconds the archive was left."""
+    code = "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot"
+    try:
+        done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        say("warning: matplotlib took over 300 s to build its font cache: the render may not finish in time")
+        return
+    if done.returncode != 0:
+        say(f"warning: matplotlib does not import, so the report will not render here: {done.stderr.strip()[-300:]}")
+
+
+RAW_RECORDS = ("results/runs", "results/sweep", "results/probes", "results/config.yaml", "logs")
+
+
+def keep_raw_records() -> str:
+    """One tarball of the study's raw records and logs, where the render or the pack could not finish,
+    and what to do with it: what the study measured always comes back."""
+    present = [name for name in RAW_RECORDS if (ROOT / name).exists()]
+    if not present:
+        return "No record was written."
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    tarball = ROOT / f"gpu-study-records-{stamp}.tar.gz"
+    with tarfile.open(tarball, "w:gz") as tar:
+        for name in present:
+            tar.add(ROOT / name, arcname=name)
+    return (
+        f"The raw records and logs are in {tarball.name}: on any machine with the project, run "
+        f"`tar -xzf {tarball.name}` in a checkout of the same commit, then `python scripts/archive_study.py pack` "
+        "there (with --allow-modified where the study ran from a modified tree)"
+    )
+
+
 def render_what_finished(python: Path, deadline: float | None) -> None:
     """The report of the records in results/, as render_report would make it had they been all."""
     try:
@@ -377,10 +412,14 @@ def main() -> int:
             raise StudyError("; ".join(problems) + " (`gpu_study.py --check` says what the study would use)")
         gpu = found["torch"]["gpu"]
         say(f"commit {commit[:12]}, {gpu or 'no GPU'}, config {args.config}")
+        warm_matplotlib(python)
         timing = run_study(python, args.config, args.serial, until, t0, gpu)
         deadline = None if args.time_limit is None else t0 + args.time_limit
-        render_what_finished(python, deadline)
-        folder = pack(python, args.name, bool(modified), deadline)
+        try:
+            render_what_finished(python, deadline)
+            folder = pack(python, args.name, bool(modified), deadline)
+        except (StudyError, ArchiveError, OSError, subprocess.SubprocessError) as err:
+            raise StudyError(f"{err}. {keep_raw_records()}") from err
         readme.write(folder, timing, modified)
     except StudyError as err:
         say(f"error: {err}")

@@ -503,6 +503,25 @@ def test_the_gpu_studys_plan_puts_the_question_first_and_the_floor_and_probe_ear
     assert fits["probe-torch-cuda"] and not all(fits.values())
 
 
+def test_where_the_render_or_pack_cannot_finish_the_raw_records_come_back(tmp_path, monkeypatch):
+    import tarfile
+
+    import gpu_study
+
+    monkeypatch.setattr(gpu_study, "ROOT", tmp_path)
+    assert gpu_study.keep_raw_records() == "No record was written."
+    (tmp_path / "results" / "runs").mkdir(parents=True)
+    (tmp_path / "results" / "runs" / "torch-cuda-seed-1.json").write_text("{}")
+    (tmp_path / "logs" / "gpu_study").mkdir(parents=True)
+    (tmp_path / "logs" / "gpu_study" / "cuda.log").write_text("a lane's log\n")
+    said = gpu_study.keep_raw_records()
+    (tarball,) = tmp_path.glob("gpu-study-records-*.tar.gz")
+    assert f"The raw records and logs are in {tarball.name}" in said and "archive_study.py pack" in said
+    with tarfile.open(tarball) as tar:
+        names = set(tar.getnames())
+    assert {"results/runs/torch-cuda-seed-1.json", "logs/gpu_study/cuda.log"} <= names
+
+
 def test_what_only_the_floor_needs_is_a_warning_and_stops_nothing(monkeypatch, capsys):
     import gpu_study
 
