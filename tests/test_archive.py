@@ -363,8 +363,8 @@ def test_a_report_without_cuda_quotes_the_archived_gpu_answer_and_packs_what_it_
     # The GPU's numbers alone: never divided by this machine's cpu, nor by the archive's.
     quoted = (
         "The archive `gpu-study` (Test GPU, host `gpu-host`, 2026-02-01) ran it on the GPU: "
-        "17.0 s (17.0–17.0) to a result, 1.40 ms (1.40–1.40) per step. Its runs read the clock after every "
-        "50 epochs, once the GPU had finished."
+        "17.0 s (17.0–17.0) to a result, 1.40 ms (1.40–1.40) per step, from 2 runs. Its runs read the clock "
+        "after every 50 epochs, once the GPU had finished."
     )
     assert quoted in render_without_cuda(study, "--gpu-archive", "archive/gpu-study")
     folder = archive(study)
