@@ -36,6 +36,7 @@ import datetime
 import json
 import os
 import random
+import shlex
 import shutil
 import subprocess
 import sys
@@ -302,23 +303,34 @@ def warm_matplotlib(python: Path) -> None:
 
 
 RAW_RECORDS = ("results/runs", "results/sweep", "results/probes", "results/config.yaml", "logs")
+PACK_ELSEWHERE = "results/pack-elsewhere.sh"
 
 
 def keep_raw_records() -> str:
     """One tarball of the study's raw records and logs, where the render or the pack could not finish,
-    and what to do with it: what the study measured always comes back."""
+    with a script that renders and packs them on another machine: what the study measured always
+    comes back."""
     present = [name for name in RAW_RECORDS if (ROOT / name).exists()]
-    if not present:
+    if not (ROOT / "results" / "runs").is_dir():
         return "No record was written."
+    try:
+        arguments = " ".join(shlex.quote(part) for part in render_command(RESULTS))
+    except ArchiveError as err:
+        return f"No record to pack: {err}"
+    (ROOT / PACK_ELSEWHERE).write_text(
+        "#!/bin/sh\n# Made by scripts/gpu_study.py: render the report of these records, then archive them.\n"
+        f'set -e\ncd "$(dirname "$0")"\nPYTHONPATH=.. python3 ../{arguments}\n'
+        'cd .. && python3 scripts/archive_study.py pack "$@"\n'
+    )
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     tarball = ROOT / f"gpu-study-records-{stamp}.tar.gz"
     with tarfile.open(tarball, "w:gz") as tar:
-        for name in present:
+        for name in [*present, PACK_ELSEWHERE]:
             tar.add(ROOT / name, arcname=name)
     return (
         f"The raw records and logs are in {tarball.name}: on any machine with the project, run "
-        f"`tar -xzf {tarball.name}` in a checkout of the same commit, then `python scripts/archive_study.py pack` "
-        "there (with --allow-modified where the study ran from a modified tree)"
+        f"`tar -xzf {tarball.name}` in a checkout of the same commit, then `sh {PACK_ELSEWHERE}` there, "
+        "which renders the report and archives the study (add --allow-modified where it ran from a modified tree)"
     )
 
 

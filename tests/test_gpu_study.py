@@ -510,16 +510,23 @@ def test_where_the_render_or_pack_cannot_finish_the_raw_records_come_back(tmp_pa
 
     monkeypatch.setattr(gpu_study, "ROOT", tmp_path)
     assert gpu_study.keep_raw_records() == "No record was written."
+    monkeypatch.setattr(gpu_study, "RESULTS", tmp_path / "results")
     (tmp_path / "results" / "runs").mkdir(parents=True)
     (tmp_path / "results" / "runs" / "torch-cuda-seed-1.json").write_text("{}")
     (tmp_path / "logs" / "gpu_study").mkdir(parents=True)
     (tmp_path / "logs" / "gpu_study" / "cuda.log").write_text("a lane's log\n")
     said = gpu_study.keep_raw_records()
     (tarball,) = tmp_path.glob("gpu-study-records-*.tar.gz")
-    assert f"The raw records and logs are in {tarball.name}" in said and "archive_study.py pack" in said
+    assert f"The raw records and logs are in {tarball.name}" in said and "sh results/pack-elsewhere.sh" in said
     with tarfile.open(tarball) as tar:
         names = set(tar.getnames())
+        script = tar.extractfile("results/pack-elsewhere.sh").read().decode()
     assert {"results/runs/torch-cuda-seed-1.json", "logs/gpu_study/cuda.log"} <= names
+    # It renders the report of exactly these records, then archives the study.
+    assert (
+        "python3 ../scripts/render_report.py --report report.md" in script and "runs/torch-cuda-seed-1.json" in script
+    )
+    assert script.rstrip().endswith('python3 scripts/archive_study.py pack "$@"')
 
 
 def test_what_only_the_floor_needs_is_a_warning_and_stops_nothing(monkeypatch, capsys):
