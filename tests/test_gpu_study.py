@@ -365,7 +365,11 @@ def test_the_time_limit_bounds_the_whole_command_and_the_question_comes_first(tm
     assert checked.returncode == 0, checked.stderr[-3000:]
     # Nothing of a stopped job is left: every record in results/ is a whole one, and it is archived.
     assert sorted(p.name for p in (directory / "results" / "runs").iterdir()) == [p.name for p in records]
-    assert {p.stem for p in records} == {name for name, job in jobs.items() if job["outcome"] == "done"}
+    done = {name for name, job in jobs.items() if job["outcome"] == "done"}
+    assert {p.stem for p in records} == {name for name in done if not name.startswith(("probe-", "sweep-"))}
+    # The probes ran early, after the floor (they lead their lanes), and are archived too.
+    probes = {f"probe-{p.stem}" for p in (folder / "probes").glob("*.json")}
+    assert probes == {name for name in done if name.startswith("probe-")}
 
 
 def node_python(tmp_path: Path) -> Path:

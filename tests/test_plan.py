@@ -66,10 +66,11 @@ def test_the_question_comes_first_then_what_no_gpu_measured_then_the_rest(archiv
     # measured before, or a repeat after the first (the question's too): the rest.
     assert tiers["torch-cuda-graphed-1"] == 3
     assert tiers["torch-cuda-fused_epoch-2"] == tiers["torch-cuda-seed-2"] == 3
-    # By tier, after the floor's runs and torch's probes that no GPU measured (they lead their lanes).
+    # The question's pair first (in --serial too), then the floor's runs and torch's probes that no GPU
+    # measured (they lead their lanes), then by tier.
     leaders = ["numpy-cpu-fused-1", "numpy-cuda-fused-1", "probe-torch-cpu", "probe-torch-cuda"]
-    assert [p.job.name for p in planned[:4]] == leaders
-    assert [p.tier for p in planned[4:]] == sorted(p.tier for p in planned[4:])
+    assert [p.job.name for p in planned[:6]] == ["torch-cpu-seed-1", "torch-cuda-seed-1", *leaders]
+    assert [p.tier for p in planned[6:]] == sorted(p.tier for p in planned[6:])
     # Per repeat torch 5 runs (graphed on cuda only), Keras 2, numpy's fused 2; then 2
     # sweeps and 4 probes (torch's and Keras on JAX's, each on cpu and cuda).
     assert len(planned) == 2 * (5 + 2 + 2) + 2 + 4

@@ -11,9 +11,10 @@ repeat (jobs.in_rounds). The first round runs in three tiers:
    cpu twin gives the same machine's comparison), the cheapest first;
 3. the rest, the cheapest first: rungs measured on a GPU before and rungs that run on cpu only.
 
-Two jobs of tier 2 go before every other job of their lane, tier 1's included: the floor's first run
-and then torch's probe, on each device, where no GPU has measured them. A problem only they have (the
-numba CUDA kernel, the kernel costs the computed floor needs) shows in the study's first minutes.
+After the question's pair, two jobs of tier 2 go before every other job of their lane, tier 1's
+included: the floor's first run and then torch's probe, on each device, where no GPU has measured
+them. A problem only they have (the numba CUDA kernel, the kernel costs the computed floor needs)
+shows in the study's first minutes.
 
 Later rounds run in the order a recorded seed shuffles them into, so that neither a repeat's number
 nor the time of day goes with a rung. In every round the question's pair, the asker's torch loop on
@@ -203,8 +204,9 @@ def leads_its_lane(planned: Planned) -> int:
 def plan(config: dict, archives: Path, gpu: str | None, seed: int = 0, machine: dict | None = None) -> list[Planned]:
     """The config's timed jobs in the order to run them, each with its expected time, round and lane.
 
-    The first round runs by tier, the cheapest first within tiers 2 and 3, after the floor's run and
-    torch's probe where no GPU measured them (leads_its_lane); later rounds in ``seed``'s order.
+    The first round runs the question's pair first, then by tier, the cheapest first within tiers 2
+    and 3, after the floor's run and torch's probe where no GPU measured them (leads_its_lane); later
+    rounds in ``seed``'s order.
     ``machine`` (this_machine's keys) plans for another machine than this one.
     """
     first = question(config["frameworks"])
@@ -221,9 +223,16 @@ def plan(config: dict, archives: Path, gpu: str | None, seed: int = 0, machine: 
         if number == 1:  # by priority; later rounds keep the seed's order
             in_round.sort(
                 key=lambda p: (
-                    (leads_its_lane(p), p.tier, config_order[p.job])
+                    (p.lane != ALONE, leads_its_lane(p), p.tier, config_order[p.job])
                     if p.tier == 1
-                    else (leads_its_lane(p), p.tier, p.expected_s, KIND_FIRST[p.job.rule], config_order[p.job])
+                    else (
+                        p.lane != ALONE,
+                        leads_its_lane(p),
+                        p.tier,
+                        p.expected_s,
+                        KIND_FIRST[p.job.rule],
+                        config_order[p.job],
+                    )
                 )
             )
         planned += in_round
