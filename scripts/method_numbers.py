@@ -29,10 +29,11 @@ from tiny_mlp_bench.records import read_record
 from tiny_mlp_bench.report.cells import table
 from tiny_mlp_bench.report.inference import ratio, rung_interval
 from tiny_mlp_bench.report.runs import (
-    SLOW_CANARY,
     STEP_QUANTILE,
     fast_canary,
     run_row,
+    scaled_to_fast,
+    slow_blocks,
     summarize,
     window_blocks,
 )
@@ -101,8 +102,8 @@ def ratio_bound(value: float | None) -> str:
 
 def candidates(steps: np.ndarray, canaries: np.ndarray, machine_canary: float) -> dict[str, float | None]:
     """One run's per-step time by every candidate estimator (None where it has no block to use)."""
-    fast = steps[canaries <= SLOW_CANARY * machine_canary]
-    scaled = steps * machine_canary / canaries
+    fast = steps[~slow_blocks(canaries, machine_canary)]
+    scaled = scaled_to_fast(steps, canaries, machine_canary)
     found: dict[str, float | None] = {}
     for q in QUANTILES:
         found[f"fast blocks, q = {q:g}"] = float(np.quantile(fast, q)) if len(fast) else None
@@ -124,7 +125,7 @@ def estimator_numbers(archive: Path) -> str:
         if canaries is None or not len(steps) or machine_canary is None:
             continue
         ident = record["identity"]
-        wholly_slow = np.mean(canaries > SLOW_CANARY * machine_canary) >= WHOLLY_SLOW
+        wholly_slow = np.mean(slow_blocks(canaries, machine_canary)) >= WHOLLY_SLOW
         key = (f"{ident['framework']}-{ident['device']}", ident["variant"])
         by_rung.setdefault(key, []).append((candidates(steps, canaries, machine_canary), wholly_slow))
     if not by_rung:

@@ -94,11 +94,19 @@ def window_blocks(timings: dict) -> tuple[np.ndarray, np.ndarray | None]:
 
 def fast_canary(records: list[dict]) -> float | None:
     """The machine's fast canary: a low quantile of every canary its completed runs timed (None: none did)."""
-    found = [
-        window_blocks(r["timings"])[1] for r in records if r["status"] == "ok" and r.get("timings", {}).get("steady")
-    ]
+    found = [window_blocks(r["timings"])[1] for r in records if r["status"] == "ok"]
     canaries = np.concatenate([c for c in found if c is not None and len(c)] or [np.empty(0)])
     return float(np.quantile(canaries, FAST_CANARY_QUANTILE)) if len(canaries) else None
+
+
+def slow_blocks(canaries: np.ndarray, machine_canary: float) -> np.ndarray:
+    """Which blocks the canary marked slow: its time beside them over SLOW_CANARY times the machine's fast one."""
+    return canaries > SLOW_CANARY * machine_canary
+
+
+def scaled_to_fast(steps: np.ndarray, canaries: np.ndarray, machine_canary: float) -> np.ndarray:
+    """Each block's seconds per step brought to the machine's fast state by the canary beside it."""
+    return steps * machine_canary / canaries
 
 
 def step_estimates(timings: dict, machine_canary: float | None = None) -> dict:
@@ -119,11 +127,11 @@ def step_estimates(timings: dict, machine_canary: float | None = None) -> dict:
     if not len(window):
         window, canaries = per_step(blocks, block_epochs, steps)[1:], None
     known = canaries is not None and machine_canary is not None and len(canaries) == len(window)
-    scaled = window * machine_canary / canaries if known else window
+    scaled = scaled_to_fast(window, canaries, machine_canary) if known else window
     return {
         "step_s": float(np.quantile(scaled, STEP_QUANTILE)) if len(window) else None,
         "step_median_s": float(np.median(window)) if len(window) else None,
-        "slow_share": float(np.mean(canaries > SLOW_CANARY * machine_canary)) if known and len(window) else None,
+        "slow_share": float(np.mean(slow_blocks(canaries, machine_canary))) if known and len(window) else None,
         "step_mean_s": sum(blocks[1:]) / later_steps if later_steps else None,
     }
 
