@@ -117,7 +117,8 @@ def estimator_numbers(archive: Path) -> str:
     """How each candidate estimator held on ``archive``'s windowed runs: the spread over a rung's runs,
     the rungs whose 95% interval lies within ±10%, the A/A control, and the runs that met only the slow
     state against their rung's other runs."""
-    records = [r for r in archive_runs(archive)[0] if r["status"] == "ok"]
+    every_record, rows_by_run = archive_runs(archive)
+    records = [r for r in every_record if r["status"] == "ok"]
     machine_canary = fast_canary(records)
     by_rung: dict[tuple[str, str], list[tuple[dict, bool]]] = {}
     for record in records:
@@ -176,7 +177,7 @@ def estimator_numbers(archive: Path) -> str:
         "wholly slow runs over their rung's others (median, runs)",
     ]
     runs = sum(len(r) for r in by_rung.values())
-    budget = budget_table(archive_runs(archive)[1], records)
+    budget = budget_table(rows_by_run, records)
     lead = (
         f"Over {runs} runs of {len(by_rung)} rungs in {archive.name}; a rung counts where 2 or more runs "
         f"have a value. A run is wholly slow where the canary marked {WHOLLY_SLOW:.0%} or more of its blocks slow."
