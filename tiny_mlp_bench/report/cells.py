@@ -30,7 +30,9 @@ def us(seconds, digits: int = 1) -> str:
 
 
 def pct(value, digits: int = 1) -> str:
-    return num(None if value is None else value * 100, digits) + "%"
+    """A share as a percentage ("60%"); a dash where there is none."""
+    found = num(None if value is None else value * 100, digits)
+    return found if found == "–" else f"{found}%"
 
 
 def span(low, high, digits: int) -> str:

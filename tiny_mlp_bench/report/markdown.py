@@ -15,7 +15,7 @@ import pandas as pd
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.report import sentences
-from tiny_mlp_bench.report.cells import approx, duration, num, span, table, times
+from tiny_mlp_bench.report.cells import approx, duration, num, pct, span, table, times
 from tiny_mlp_bench.report.fixed_costs import COMPILED_EPOCH
 from tiny_mlp_bench.report.ladder import Ladder, Rung
 from tiny_mlp_bench.report.model import Machine, Report
@@ -56,7 +56,7 @@ def views_table(m: Machine) -> str:
             v.result_rank,
             duration(v.step),
             v.step_rank,
-            "–" if v.slow_share is None else f"{v.slow_share:.0%}",
+            pct(v.slow_share, 0),
             num(v.one_time_s),
         ]
         for v in m.views
@@ -85,7 +85,7 @@ def ladder_table(ladder: Ladder) -> str:
             f"[`{r.variant}`]({VARIANTS_ANCHOR})",
             duration(r.step),
             sentences.seconds(r.step_median_s),
-            "–" if r.slow_share is None else f"{r.slow_share:.0%}",
+            pct(r.slow_share, 0),
             speedup(r.speedup),
             speedup(r.speedup_over_previous),
             num(r.one_time_s),

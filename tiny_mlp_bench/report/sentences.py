@@ -12,7 +12,7 @@ from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import Role, pair_name
 from tiny_mlp_bench.question import ASKERS_KERAS, TODAYS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.answer import PAUSED_S, ArchivedGpu
-from tiny_mlp_bench.report.cells import duration, times
+from tiny_mlp_bench.report.cells import duration, pct, times
 from tiny_mlp_bench.report.inference import Interval, Ratio
 from tiny_mlp_bench.report.model import Machine, Report
 from tiny_mlp_bench.report.views import View
@@ -215,8 +215,7 @@ def headline_rows(m: Machine) -> list[list[str]]:
             (duration(v.result), relative(v.result_vs_seed)),
             (duration(v.step), relative(v.step_vs_seed)),
         )
-        slow = "–" if v.slow_share is None else f"{v.slow_share:.0%}"
-        rows.append([name, runs, *to_result, *per_step, slow])
+        rows.append([name, runs, *to_result, *per_step, pct(v.slow_share, 0)])
     return rows
 
 
