@@ -7,6 +7,7 @@ Numbers only: the wording and the cells are markdown.py's and sentences.py's.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import pandas as pd
@@ -59,11 +60,15 @@ def letters(values: list[tuple[float, ...]]) -> list[str]:
 
     Each letter is a longest run of neighbours every two of which are unresolved, kept where no
     earlier letter's run holds it; the first letter goes to the fastest."""
-    unresolved = [[not ratio(a, b).resolved for b in values] for a in values]
+
+    @functools.cache
+    def unresolved(i: int, j: int) -> bool:  # asked for i < j only, each pair once: a ratio inverts its test
+        return not ratio(values[i], values[j]).resolved
+
     groups: list[range] = []
     for first in range(len(values)):
         last = first
-        while last + 1 < len(values) and all(unresolved[i][last + 1] for i in range(first, last + 1)):
+        while last + 1 < len(values) and all(unresolved(i, last + 1) for i in range(first, last + 1)):
             last += 1
         if not groups or last > groups[-1][-1]:
             groups.append(range(first, last + 1))
