@@ -8,14 +8,15 @@
 # `make images` builds the container images (docker/) with Podman or Docker;
 # `make compare ARCHIVE=results/archive/<name>` compares results/runs with an archived study;
 # `make archive` packs the finished study into results/archive/; `make verify` checks every archive;
-# `make gpu-kit` fetches what scripts/gpu_study.py installs on a GPU machine without a registry.
+# `make gpu-kit` fetches what scripts/gpu_study.py installs on a GPU machine without a registry;
+# `make kit-table` writes docs/gpu-kit.md's table of that kit from it.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # Rules call `python` and tests call `snakemake`: both must be the environment's.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test test-fast variant-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit clean images image-torch image-keras torch-cpu-wheel compare archive verify
+.PHONY: run test test-fast variant-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit kit-table clean images image-torch image-keras torch-cpu-wheel compare archive verify
 
 run: $(BIN)/.runtime-installed
 	snakemake --cores all
@@ -121,6 +122,10 @@ KIT_PRESENT ?= requirements/gpu-present.txt
 KIT_MAX_MIB ?= 64
 gpu-kit: | $(BIN)/python
 	$(BIN)/python -m tiny_mlp_bench.locks.wheels fetch-kit --python $(KIT_PYTHON) --present $(KIT_PRESENT) --max-mib $(KIT_MAX_MIB)
+
+# docs/gpu-kit.md's table of the committed kit's wheels and sizes, from wheelhouse/gpu-kit/ as `make gpu-kit` fetches it.
+kit-table: | $(BIN)/python
+	$(BIN)/python -m tiny_mlp_bench.locks.wheels kit-table
 
 # Container images: FLAVOR=cuda (default) takes PyPI's CUDA builds of torch and TensorFlow;
 # FLAVOR=cpu takes CPU builds and tags them <version>-cpu (what CI builds and tests). Podman is

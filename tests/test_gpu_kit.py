@@ -46,7 +46,8 @@ def test_a_kit_for_this_python_installs_here(kit_for_this_python):
     kit = kit_for_this_python
     meta = json.loads((kit / "kit.json").read_text())
     lock = "requirements/gpu-kit.txt" if THIS_PYTHON == "3.12" else "resolved at fetch time"
-    assert set(meta) == {"python", "lock", "present", "packages", "bytes", "commit"}
+    assert set(meta) == {"python", "lock", "present", "packages", "carried", "bytes", "commit"}
+    assert {"setuptools", "packaging", "typing-extensions"} <= set(meta["carried"])
     assert (meta["python"], meta["lock"], meta["present"]) == (THIS_PYTHON, lock, "requirements/gpu-present.txt")
     assert meta["commit"] == head()
     lines = (kit / "gpu-kit.txt").read_text().splitlines()
@@ -74,6 +75,25 @@ def test_the_default_kit_is_the_committed_lock_and_past_its_cap_an_error_that_le
     # Its wheels are CPython 3.12's for manylinux x86_64, whatever Python runs the tests.
     done = installs(kit, tmp_path / "target", *platform_args("3.12"))
     assert done.returncode == 0, done.stderr
+    # docs/gpu-kit.md's table is this kit's: its wheels, versions, sizes and carried marks.
+    table = kit_table("--check", "--kit", kit)
+    assert table.returncode == 0, table.stdout + table.stderr
+
+
+def kit_table(*args) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "tiny_mlp_bench.locks.wheels", "kit-table", *map(str, args)]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+
+
+def test_the_docs_kit_table_is_the_committed_locks_and_a_stale_one_is_named(tmp_path, monkeypatch):
+    from tiny_mlp_bench.locks import wheels
+
+    done = kit_table("--check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    stale = tmp_path / "gpu-kit.md"
+    stale.write_text(wheels.KIT_DOC.read_text().replace("| setuptools | ", "| setuptools | 0", 1))
+    monkeypatch.setattr(wheels, "KIT_DOC", stale)
+    assert wheels.write_kit_table(None, check=True) == 1
 
 
 def test_fetch_kit_empties_no_folder_that_holds_more_than_a_kit(tmp_path):
