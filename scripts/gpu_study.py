@@ -235,9 +235,11 @@ def make_plan(python: Path, gpu: str | None, seed: int, serial: bool) -> dict:
     return json.loads(done.stdout)
 
 
-def run_study(python: Path, config: Path, serial: bool, until: float | None, t0: float, gpu: str | None) -> dict:
-    """The study, stage by stage and lane by lane, each job its own Snakemake call; what happened, in
-    logs/gpu_study.json."""
+def run_study(
+    python: Path, config: Path, serial: bool, until: float | None, t0: float, gpu: str | None, pip_check: dict | None
+) -> dict:
+    """The study, stage by stage and lane by lane, each job its own Snakemake call; what happened, with
+    ``pip_check``'s verdict on the environment, in logs/gpu_study.json."""
     started = datetime.datetime.now(datetime.UTC)
     prepare_study(python, config, until)
     seed = random.SystemRandom().randrange(2**31)  # recorded below: the order can be made again
@@ -278,6 +280,8 @@ def run_study(python: Path, config: Path, serial: bool, until: float | None, t0:
         "order_seed": seed,
         "stages": planned["stages"],
         "time_for_jobs_s": None if until is None else round(until - t0, 1),
+        # What pip check found in the study's environment and what the study did about it (None: --python).
+        "pip_check": pip_check,
         "jobs": sorted(outcomes, key=lambda outcome: order.index(outcome["name"])),
     }
     write_text_atomic(ROOT / STUDY_LOG, json.dumps(timing, indent=1) + "\n")
@@ -373,7 +377,7 @@ def check(args) -> int:
     except StudyError as err:
         problems.append(str(err))
     try:
-        python = args.python or prepare_environment(args.kit)
+        python = args.python or prepare_environment(args.kit)[0]
         check_needs(python)
         problems += preflight(python, args.allow_no_gpu, args.serial)[1]
     except StudyError as err:
@@ -417,7 +421,7 @@ def main() -> int:
     try:
         commit = check_checkout(args.kit)
         modified = check_tree(commit, args.allow_modified)
-        python = args.python or prepare_environment(args.kit)
+        python, pip_check = (args.python, None) if args.python else prepare_environment(args.kit)
         check_needs(python)
         found, problems = preflight(python, args.allow_no_gpu, args.serial)
         if problems:
@@ -425,7 +429,7 @@ def main() -> int:
         gpu = found["torch"]["gpu"]
         say(f"commit {commit[:12]}, {gpu or 'no GPU'}, config {args.config}")
         warm_matplotlib(python)
-        timing = run_study(python, args.config, args.serial, until, t0, gpu)
+        timing = run_study(python, args.config, args.serial, until, t0, gpu, pip_check)
         deadline = None if args.time_limit is None else t0 + args.time_limit
         try:
             render_what_finished(python, deadline)

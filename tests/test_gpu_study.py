@@ -3,11 +3,9 @@ one command for a GPU machine without a registry (scripts/gpu_study.py), as far 
 checked without a GPU: the locks' contents, that pip still resolves them on PyPI, and the command
 on a small config with this environment's Python."""
 
-import importlib.metadata
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -19,7 +17,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, commit_all, copy_workflow, run_snakemake
-from tiny_mlp_bench.locks.wheels import TARGETS
+from tiny_mlp_bench.locks.wheels import carried_in
 
 REQUIREMENTS = ROOT / "requirements"
 
@@ -52,9 +50,10 @@ def test_the_gpu_kit_carries_what_the_gpu_machine_lacks_and_nothing_it_has():
     kit, local = pins(REQUIREMENTS / "gpu-kit.txt"), pins(REQUIREMENTS / "runtime.txt")
     assert {"snakemake", "keras", "jsonschema", "rocrate", "connection-pool"} <= set(kit)
     present = {line for line in (REQUIREMENTS / "gpu-present.txt").read_text().splitlines() if line[:1].isalpha()}
-    # What the machine has stays out, but what the study needs other versions of than a machine may have.
-    carried = set(TARGETS["gpu-kit"].carried)
-    assert carried == {"packaging", "typing-extensions"} and carried <= set(kit)
+    # What the machine has stays out, but the candidates the study installs where a machine's own do not
+    # suit: what the study's packages need other versions of, and the pure-Python needs of torch and the rest.
+    carried = set(carried_in((REQUIREMENTS / "gpu-kit.txt").read_text()))
+    assert {"packaging", "typing-extensions", "setuptools", "sympy", "filelock", "opt-einsum"} <= carried <= set(kit)
     assert not (present - carried) & set(kit)
     assert not {name for name in kit if name.startswith(("nvidia-", "jax", "torch", "tensorflow"))}
     assert {name: v for name, v in kit.items() if name in local and local[name] != v} == {}
@@ -125,6 +124,7 @@ def run_gpu_study(directory: Path, *args: str, python: str = sys._base_executabl
 
 def small_study(tmp_path: Path, **changes) -> Path:
     """A committed copy of the workflow with small.yaml: torch seed on both devices, numpy's rungs."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     directory = copy_workflow(tmp_path)
     small = yaml.safe_load((directory / "tiny.yaml").read_text())
     small |= {
@@ -186,17 +186,34 @@ def test_gpu_study_makes_a_copy_without_git_a_checkout_from_the_kits_bundle(tmp_
     assert subprocess.run(status, capture_output=True, text=True).stdout.split() == ["M", "scripts/train.py"]
 
 
-def test_only_pip_check_problems_of_the_studys_packages_stop_it():
-    from tiny_mlp_bench.gpu_study.environment import study_problems
+def test_pip_check_stops_the_study_only_on_what_the_kit_brought_or_cannot_mend():
+    from tiny_mlp_bench.gpu_study.environment import judge, verdict_lines
 
-    report = (
-        "snakemake 9.27.1 requires pulp, which is not installed.\n"
-        "keras 3.15.1 has requirement optree>=0.21, but you have optree 0.20.0.\n"
-        "transformers 5.0.0 has requirement tokenizers<0.30, but you have tokenizers 0.31.0.\n"
-    )
-    ours, theirs = study_problems(report, {"snakemake", "keras", "optree"})
-    assert ours == report.splitlines()[:2] and theirs == report.splitlines()[2:]
-    assert study_problems("No broken requirements found.\n", {"keras"}) == ([], [])
+    old_setuptools = "torch 2.13.0+cpu has requirement setuptools>=77.0.3, but you have setuptools 65.5.0."
+    machines_own = "transformers 5.0.0 has requirement tokenizers<0.30, but you have tokenizers 0.31.0."
+    unmet = "jax 0.10.2 requires ml-dtypes, which is not installed."
+    before = [old_setuptools, machines_own, unmet, "cupy 13.0.0 is not supported on this platform"]
+    after = [
+        machines_own.replace("0.30", "0.29"),  # the same problem, said with other versions
+        unmet,
+        "snakemake 9.27.1 has requirement packaging<26,>=24.0, but you have packaging 26.0.",
+    ]
+    verdict = judge(before, after, {"torch", "jax", "snakemake"}, ["setuptools==84.2.1"])
+    assert verdict == {
+        "introduced": [after[2]],
+        "unresolved": [unmet],
+        "left": [after[0]],
+        "resolved": [old_setuptools, before[3]],
+        "carried": ["setuptools==84.2.1"],
+    }
+    said = verdict_lines(verdict)
+    assert said[0] == "pip check: 5 problems, and what the study does about each"
+    assert f"  {old_setuptools} -> resolved by the kit's carried setuptools==84.2.1" in said
+    assert f"  {before[3]} -> resolved by the kit's packages" in said
+    assert f"  {after[0]} -> left as it is: none of the packages the study uses" in said
+    assert f"  {after[2]} -> stops the study: the kit brought it" in said
+    assert f"  {unmet} -> stops the study: a package the study uses, which the kit cannot mend" in said
+    assert verdict_lines(judge([], [], set(), [])) == ["pip check: no problems"]
 
 
 def one_package_kit(directory: Path) -> Path:
@@ -234,14 +251,16 @@ def test_gpu_study_installs_its_kit_over_the_machines_own_packages(tmp_path):
 @pytest.mark.network
 @pytest.mark.slow
 def test_a_venv_made_from_a_venv_sees_the_parents_packages(tmp_path):
-    # A GPU machine's python3 may itself be a virtual environment holding torch: here, this one.
-    # --system-site-packages alone would link only the base interpreter's packages, without torch.
+    # A GPU machine's python3 may itself be a virtual environment holding torch: here, this one. The
+    # study's environment sees its packages, and not the base interpreter's, which it does not see.
     directory = copy_workflow(tmp_path)
     commit_all(directory)
     kit = one_package_kit(directory)
     (kit / "kit.json").write_text(json.dumps({"python": f"{sys.version_info.major}.{sys.version_info.minor}"}))
     done = run_gpu_study(directory, python=sys.executable)
-    # Past pip check and the study's needs, to the first check that needs a GPU.
+    # Past pip check (this environment's packages suit each other) and the study's needs, to the first
+    # check that needs a GPU.
+    assert "pip check: no problems" in done.stderr, done.stderr[-2000:]
     assert done.returncode == 1 and "torch sees no GPU here" in done.stderr, done.stderr[-2000:]
     python = directory / ".venv-gpu" / "bin" / "python"
     code = (
@@ -322,13 +341,14 @@ def test_a_failed_job_still_leaves_a_report_and_an_archive_that_name_it(tmp_path
 def test_the_time_limit_bounds_the_whole_command_and_the_question_comes_first(tmp_path):
     # More repeats than fit: some jobs finish, the rest are not started, and the fused_epoch runs, their
     # estimate far below their cold compilation (half a minute or more on cpu), keep being started, so
-    # that one is still running when the time for jobs is up. The limit leaves the preparation (two
-    # Snakemake calls) room on a slow machine.
+    # that one is still running when the time for jobs is up. The limit leaves the set-up (the pre-flight's
+    # imports, two Snakemake calls) and the question's pair room on a slow machine: on a 2-core one in a slow
+    # spell, the set-up took 30 s and torch's cpu seed 19 s, so that 75 s left no time for its cuda twin.
     estimates = {"torch-*-fused_epoch-*": 0.01, "*": 8}
     variants = {"torch": ["seed", "fused_epoch"], "numpy": ["reference", "fused"]}
     directory = small_study(tmp_path, repeats=4, variants=variants, plan_estimates_s=estimates)
     began = time.monotonic()
-    limit = 75
+    limit = 110
     done = run_gpu_study(
         directory, *study_args("partial"), "--serial", "--time-limit", str(limit), "--archive-reserve", "20"
     )
@@ -372,84 +392,123 @@ def test_the_time_limit_bounds_the_whole_command_and_the_question_comes_first(tm
     assert probes == {name for name in done if name.startswith("probe-")}
 
 
-def node_python(tmp_path: Path) -> Path:
-    """A stand-in for a GPU node's python3 as such nodes have it: a virtual environment of its own
-    whose packages (here, this environment's: torch and the rest) it reaches only through a .pth hook,
-    with packaging at its newest release and typing-extensions at the oldest version torch accepts,
-    both outside what the study's Snakemake and pydantic need. Its packages are downloaded by pip."""
-    node = tmp_path / "node"
-    subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(node)], check=True)
+def node_python(where: Path) -> Path:
+    """A stand-in for a GPU node's python3 as such nodes have it: a virtual environment made by this
+    Python 3.11, with the setuptools 65.5 its ensurepip brings, whose other packages (this environment's:
+    torch and the rest) it reaches only through a .pth hook; packaging at its newest release and
+    typing-extensions at 4.10, both outside what the study's Snakemake and pydantic need; and a module that
+    only a .pth hook puts on its path. packaging and typing-extensions are downloaded by pip."""
+    node = where / "node"
+    subprocess.run([sys._base_executable, "-m", "venv", str(node)], check=True)
     python = node / "bin" / "python"
-    where = "import sysconfig; print(sysconfig.get_path('purelib'))"
-    own = Path(subprocess.run([str(python), "-c", where], capture_output=True, text=True, check=True).stdout.strip())
-    ours = sysconfig.get_path("purelib")
-    (own / "node-packages.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
-    oldest = re.search(r"typing-extensions>=([\d.]+)", " ".join(importlib.metadata.requires("torch"))).group(1)
-    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps"]
-    subprocess.run([*pip, "--upgrade", "packaging", f"typing-extensions=={oldest}"], check=True)
-    versions = "import packaging, typing_extensions, torch; print(packaging.__version__, torch.__version__)"
+    reach_parent(python, sysconfig.get_path("purelib"))
+    hooked = where / "hooked"
+    hooked.mkdir()
+    (hooked / "node_hooked.py").write_text("FOUND = 'through the hook'\n")
+    (node_site(python) / "node-hook.pth").write_text(f"import sys; sys.path.append({str(hooked)!r})\n")
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--disable-pip-version-check"]
+    subprocess.run([*pip, "--upgrade", "packaging", "typing-extensions==4.10.0"], check=True)
+    versions = "import packaging, setuptools, torch; print(packaging.__version__, setuptools.__version__)"
     seen = subprocess.run([str(python), "-c", versions], capture_output=True, text=True, check=True).stdout.split()
     assert int(seen[0].split(".")[0]) >= 26, f"packaging {seen[0]} is not past what Snakemake needs"
+    assert seen[1] == "65.5.0", f"setuptools {seen[1]} is not the one a Python 3.11 venv brings"
     return python
 
 
-def without(kit: Path, package: str) -> Path:
-    """A copy of the kit that lacks ``package``, as a kit made before it carried it did."""
-    copy = kit.parent / f"{kit.name}-without-{package}"
-    shutil.copytree(kit, copy)
-    wheel_name = package.replace("-", "_")
-    for wheel in copy.glob(f"{wheel_name}-*.whl"):
-        wheel.unlink()
-    lock = copy / "gpu-kit.txt"
-    lock.write_text("".join(line + "\n" for line in lock.read_text().split() if not line.startswith(f"{package}==")))
-    return copy
+def node_site(python: Path) -> Path:
+    where = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    return Path(subprocess.run([str(python), "-c", where], capture_output=True, text=True, check=True).stdout.strip())
+
+
+def reach_parent(python: Path, packages: str) -> None:
+    """The node reaches ``packages`` through a .pth hook, after its own."""
+    (node_site(python) / "node-packages.pth").write_text(f"import site; site.addsitedir({packages!r})\n")
+
+
+def hide_setuptools(python: Path, where: Path) -> None:
+    """Take setuptools from the node: its own uninstalled, and the parent environment's hidden behind a
+    folder that links to everything of the parent's packages but setuptools."""
+    subprocess.run([str(python), "-m", "pip", "uninstall", "--quiet", "--yes", "setuptools"], check=True)
+    parent, shown = Path(sysconfig.get_path("purelib")), where / "parent-without-setuptools"
+    shown.mkdir()
+    hidden = ("setuptools", "_distutils_hack", "pkg_resources", "distutils-precedence.pth")
+    for entry in parent.iterdir():
+        if not entry.name.startswith(hidden):
+            (shown / entry.name).symlink_to(entry)
+    reach_parent(python, str(shown))
+    found = subprocess.run([str(python), "-c", "import setuptools"], capture_output=True, text=True)
+    assert found.returncode != 0 and "No module named 'setuptools'" in found.stderr, found.stderr
+
+
+def rehearse(directory: Path, python: Path, kit: Path, name: str) -> tuple[str, Path]:
+    """The pre-flight and then the small study, as a user runs them on a node new to them, without a GPU:
+    what the pre-flight said, and the archive."""
+    kit_args = ["--kit", str(kit), "--allow-no-gpu"]
+    checked = run_gpu_study(directory, "--check", *kit_args, python=str(python))
+    assert checked.returncode == 0, checked.stderr[-4000:]
+    assert "pre-flight: nothing stops the study" in checked.stderr
+    study = [*kit_args, "--config", "small.yaml", "--name", name, "--time-limit", "400"]
+    done = run_gpu_study(directory, *study, python=str(python))
+    assert done.returncode == 0, done.stderr[-4000:]
+    # The pre-flight's environment serves the study: the kit is installed once.
+    assert "the kit is in .venv-gpu/ already" in done.stderr and "installing the kit" not in done.stderr
+    folder = directory / "results" / "archive" / name
+    # The compiled rung ran (torch's compiler imports setuptools), and the archive is sealed like any other:
+    # its manifest and its re-rendered report check out.
+    compiled = json.loads((folder / "runs" / "torch-cpu-compiled-1.json").read_text())
+    assert compiled["status"] == "ok", compiled.get("error")
+    checked_archive = verify(directory, folder)
+    assert checked_archive.returncode == 0, checked_archive.stderr[-3000:]
+    return checked.stderr, folder
+
+
+def from_kit(directory: Path, *modules: str) -> list[str]:
+    """For each module, whether the study's environment takes it from the kit (else from the node)."""
+    listed = ", ".join(modules)
+    code = f"import sys, {listed}; print(*(m.__file__.startswith(sys.prefix) for m in ({listed},)))"
+    done = subprocess.run([str(directory / ".venv-gpu" / "bin" / "python"), "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
 
 
 @pytest.mark.network
 @pytest.mark.workflow
 @pytest.mark.slow
-def test_the_whole_command_rehearsed_on_a_node_python_as_gpu_nodes_have_it(
+def test_the_whole_command_rehearsed_on_node_pythons_as_gpu_nodes_have_them(
     tmp_path, tmp_path_factory, kit_for_this_python
 ):
-    # The node's python3: a venv reaching torch only through a .pth hook, packaging 26 and an old
-    # typing-extensions. The kit installed over it, the pre-flight, the study, the archive; no GPU.
-    python = node_python(tmp_path_factory.mktemp("node"))  # outside the checkout, as a node's Python is
-    directory = small_study(tmp_path)
-    kit = directory / "wheelhouse" / "gpu-kit"
-    # What the pre-flight says of each set-up defect a node can show (each found before any job):
-    # a kit that does not carry packaging or typing-extensions leaves the node's, which the study's
-    # packages do not accept; then no GPU.
-    for package in ("packaging", "typing-extensions"):
-        shutil.rmtree(directory / ".venv-gpu", ignore_errors=True)
-        lacking = without(kit_for_this_python, package)
-        done = run_gpu_study(directory, "--check", "--kit", str(lacking), python=str(python))
-        assert done.returncode == 1, done.stderr[-3000:]
-        assert "would stop the study: this machine's packages do not suit the kit (pip check)" in done.stderr
-        assert f"requirement {package}" in done.stderr.lower().replace("_", "-"), done.stderr[-3000:]
-    shutil.rmtree(directory / ".venv-gpu")
-    shutil.copytree(kit_for_this_python, kit)
-    checked = run_gpu_study(directory, "--check", python=str(python))
-    assert checked.returncode == 1 and "would stop the study: torch sees no GPU here" in checked.stderr
-    assert "pre-flight: 1 would stop the study" in checked.stderr, checked.stderr[-3000:]
-    study = ["--allow-no-gpu", "--config", "small.yaml", "--name", "small", "--time-limit", "300"]
-    done = run_gpu_study(directory, *study, python=str(python))
-    assert done.returncode == 0, done.stderr[-4000:]
-    packages = len((kit_for_this_python / "gpu-kit.txt").read_text().split())
-    assert f"installing the kit: {packages} packages" in done.stderr
-    # Snakemake, packaging and typing-extensions came from the kit, torch from the node's own packages
-    # through its hook.
-    code = (
-        "import sys, snakemake, packaging, typing_extensions, torch;"
-        " print(*(m.__file__.startswith(sys.prefix) for m in (snakemake, packaging, typing_extensions, torch)),"
-        " torch.__version__)"
+    # The node's python3: a Python 3.11 venv with its own setuptools 65.5, reaching torch only through a
+    # .pth hook, packaging 26 and typing-extensions 4.10; then the same venv with no setuptools at all. On
+    # each, the pre-flight, the study with a compiled rung, and a sealed archive; no GPU. One kit for both.
+    where = tmp_path_factory.mktemp("node")  # outside the checkout, as a node's Python is
+    python = node_python(where)
+    variants = {"torch": ["seed", "compiled"], "numpy": ["reference", "fused"]}
+    directory = small_study(tmp_path / "old-setuptools", variants=variants)
+    kit = kit_for_this_python
+    carried = json.loads((kit / "kit.json").read_text())["carried"]
+    said, folder = rehearse(directory, python, kit, "small")
+    core = len((kit / "gpu-kit.txt").read_text().split()) - len(carried)
+    assert f"installing the kit: {core} packages from {kit}, then of its {len(carried)} carried ones" in said
+    # What pip check found, once, and what the study did about each: the kit's carried setuptools,
+    # packaging and typing-extensions mend torch, Snakemake and pydantic; no other carried wheel goes in.
+    setuptools, packaging, typing_extensions = (
+        next(line for line in (kit / "gpu-kit.txt").read_text().split() if line.startswith(f"{name}=="))
+        for name in ("setuptools", "packaging", "typing-extensions")
     )
-    out = subprocess.run([str(directory / ".venv-gpu" / "bin" / "python"), "-c", code], capture_output=True, text=True)
+    assert said.count("gpu_study: pip check: ") == 1
+    assert f"setuptools>=77.0.3, but you have setuptools 65.5.0. -> resolved by the kit's carried {setuptools}" in said
+    assert "has requirement packaging<26" in said and f"-> resolved by the kit's carried {packaging}" in said
+    assert f"-> resolved by the kit's carried {typing_extensions}" in said
+    assert from_kit(directory, "setuptools", "packaging", "typing_extensions", "snakemake", "torch", "node_hooked") == [
+        "True", "True", "True", "True", "False", "False"
+    ]  # fmt: skip
     import torch
 
-    assert out.stdout.split() == ["True", "True", "True", "False", torch.__version__], out.stderr
-    folder = directory / "results" / "archive" / "small"
     timing = json.loads((folder / "logs" / "gpu_study.json").read_text())
     assert {job["outcome"] for job in timing["jobs"]} == {"done"}
+    verdict = timing["pip_check"]
+    assert verdict["carried"] == [packaging, setuptools, typing_extensions]
+    assert not verdict["introduced"] and not verdict["unresolved"]
     # The question's pair alone, nothing beside it; then a cpu and a cuda job side by side, never two on one
     # device, each lane on its own cores, and what ran beside each job is in its outcome.
     jobs = {job["name"]: job for job in timing["jobs"]}
@@ -467,18 +526,27 @@ def test_the_whole_command_rehearsed_on_a_node_python_as_gpu_nodes_have_it(
     assert fits["numpy-cuda-fused-1"] and fits["probe-torch-cuda"], (timing["setup_s"], fits)
     assert fits["torch-cpu-seed-1"] and fits["torch-cuda-seed-1"]
     records = [json.loads(p.read_text()) for p in sorted((folder / "runs").glob("*.json"))]
-    assert len(records) == 5  # torch seed on both devices, numpy's two rungs on cpu and its fused on cuda
+    # torch's seed and compiled rungs on both devices, numpy's two rungs on cpu and its fused on cuda
+    assert len(records) == 7
     readme = (folder / "README.md").read_text()
     assert "The whole study of the config: every job finished." in readme
     assert f"then the jobs {timing['jobs_wall_s']} s" in readme
-    torch_version = records[-1]["environment"]["versions"]["torch"]  # torch-cuda-seed-1, sorted last
-    assert f"torch {torch_version}." in readme and "5 run records (3 ok, 2 skipped)" in readme
+    assert f"with `{packaging}`, `{setuptools}`, `{typing_extensions}` of its carried packages" in readme
+    assert f"torch {torch.__version__}." in readme and "7 run records (4 ok, 3 skipped)" in readme
     report = (folder / "report.md").read_text()
     answer = report.split("\n", 1)[1].split("\n## Details", 1)[0].strip()  # the first screen, under the title
     assert answer and answer in readme
-    # The archive is sealed like any other: its manifest and its re-rendered report check out.
-    checked = verify(directory, folder)
-    assert checked.returncode == 0, checked.stderr[-3000:]
+
+    # The same node without setuptools: the environment is made anew for it, and the kit's carried one
+    # comes in for torch's missing requirement.
+    hide_setuptools(python, where)
+    directory = small_study(
+        tmp_path / "no-setuptools", devices=["cpu"], frameworks=["torch"], variants={"torch": ["seed", "compiled"]}
+    )
+    said, folder = rehearse(directory, python, kit, "small-no-setuptools")
+    assert "creating .venv-gpu/" in said
+    assert f"requires setuptools, which is not installed. -> resolved by the kit's carried {setuptools}" in said
+    assert from_kit(directory, "setuptools", "torch") == ["True", "False"]
 
 
 def gpu_plan_fits(tmp_path: Path, setup_s: float, time_limit: float) -> dict[str, bool]:

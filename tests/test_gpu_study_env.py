@@ -82,7 +82,7 @@ def test_the_study_venv_finds_the_cuda_libraries_the_nodes_python_finds(tmp_path
     library = node_site / "nvidia" / "nvrtc" / "lib" / "libstandin-nvrtc.so.13"
     library.write_bytes(Path(_ctypes.__file__).read_bytes())
     study = tmp_path / "venv-gpu"
-    made = [node / "bin" / "python", "-m", "venv", "--system-site-packages", "--without-pip", str(study)]
+    made = [node / "bin" / "python", "-m", "venv", "--without-pip", str(study)]
     subprocess.run(made, check=True)
     monkeypatch.setattr(site, "getsitepackages", lambda: [str(node_site)])
     environment.see_machine_packages(study / "bin" / "python")

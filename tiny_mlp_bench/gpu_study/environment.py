@@ -10,6 +10,7 @@ because a module cannot import them from a script.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -30,71 +31,161 @@ def say(message: str) -> None:
     print(f"gpu_study: {message}", file=sys.stderr, flush=True)
 
 
-def prepare_environment(kit: Path) -> Path:
-    """.venv-gpu/ with the kit installed over the machine's own packages; its python."""
+def prepare_environment(kit: Path) -> tuple[Path, dict[str, list[str]]]:
+    """.venv-gpu/ with the kit installed over the machine's own packages: its python, and pip check's
+    verdict (judge) on what the kit changed."""
     lock = kit / "gpu-kit.txt"
     if not lock.is_file():
         raise StudyError(
             f"no kit at {kit} ({lock.name} missing): on a machine with PyPI run `make gpu-kit`, then copy "
             "wheelhouse/gpu-kit/ here with the repository"
         )
-    made_for = json.loads((kit / "kit.json").read_text()).get("python") if (kit / "kit.json").is_file() else None
+    about = json.loads((kit / "kit.json").read_text()) if (kit / "kit.json").is_file() else {}
     here = f"{sys.version_info.major}.{sys.version_info.minor}"
-    if made_for and made_for != here:
+    if about.get("python", here) != here:
         raise StudyError(
-            f"the kit in {kit} is for CPython {made_for}, and this machine's Python is {here}: on a connected "
+            f"the kit in {kit} is for CPython {about['python']}, and this machine's Python is {here}: on a connected "
             f"machine run `make gpu-kit KIT_PYTHON={here}`, then copy wheelhouse/gpu-kit/ here again"
         )
     python = VENV / "bin" / "python"
-    if not python.exists():
-        say(f"creating {VENV.name}/ over this machine's packages ({sys.executable}, Python {sys.version.split()[0]})")
-        # Without a pip of its own: a Python without ensurepip (Debian's, without python3-venv) can make it.
-        made = subprocess.run(
-            [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(VENV)],
-            capture_output=True,
-            text=True,
-        )
-        if made.returncode != 0:
-            raise StudyError(f"{sys.executable} cannot make {VENV.name}/: {made.stderr.strip()[-500:]}")
+    # The kit is installed once for this kit over these machine packages: a second command (the study after
+    # its pre-flight, a study run again) reuses it, and anything else makes the environment anew.
+    marker, installed_for = VENV / "kit-installed.json", installation_key(lock, about)
+    reused = marker.is_file() and json.loads(marker.read_text()).get("key") == installed_for
+    if not reused:
+        shutil.rmtree(VENV, ignore_errors=True)
+        make_venv()
     see_machine_packages(python)
     find_machine_libraries()
-    say(f"installing the kit: {len(lock.read_text().split())} packages from {kit}")
     # The machine's own pip (22.3 or newer) installs into the environment.
     # --isolated: the machine's own pip configuration (an index, a proxy, a constraint) cannot reach the
     # offline install.
-    pip = [sys.executable, "-m", "pip", "--python", str(python), "--isolated", "--disable-pip-version-check"]
-    pip += ["--no-input"]
-    if subprocess.run([*pip, "--version"], capture_output=True).returncode != 0:
+    pip = [sys.executable, "-m", "pip", "--isolated", "--disable-pip-version-check", "--no-input"]
+    into_venv = [*pip, "--python", str(python)]
+    if subprocess.run([*into_venv, "--version"], capture_output=True).returncode != 0:
         raise StudyError(f"{sys.executable} has no pip that installs into another environment (pip 22.3 or newer)")
-    # The kit whole into the environment, even where the machine has a package at the same version:
-    # the study then runs the kit's, and pip never touches the machine's own.
-    offline = ["--no-index", "--no-deps", "--ignore-installed", "--find-links", str(kit)]
-    install = subprocess.run(
-        [*pip, "install", "--quiet", *offline, "-r", str(lock)],
+    before = pip_check(pip)  # the machine's own packages, as its python3 sees them
+    carried = {canonical(name) for name in about.get("carried", [])}
+    pins = lock.read_text().split()
+    if reused:
+        candidates = json.loads(marker.read_text())["carried_installed"]
+        say(f"the kit is in {VENV.name}/ already, for these machine packages")
+    else:
+        core = [pin for pin in pins if canonical(pin.split("==")[0]) not in carried]
+        say(
+            f"installing the kit: {len(core)} packages from {kit}"
+            + (f", then of its {len(carried)} carried ones those the machine lacks or has too old" if carried else "")
+        )
+        install(into_venv, kit, core)
+        # A carried package only where the machine's is missing or outside what a package asks.
+        wanted = {problem_key(line)[1] for line in pip_check(into_venv)}
+        candidates = [pin for pin in pins if canonical(pin.split("==")[0]) in carried & wanted]
+        if candidates:
+            say(f"installing the kit's carried {', '.join(candidates)}: the machine's own does not suit")
+            install(into_venv, kit, candidates)
+        marker.write_text(json.dumps({"key": installed_for, "carried_installed": candidates}) + "\n")
+    verdict = judge(before, pip_check(into_venv), study_closure(python), candidates)
+    for line in verdict_lines(verdict):
+        say(line)
+    if verdict["introduced"] or verdict["unresolved"]:
+        stops = verdict["introduced"] + verdict["unresolved"]
+        raise StudyError(
+            f"pip check: {len(stops)} problems the study cannot run with ({'; '.join(stops[:8])}). Where the kit "
+            "brought one, list the package in requirements/gpu-present.txt if this machine has it; where a package "
+            "the study uses lacks something, add it to requirements/gpu-kit.in; then run `make lock-gpu-kit gpu-kit` "
+            "on a connected machine and copy wheelhouse/gpu-kit/ here again"
+        )
+    return python, verdict
+
+
+def make_venv() -> None:
+    say(f"creating {VENV.name}/ over this machine's packages ({sys.executable}, Python {sys.version.split()[0]})")
+    # Without a pip of its own: a Python without ensurepip (Debian's, without python3-venv) can make it.
+    made = subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(VENV)],
         capture_output=True,
         text=True,
     )
-    if install.returncode != 0:
-        raise StudyError(f"the kit did not install (is it for this Python?): {install.stderr.strip()[-800:]}")
-    check = subprocess.run([*pip, "check"], capture_output=True, text=True)
-    ours, theirs = study_problems(check.stdout, study_packages(lock))
-    if theirs:
-        say(f"pip check: {len(theirs)} problems among this machine's own packages, none the study's (left as they are)")
-    if ours:
-        raise StudyError(
-            "this machine's packages do not suit the kit (pip check): "
-            + "; ".join(ours[:8])
-            + ". Add what is missing or too old to requirements/gpu-kit.in, or take it out of "
-            "requirements/gpu-present.txt, then run `make lock-gpu-kit gpu-kit` on a connected machine"
-        )
-    return python
+    if made.returncode != 0:
+        raise StudyError(f"{sys.executable} cannot make {VENV.name}/: {made.stderr.strip()[-500:]}")
+
+
+def installation_key(lock: Path, about: dict) -> str:
+    """What an installed kit depends on: the kit, this Python and every package it sees."""
+    import importlib.metadata
+
+    machine = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
+    parts = [lock.read_text(), json.dumps(about, sort_keys=True), sys.executable, *machine]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def install(pip: list[str], kit: Path, pins: list[str]) -> None:
+    """``pins`` from the kit into the environment, even where the machine has a package at the same
+    version: the study then runs the kit's, and pip never touches the machine's own."""
+    offline = ["--no-index", "--no-deps", "--ignore-installed", "--find-links", str(kit)]
+    done = subprocess.run([*pip, "install", "--quiet", *offline, *pins], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise StudyError(f"the kit did not install (is it for this Python?): {done.stderr.strip()[-800:]}")
+
+
+def pip_check(pip: list[str]) -> list[str]:
+    """pip check's problems, one line each."""
+    done = subprocess.run([*pip, "check"], capture_output=True, text=True)
+    lines = done.stdout.splitlines()
+    return [line for line in lines if line.strip() and line != "No broken requirements found."]
+
+
+def problem_key(line: str) -> tuple[str, str]:
+    """A pip check problem as (the package that has it, the package it requires), the same before and
+    after the kit whatever versions the line names; a line of another kind keys on itself."""
+    missing = re.match(r"(\S+) \S+ requires (\S+), which is not installed", line)
+    conflict = re.match(r"(\S+) \S+ has requirement .+, but you have (\S+) \S+$", line)
+    if found := missing or conflict:
+        return canonical(found[1]), canonical(found[2])
+    return canonical(line.split()[0]), line
+
+
+def judge(before: list[str], after: list[str], used: set[str], carried: list[str]) -> dict[str, list[str]]:
+    """pip check's problems before the kit (the machine's own) and after it, sorted by what the study
+    does about them. It stops on two kinds: a problem the kit brought ("introduced"), and one of a
+    package the study uses that the kit leaves as it was ("unresolved"). A problem among packages the
+    study does not use is the machine's own business ("left"); "resolved" ones the kit mended, with
+    the carried packages it installed for them ("carried")."""
+    had = {problem_key(line) for line in before}
+    now = {problem_key(line): line for line in after}
+    return {
+        "introduced": [line for key, line in now.items() if key not in had],
+        "unresolved": [line for key, line in now.items() if key in had and key[0] in used],
+        "left": [line for key, line in now.items() if key in had and key[0] not in used],
+        "resolved": [line for line in before if problem_key(line) not in now],
+        "carried": carried,
+    }
+
+
+def verdict_lines(verdict: dict[str, list[str]]) -> list[str]:
+    """What the study does about each problem pip check found, one line each."""
+    carried = {canonical(pin.split("==")[0]): pin for pin in verdict["carried"]}
+    said = {
+        "left": "left as it is: none of the packages the study uses",
+        "introduced": "stops the study: the kit brought it",
+        "unresolved": "stops the study: a package the study uses, which the kit cannot mend",
+    }
+    lines = [
+        f"  {line} -> resolved by the kit's "
+        + (f"carried {carried[need]}" if (need := problem_key(line)[1]) in carried else "packages")
+        for line in verdict["resolved"]
+    ]
+    lines += [f"  {line} -> {said[kind]}" for kind in said for line in verdict[kind]]
+    head = f"pip check: {len(lines) or 'no'} problems" + (", and what the study does about each" if lines else "")
+    return [head, *lines]
 
 
 def see_machine_packages(python: Path) -> None:
-    """Make the new environment see every package this Python sees. --system-site-packages links the
-    base interpreter's site-packages only: where this Python is itself a virtual environment (a GPU
-    machine's torch often lives in one), its packages would be invisible without this .pth file, which
-    site.py runs at start-up. Each of its lines adds one of this Python's site-packages with
+    """Make the new environment see the packages this Python sees, no more and no fewer: its user
+    site-packages where it reads them, then its site-packages. The environment is made without
+    --system-site-packages, which would link the base interpreter's packages whether or not this
+    Python sees them (a node's python3 is often a virtual environment of its own), so this .pth file,
+    which site.py runs at start-up, is its only way to them. Each line adds a folder with
     site.addsitedir, after the kit's own, which also runs the .pth files there: a package that takes
     over another through one (numba-cuda replaces numba.cuda so) is then the one the study imports."""
     import site
@@ -105,7 +196,8 @@ def see_machine_packages(python: Path) -> None:
     if done.returncode != 0:
         raise StudyError(f"{python} does not start: {done.stderr.strip()[-500:]}")
     own = Path(done.stdout.strip())
-    lines = "".join(f"import site; site.addsitedir({path!r})\n" for path in site.getsitepackages())
+    user = [site.getusersitepackages()] if site.ENABLE_USER_SITE else []
+    lines = "".join(f"import site; site.addsitedir({path!r})\n" for path in [*user, *site.getsitepackages()])
     (own / "machine-packages.pth").write_text(lines)
 
 
@@ -144,18 +236,29 @@ def study_needs() -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
 
-def study_packages(lock: Path) -> set[str]:
-    """The kit's packages and the study's own needs, by canonical name."""
-    kit = [line.split("==")[0] for line in lock.read_text().splitlines() if line.strip()]
-    return {canonical(name) for name in study_needs() + kit}
+# The study's needs and everything they require, as installed (requirements behind an extra not followed).
+CLOSURE_CODE = """import re, sys, importlib.metadata as m
+canonical = lambda name: re.sub(r"[-_.]+", "-", name).lower()
+found, todo = set(), [canonical(name) for name in sys.argv[1:]]
+while todo:
+    name = todo.pop()
+    if name in found:
+        continue
+    try:
+        requires = m.requires(name) or []
+    except m.PackageNotFoundError:
+        continue
+    found.add(name)
+    todo += [canonical(re.match(r"[A-Za-z0-9._-]+", r)[0]) for r in requires if "extra" not in r.partition(";")[2]]
+print(" ".join(sorted(found)))"""
 
 
-def study_problems(pip_check: str, packages: set[str]) -> tuple[list[str], list[str]]:
-    """pip check's lines split in two: those of a package the study installs or needs, and the rest.
-    A GPU machine's own packages may not all suit each other; that is none of the study's business."""
-    lines = [line for line in pip_check.splitlines() if line.strip() and line != "No broken requirements found."]
-    ours = [line for line in lines if canonical(line.split()[0]) in packages]
-    return ours, [line for line in lines if line not in ours]
+def study_closure(python: Path) -> set[str]:
+    """The packages the study uses in ``python``: its needs (requirements/gpu-kit.in) and all they require."""
+    done = subprocess.run([str(python), "-c", CLOSURE_CODE, *study_needs()], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise StudyError(f"{python} cannot list what the study's packages require: {done.stderr.strip()[-500:]}")
+    return set(done.stdout.split())
 
 
 # Which of the distributions named on the command line are not installed.

@@ -88,6 +88,13 @@ def write(folder: Path, timing: dict, modified: list[str]) -> None:
         f"- Each Snakemake call's output: `{LANE_LOGS}/<lane>.log` (and `prepare.log`); Snakemake's own logs of",
         f"  the calls that made records: {own_logs}.",
     ]
+    if verdict := timing.get("pip_check"):
+        carried = ", ".join(f"`{pin}`" for pin in verdict["carried"]) or "none"
+        lines.append(
+            f"- The study's environment: the kit over the machine's own packages, with {carried} of its carried "
+            f"packages (the machine's own were missing or too old); pip check: {len(verdict['resolved'])} problems "
+            f"the kit resolved, {len(verdict['left'])} left among packages the study does not use (`{STUDY_LOG}`)."
+        )
     if modified:
         lines.append(
             f"- **Made from a modified tree** (`--allow-modified`): {', '.join(f'`{m}`' for m in modified)} "
