@@ -1,22 +1,33 @@
-# tiny-mlp-bench: `make run` sets up .venv and runs the study with config/config.yaml;
-# `make test` sets up .venv with the test tools and runs the lints and the whole test suite;
-# `make test-fast` the lints and the fast tests (no real workflow, cluster, container or network);
-# `make variant-table` writes the README's table of variants from the catalogue;
-# `make config-table` writes config/config.yaml and docs/running.md's table of keys from the config schema;
-# `make method-numbers` writes docs/method.md's A/A control and rungs' intervals from the archive it names;
-# `make findings` writes the README's "What it found" from the newest archives' report models;
-# `make images` builds the container images (docker/) with Podman or Docker;
-# `make compare ARCHIVE=results/archive/<name>` compares results/runs with an archived study;
-# `make archive` packs the finished study into results/archive/; `make verify` checks every archive;
-# `make gpu-kit` fetches what scripts/gpu_study.py installs on a GPU machine without a registry;
-# `make kit-table` writes docs/gpu-kit.md's table of that kit from it.
+# tiny-mlp-bench: the targets (`make` or `make help` prints this list)
+#   make run              set up .venv and run the study with config/config.yaml -> results/report.md
+#   make test             set up .venv with the test tools; run the lints and the whole test suite
+#   make test-fast        the lints and the fast tests (no real workflow, cluster, container or network)
+#   make lint             the lints alone: ruff, snakefmt, snakemake --lint, hadolint
+#   make compare ARCHIVE=results/archive/<name>   this study's records against an archived study's
+#   make archive          pack the finished study into results/archive/ (ARCHIVE_ARGS="--name NAME")
+#   make verify           check every archive (ARCHIVE=<one> for one)
+#   make variant-table    the README's table of variants, from the catalogue
+#   make config-table     config/config.yaml and docs/running.md's table of keys, from the config schema
+#   make method-numbers   docs/method.md's A/A control and intervals, from the archive it names
+#   make findings         the README's "What it found", from the newest archives' report models
+#   make images           the container images (docker/) with Podman or Docker (ENGINE=, FLAVOR=cpu);
+#                         image-torch, image-keras one of them; torch-cpu-wheel the CPU torch they use
+#   make gpu-kit          what scripts/gpu_study.py installs on a GPU machine without a registry
+#   make kit-table        docs/gpu-kit.md's table of that kit, from it
+#   make lock, lock-cuda, lock-gpu-kit   resolve the locks in requirements/ again
+#   make clean            remove the study's outputs (results/archive/ stays)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # Rules call `python` and tests call `snakemake`: both must be the environment's.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test test-fast variant-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit kit-table clean images image-torch image-keras torch-cpu-wheel compare archive verify
+.PHONY: help run test test-fast variant-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit kit-table clean images image-torch image-keras torch-cpu-wheel compare archive verify
+
+# A bare `make` prints the targets: starting a study is `make run`.
+.DEFAULT_GOAL := help
+help:
+	@sed -n '1,/^[^#]/s/^# \{0,1\}//p' $(firstword $(MAKEFILE_LIST))
 
 run: $(BIN)/.runtime-installed
 	snakemake --cores all

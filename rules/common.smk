@@ -1,7 +1,7 @@
 # Validation, wildcard constraints and input functions shared by every stage.
 
 import functools
-import shlex
+import os
 import sys
 from pathlib import Path
 
@@ -12,14 +12,26 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 min_version("9.0")
 
-SCRIPTS = Path(workflow.basedir) / "scripts"  # the command-line programs each rule runs
-# Rules run the interpreter that runs Snakemake (it has the project's packages, activated or
-# not, on this machine or on a Slurm node); inside an Apptainer image, the image's python.
-PYTHON = (
-    "python"
-    if DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method
-    else sys.executable
+# Where this checkout is, and the interpreter its jobs run: the interpreter that runs Snakemake (it has
+# the project's packages, activated or not, on this machine or on a Slurm node), or inside an Apptainer
+# image the image's python. Set here, in Snakemake's environment, which every job's shell inherits and
+# reads when it runs (on a Slurm node, Snakemake loads this file again): no absolute path goes into what
+# Snakemake compares between runs (params, shell commands), so a moved or copied checkout reruns nothing.
+os.environ.update(
+    TINY_MLP_BENCH_HOME=workflow.basedir,
+    TINY_MLP_BENCH_PYTHON=(
+        "python"
+        if DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method
+        else sys.executable
+    ),
 )
+
+
+def program(name):
+    """A command-line program in scripts/, as a job's shell finds it."""
+    return f'"$TINY_MLP_BENCH_HOME/scripts/{name}"'
+
+
 CONFIG_SCHEMA = Path(workflow.basedir) / "config" / "config.schema.yaml"
 ARCHIVES = Path("results/archive")  # archived studies (scripts/archive_study.py)
 
@@ -183,19 +195,20 @@ def get_image(wildcards):
 # A job's program imports tiny_mlp_bench from this workflow's folder, wherever it runs (here, in an
 # image, under Apptainer, on a Slurm node, in the GPU study's Python) and whichever copy is installed:
 # the code that runs is this checkout's. container_run.py passes the variable on into the image.
-WITH_PACKAGE = f"env PYTHONPATH={shlex.quote(workflow.basedir)}"
+WITH_PACKAGE = 'env PYTHONPATH="$TINY_MLP_BENCH_HOME"'
 
 
 def get_launcher(wildcards):
     """The command that starts a job's program: the local interpreter (or Apptainer's), or
-    `<engine> run` in the job's image, with the workflow's folder as PYTHONPATH."""
+    `<engine> run` in the job's image (container_run.py mounts the checkout), with the workflow's
+    folder as PYTHONPATH."""
     engine = config["container_engine"]
     if engine == "none":
-        return f"{WITH_PACKAGE} {PYTHON}"
+        return f'{WITH_PACKAGE} "$TINY_MLP_BENCH_PYTHON"'
     gpu = " --gpu" if getattr(wildcards, "device", None) == "cuda" else ""
     return (
-        f"{WITH_PACKAGE} {sys.executable} {SCRIPTS / 'container_run.py'} --engine {engine}"
-        f" --image {get_image(wildcards)}{gpu} --mount {workflow.basedir} -- python"
+        f'{WITH_PACKAGE} "$TINY_MLP_BENCH_PYTHON" {program("container_run.py")} --engine {engine}'
+        f" --image {get_image(wildcards)}{gpu} -- python"
     )
 
 

@@ -10,7 +10,7 @@ rule make_dataset:
         run=get_launcher,
         seed=config["seed"],
         n_rows=config["n_rows"],
-        script=SCRIPTS / "make_dataset.py",
+        script=program("make_dataset.py"),
     shell:
         "exec {params.run} {params.script} --seed {params.seed} --n-rows {params.n_rows}"
         " --output {output.dataset} > {log} 2>&1"

@@ -35,7 +35,7 @@ rule render_report:
         get_image
     params:
         run=get_launcher,
-        script=SCRIPTS / "render_report.py",
+        script=program("render_report.py"),
         gpu_archive=get_gpu_archive_option,
     shell:
         "exec {params.run} {params.script} --report {output.report} --timings {output.timings}"

@@ -25,7 +25,7 @@ rule train:
     params:
         run=get_launcher,
         args=get_train_args,
-        script=SCRIPTS / "train.py",
+        script=program("train.py"),
     shell:
         "exec {params.run} {params.script} --dataset {input.dataset} {params.args}"
         " --output {output.record} > {log} 2>&1"
@@ -53,7 +53,7 @@ rule sweep_crossover:
         widths=",".join(map(str, config["sweep"]["hidden_units"])),
         steps=config["sweep"]["steps"],
         require_gpu="--require-gpu" if config["require_gpu"] else "",
-        script=SCRIPTS / "sweep_crossover.py",
+        script=program("sweep_crossover.py"),
     shell:
         "exec {params.run} {params.script} --device {wildcards.device} --threads {threads}"
         " --batch-sizes {params.batch_sizes} --hidden-units {params.widths}"
@@ -85,7 +85,7 @@ rule probe_fixed_costs:
         hidden_units=config["hidden_units"],
         learning_rate=config["learning_rate"],
         require_gpu="--require-gpu" if config["require_gpu"] else "",
-        script=SCRIPTS / "probe_fixed_costs.py",
+        script=program("probe_fixed_costs.py"),
     shell:
         "exec {params.run} {params.script} --framework {wildcards.framework} --device {wildcards.device}"
         " --dataset {input.dataset} --batch-size {params.batch_size} --hidden-units {params.hidden_units}"

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Run one workflow step inside a Docker or Podman image: `<engine> run --rm` with the workspace mounted.
+"""Run one workflow step inside a Docker or Podman image: `<engine> run --rm` with the working
+directory and this checkout mounted.
 
-    container_run.py --engine podman --image IMAGE [--gpu] --mount DIR ... -- python scripts/train.py ...
+    container_run.py --engine podman --image IMAGE [--gpu] [--mount DIR ...] -- python scripts/train.py ...
 
 The rules call it for every step when the config's container_engine is docker or podman.
 """
@@ -44,7 +45,8 @@ def main(argv=None) -> int:
         # Like a run on a machine without a GPU: the step records itself as skipped (or fails
         # with --require-gpu), and this says why the container saw none.
         print(f"warning: no GPU passed to the {args.engine} container: {why_not}", file=sys.stderr)
-    command = run_command(args.engine, image, args.command, [Path.cwd(), *args.mount], gpu, identity)
+    checkout = Path(__file__).resolve().parent.parent  # where the step's programs and package are, found now
+    command = run_command(args.engine, image, args.command, [Path.cwd(), checkout, *args.mount], gpu, identity)
     print("running: " + " ".join(command), file=sys.stderr, flush=True)
     os.execvp(command[0], command)
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import sysconfig
 
 import pytest
 import yaml
@@ -120,6 +122,26 @@ def test_tiny_study_end_to_end(tiny_run):
     timed = [directory / job.output for job in jobs.run_order(config) if job.rule != "sweep_crossover"]
     started = sorted(timed, key=lambda path: json.loads(path.read_text())["load"]["started_at"])
     assert started == timed
+
+
+@pytest.mark.workflow
+def test_a_copied_checkout_with_an_environment_of_its_own_reruns_nothing(tiny_run, tmp_path):
+    # The finished study copied to another folder, as a user moves a clone (modes and times kept), with a
+    # virtual environment of its own there: another interpreter, another checkout, the same packages.
+    directory, _ = tiny_run
+    moved = tmp_path / "moved"
+    shutil.copytree(directory, moved, symlinks=True)
+    subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(moved / ".venv")], check=True)
+    (next((moved / ".venv" / "lib").glob("python3*/site-packages")) / "project.pth").write_text(
+        sysconfig.get_path("purelib") + "\n"
+    )
+    plan = subprocess.run(
+        [str(moved / ".venv" / "bin" / "python"), "-m", "snakemake", "-n", "--configfile", "tiny.yaml"],
+        cwd=moved,
+        capture_output=True,
+        text=True,
+    )
+    assert "Nothing to be done" in plan.stdout + plan.stderr, (plan.stdout + plan.stderr)[-3000:]
 
 
 @pytest.mark.workflow
