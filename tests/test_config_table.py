@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import copy
 import importlib
+import shlex
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -138,3 +140,19 @@ def test_a_program_refuses_to_run_without_a_value_its_rule_passes(program, optio
         parse(program, [*flags[:at], *flags[at + 2 :], *JOB_ARGS[program]])
     assert refused.value.code == 2
     assert f"the following arguments are required: {option}\n" in capsys.readouterr().err
+
+
+def test_the_program_commands_in_the_docs_give_each_program_every_option_it_needs():
+    text = (ROOT / "docs" / "running.md").read_text()
+    block = text.split("prints the commands a study would run:", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    commands = [shlex.split(line) for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+    assert [command[1] for command in commands] == [
+        "scripts/make_dataset.py",
+        "scripts/train.py",
+        "scripts/train.py",
+        "scripts/sweep_crossover.py",
+        "scripts/render_report.py",
+    ]
+    for command in commands:
+        # argparse exits, naming the option, where one is missing, unknown or of the wrong kind.
+        importlib.import_module(Path(command[1]).stem).parse_args(command[2:])
