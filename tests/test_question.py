@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import schema_defaults
 from tiny_mlp_bench import catalogue, question
 
 
@@ -40,3 +41,8 @@ def test_steps_per_run_split_the_rows_as_the_dataset_does_and_batch_them():
 
 def test_the_askers_rung_of_each_framework():
     assert question.askers_rung("torch") == "seed" and question.askers_rung("sklearn") is None
+
+
+def test_the_config_schemas_defaults_are_the_askers_run():
+    defaults = schema_defaults()
+    assert {key: defaults[key] for key in question.ASKERS_RUN} == question.ASKERS_RUN

@@ -70,7 +70,7 @@ def test_the_report_template_spells_no_rung_name():
 
 
 def test_each_role_is_one_rung_of_a_framework_and_the_askers_loop_starts_its_ladder():
-    assert {v.role for v in catalogue.VARIANTS} - {None} == set(catalogue.ROLES)
+    assert {v.role for v in catalogue.VARIANTS} - {None} == set(catalogue.Role)
     for framework in catalogue.framework_names():
         roles = [v.role for v in catalogue.ladder(framework) if v.role]
         assert len(roles) == len(set(roles)), framework

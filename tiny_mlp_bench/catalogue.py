@@ -37,9 +37,6 @@ class Role(Enum):
     AA_CONTROL = "the A/A control"  # another rung's very code under a second name: what the machine fakes between them
 
 
-ROLES = tuple(Role)  # the closed list
-
-
 @dataclass(frozen=True)
 class Framework:
     """A framework the study trains with."""

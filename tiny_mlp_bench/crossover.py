@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 
 from tiny_mlp_bench.backends.torch_common import build_model
+from tiny_mlp_bench.question import ASKERS_RUN
 from tiny_mlp_bench.timing import Clock
 
 VARIANT = "sync_free"  # the torch rung whose step each point times, named in the sweep record
@@ -32,7 +33,7 @@ def matmul_gflops(torch, device, sync) -> float:
 def time_point(torch, device, sync, batch_size: int, width: int, steps: int) -> tuple[list[float], list[float]]:
     """Per-step seconds of each timed block for one grid point: wall, and this process's CPU time."""
     model = build_model(torch, width).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, fused=True)
+    optimizer = torch.optim.Adam(model.parameters(), lr=ASKERS_RUN["learning_rate"], fused=True)
     loss_fn = torch.nn.MSELoss()
     rows = torch.rand(batch_size, 3, device=device)
     x, y = rows[:, :2], rows[:, 2]

@@ -14,7 +14,7 @@ import pandas as pd
 
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import Role, pair_name
-from tiny_mlp_bench.question import ASKERS_KERAS, TODAYS_KERAS, TORCH, askers_rung
+from tiny_mlp_bench.question import ASKERS_KERAS, ASKERS_RUN, TODAYS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor, KerasFit
 from tiny_mlp_bench.report.inference import SIGNIFICANCE, Interval, Ratio, ratio, share_test
 from tiny_mlp_bench.report.ladder import Ladder, Rung
@@ -161,7 +161,8 @@ class KerasAnswer:
         old, new = self.askers, self.todays
         if not (old and new and old.fit and new.fit):
             return None
-        epochs, steps = 1000, 1000 * new.fit.steps_per_epoch  # the question's: the probes' epochs may be other
+        epochs = ASKERS_RUN["epochs"]  # the question's: the probes' epochs may be other
+        steps = epochs * new.fit.steps_per_epoch
         return (
             (new.fit.epoch_fixed_s - old.fit.epoch_fixed_s) * epochs,
             (new.fit.step_s - old.fit.step_s) * steps,

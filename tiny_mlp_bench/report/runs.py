@@ -176,14 +176,6 @@ def run_row(record: dict, machine: str, machine_canary: float | None = None) -> 
     }
 
 
-def coefficient_of_variation(values: pd.Series) -> float:
-    """Sample standard deviation over mean; NaN with fewer than two values."""
-    values = values.dropna()
-    if len(values) < 2 or values.mean() == 0:
-        return float("nan")
-    return float(values.std(ddof=1) / values.mean())
-
-
 RUNG = ["pair", "framework", "device", "variant"]
 
 
