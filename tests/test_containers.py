@@ -254,6 +254,9 @@ def test_the_config_images_carry_the_projects_version():
 
     images = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["images"]
     assert images == {name: f"docker://ghcr.io/tiny-mlp-bench/{name}:{VERSION}" for name in ("torch", "keras")}
+    # So do the package and its citation.
+    assert f'\nversion = "{VERSION}"\n' in (ROOT / "pyproject.toml").read_text()
+    assert yaml.safe_load((ROOT / "CITATION.cff").read_text())["version"] == VERSION
 
 
 def pinned(path: Path) -> dict[str, str]:
