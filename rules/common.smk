@@ -2,6 +2,7 @@
 
 import functools
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -213,27 +214,8 @@ def get_launcher(wildcards):
 
 
 def get_train_args(wildcards, threads):
-    """The training programs' shared flags, all taken from the config."""
-    args = [
-        f"--framework {wildcards.framework}",
-        f"--device {wildcards.device}",
-        f"--variant {wildcards.variant}",
-        f"--repeat {wildcards.repeat}",
-        f"--epochs {config['epochs']}",
-        f"--batch-size {config['batch_size']}",
-        f"--learning-rate {config['learning_rate']}",
-        f"--hidden-units {config['hidden_units']}",
-        f"--threads {threads}",
-        f"--min-r2 {config['convergence_min_r2']}",
-        f"--steady-window-s {config['steady_window_s']}",
-        f"--steady-block-s {config['steady_block_s']}",
-    ]
-    if config["require_gpu"]:
-        args.append("--require-gpu")
-    cache = train_job(wildcards).compile_cache
-    if cache:
-        args.append(f"--compile-cache {cache}")
-    return " ".join(args)
+    """What train.py is asked: the run the wildcards name, with the config's values (jobs.TrainingJob)."""
+    return shlex.join(jobs.training_job(config, train_job(wildcards), threads).flags())
 
 
 def check_container_engine():

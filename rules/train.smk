@@ -4,7 +4,7 @@
 
 rule train:
     input:
-        dataset=rules.make_dataset.output.dataset,
+        dataset=jobs.DATASET,
         compiled_first=get_compiled_first,
     output:
         record=report(
@@ -27,8 +27,7 @@ rule train:
         args=get_train_args,
         script=program("train.py"),
     shell:
-        "exec {params.run} {params.script} --dataset {input.dataset} {params.args}"
-        " --output {output.record} > {log} 2>&1"
+        "exec {params.run} {params.script} {params.args} > {log} 2>&1"
 
 
 # The crossover map: per-step time of torch sync_free over batch size x width on one device.

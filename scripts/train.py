@@ -14,66 +14,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from tiny_mlp_bench import catalogue, driver
-from tiny_mlp_bench.cli import CONFIG_EPILOG, add_config_options, non_negative_float, positive_float, positive_int
+from tiny_mlp_bench.cli import CONFIG_EPILOG, add_fields
+from tiny_mlp_bench.jobs import TrainingJob
 
 
-def parse_args(argv=None) -> argparse.Namespace:
+def parse_args(argv=None) -> TrainingJob:
+    """The run the command line asks for. Its options are TrainingJob's fields, each written once there."""
     ladders = "; ".join(f"{f}: {', '.join(catalogue.variant_names(f))}" for f in catalogue.framework_names())
     parser = argparse.ArgumentParser(
         prog="train.py",
         description="Train the question's 2-20-1 MLP once, time it, and write one run record (JSON).",
-        epilog=CONFIG_EPILOG,
+        epilog=f"Frameworks and their variants: {ladders}. {CONFIG_EPILOG}",
     )
-    parser.add_argument("--framework", choices=catalogue.framework_names(), required=True)
-    parser.add_argument(
-        "--variant", help=f"training-loop variant ({ladders}); default: the framework's first, the asker's loop"
-    )
-    parser.add_argument("--dataset", type=Path, required=True, help="Parquet file from make_dataset.py")
-    parser.add_argument("--output", type=Path, required=True, help="run record to write (.json)")
-    parser.add_argument(
-        "--device", choices=catalogue.DEVICES, required=True, help="device to train on (the job's {device})"
-    )
-    parser.add_argument(
-        "--repeat",
-        type=positive_int,
-        required=True,
-        help="repeat number (the job's {repeat}); the weights are drawn from seed + repeat - 1",
-    )
-    parser.add_argument(
-        "--epochs", type=positive_int, required=True, help="passes over the training rows: the config's epochs"
-    )
-    add_config_options(parser, "batch_size", "learning_rate", "hidden_units", "threads")
-    parser.add_argument(
-        "--min-r2",
-        type=float,
-        required=True,
-        help="train R^2 at or above which a run counts as converged: the config's convergence_min_r2",
-    )
-    parser.add_argument(
-        "--steady-window-s",
-        type=non_negative_float,
-        required=True,
-        help="seconds of steady blocks after the timing point (0: none): the config's steady_window_s",
-    )
-    parser.add_argument(
-        "--steady-block-s",
-        type=positive_float,
-        required=True,
-        help="wall seconds of one steady block: the config's steady_block_s",
-    )
-    parser.add_argument(
-        "--compile-cache",
-        type=Path,
-        help="the compiler cache a compiling rung's runs share (the workflow gives results/compile_cache/<rung>): "
-        "repeat 1 empties it and compiles cold, a later repeat reuses what it compiled; the record's "
-        "method.compile_cache says which. Default: an empty cache of the run's own",
-    )
-    parser.add_argument(
-        "--require-gpu", action="store_true", help="fail instead of recording 'skipped' when the GPU is missing"
-    )
+    add_fields(parser, TrainingJob)
     args = parser.parse_args(argv)
     if args.variant is None:
         args.variant = catalogue.variant_names(args.framework)[0]
@@ -81,7 +36,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         catalogue.variant(args.framework, args.variant)
     except catalogue.UnknownVariant as err:
         parser.error(f"argument --variant: {err.args[0]}")
-    return args
+    return TrainingJob(**vars(args))
 
 
 def main(argv=None) -> int:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tiny_mlp_bench import jobs
 from tiny_mlp_bench.backends.contract import RunSpec
 from tiny_mlp_bench.dataset import make_dataset, write_dataset
 from tiny_mlp_bench.initial_weights import live_initial_weights
@@ -128,15 +129,12 @@ def config_flags(program: str) -> list[str]:
     sweep = config["sweep"]
     model = ["--batch-size", config["batch_size"], "--learning-rate", config["learning_rate"]]
     model += ["--hidden-units", config["hidden_units"], "--threads", 1]
+    # A tenth of a second of steady state, not the default's second: every test run would pay it.
+    job = jobs.Job("train", "cpu", "torch", "seed", 1)
+    train = jobs.training_job(config | {"steady_window_s": 0.1}, job, threads=1)
     flags = {
         "make_dataset.py": ["--seed", config["seed"], "--n-rows", config["n_rows"]],
-        "train.py": [
-            *("--device", "cpu", "--repeat", 1, "--epochs", config["epochs"]),
-            *model,
-            *("--min-r2", config["convergence_min_r2"]),
-            # A tenth of a second of steady state, not the default's second: every test run would pay it.
-            *("--steady-window-s", 0.1, "--steady-block-s", config["steady_block_s"]),
-        ],
+        "train.py": train.flags(leave_out=("framework", "variant", "dataset", "output")),
         "probe_fixed_costs.py": ["--device", "cpu", *model],
         "sweep_crossover.py": [
             *("--device", "cpu", "--batch-sizes", ",".join(map(str, sweep["batch_sizes"]))),

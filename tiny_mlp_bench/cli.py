@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 
 # The programs the rules run take every config value as a required option, with no default of their
@@ -63,3 +64,15 @@ def add_config_options(parser: argparse.ArgumentParser, *keys: str) -> None:
     for key in keys:
         flag, kind, text = SHARED_CONFIG_OPTIONS[key]
         parser.add_argument(flag, type=kind, required=True, help=text)
+
+
+def add_fields(parser: argparse.ArgumentParser, spec) -> None:
+    """An option for each field of the dataclass ``spec`` (jobs.TrainingJob): its help and type from the
+    field, required where the field has no default; a bool field is a flag."""
+    for item in dataclasses.fields(spec):
+        flag, kind, text = "--" + item.name.replace("_", "-"), item.metadata["type"], item.metadata["help"]
+        if kind is bool:
+            parser.add_argument(flag, action="store_true", help=text)
+        else:
+            required, choices = item.default is dataclasses.MISSING, item.metadata["choices"]
+            parser.add_argument(flag, type=kind, choices=choices, required=required, help=text)

@@ -24,7 +24,8 @@ from tiny_mlp_bench.backends.contract import GPU_EPOCHS_PER_BLOCK, Backend, Loop
 from tiny_mlp_bench.dataset import Dataset
 from tiny_mlp_bench.envelope import DeviceMissing, Measurement, run_job
 from tiny_mlp_bench.initial_weights import SCHEME, live_initial_weights
-from tiny_mlp_bench.records import RECORD_TYPE, SCHEMA_VERSION, run_id, write_record
+from tiny_mlp_bench.jobs import TrainingJob
+from tiny_mlp_bench.records import RECORD_TYPE, SCHEMA_VERSION, write_record
 from tiny_mlp_bench.timing import METHOD, STEADY_MARGIN, Clock, SteadyClock
 
 
@@ -168,15 +169,15 @@ def prepare_compile_cache(cache: Path, first_run: bool) -> str:
 
 
 class TrainingRun(Measurement):
-    """One training run as the command line (scripts/train.py) asks: the envelope's measurement of a run."""
+    """One training run as the train rule asks (scripts/train.py): the envelope's measurement of a run."""
 
     kind = "run"
 
-    def __init__(self, args, backend: Backend | None = None, loop: Loop | None = None):
-        self.args = args
-        self.framework, self.device, self.require_gpu = args.framework, args.device, args.require_gpu
-        self.output, self.dataset, self.write = args.output, args.dataset, write_record
-        self.label = run_id(args.framework, args.device, args.variant, args.repeat)
+    def __init__(self, job: TrainingJob, backend: Backend | None = None, loop: Loop | None = None):
+        self.job = job
+        self.framework, self.device, self.require_gpu = job.framework, job.device, job.require_gpu
+        self.output, self.dataset, self.write = job.output, job.dataset, write_record
+        self.label = job.job.name
         # A test hands in a framework-free backend and loop; a job takes the registered ones.
         self._backend, self._loop = backend, loop
         self.started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
@@ -188,21 +189,21 @@ class TrainingRun(Measurement):
         return self._backend or backends.backend(self.framework)
 
     def read(self, data: Dataset) -> None:
-        args = self.args
+        job = self.job
         self.data = data
-        init_seed = data.metadata["seed"] + args.repeat - 1
+        init_seed = data.metadata["seed"] + job.repeat - 1
         self.spec = RunSpec(
-            device=args.device,
-            variant=args.variant,
-            repeat=args.repeat,
+            device=job.device,
+            variant=job.variant,
+            repeat=job.repeat,
             init_seed=init_seed,
-            weights=live_initial_weights(init_seed, args.hidden_units, data.train[:, :2]),
-            epochs=args.epochs,
-            batch_size=args.batch_size,
-            learning_rate=args.learning_rate,
-            hidden_units=args.hidden_units,
-            threads=args.threads,
-            compile_cache=None if args.compile_cache is None else str(args.compile_cache.resolve()),
+            weights=live_initial_weights(init_seed, job.hidden_units, data.train[:, :2]),
+            epochs=job.epochs,
+            batch_size=job.batch_size,
+            learning_rate=job.learning_rate,
+            hidden_units=job.hidden_units,
+            threads=job.threads,
+            compile_cache=None if job.compile_cache is None else str(job.compile_cache.resolve()),
         )
         self.clock = Clock(label=self.label, planned_epochs=self.spec.epochs)
 
@@ -219,11 +220,11 @@ class TrainingRun(Measurement):
         self.say(f"training {self.spec.epochs} epochs on {self.device}")
         if self.spec.compile_cache is not None:
             self.compile_cache = prepare_compile_cache(Path(self.spec.compile_cache), self.spec.repeat == 1)
-            self.say(f"compiler cache {self.args.compile_cache}: {self.compile_cache}")
+            self.say(f"compiler cache {self.job.compile_cache}: {self.compile_cache}")
         loop = self._loop or backends.loop(self.framework, self.spec.variant)
-        window = (self.args.steady_window_s, self.args.steady_block_s)
+        window = (self.job.steady_window_s, self.job.steady_block_s)
         self.quality, self.details, self.steps_taken, self.steady = time_and_score(
-            self.backend, loop, fw, self.spec, data, self.clock, self.args.min_r2, window
+            self.backend, loop, fw, self.spec, data, self.clock, self.job.min_r2, window
         )
 
     def method(self) -> dict:
@@ -266,9 +267,9 @@ class TrainingRun(Measurement):
         }
 
 
-def run(args, backend: Backend | None = None, loop: Loop | None = None) -> int:
-    """One run as the command line (scripts/train.py) asks; writes the record. Returns the exit status."""
-    return run_job(TrainingRun(args, backend, loop))
+def run(job: TrainingJob, backend: Backend | None = None, loop: Loop | None = None) -> int:
+    """One run as the train rule asks (scripts/train.py); writes the record. Returns the exit status."""
+    return run_job(TrainingRun(job, backend, loop))
 
 
 def parameters(spec: RunSpec, meta: dict, details: dict[str, str], own_init: str | None = None) -> dict:

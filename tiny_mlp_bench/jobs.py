@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass
-from pathlib import PurePosixPath
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path, PurePosixPath
 
-from tiny_mlp_bench import catalogue, question
+from tiny_mlp_bench import catalogue, cli, question
 from tiny_mlp_bench.catalogue import Role
 
+DATASET = "results/data/dataset.parquet"  # rules/dataset.smk's output, which every training run reads
 # The timed rules' outputs (rules/train.smk).
 OUTPUTS = {
     "train": "results/runs/{framework}-{device}-{variant}-{repeat}.json",
@@ -70,6 +71,113 @@ class Job:
         if self.compile_cache is None or self.repeat == 1:
             return None
         return Job(self.rule, self.device, self.framework, self.variant, 1)
+
+
+def about(help: str, kind=str, config: str | None = None, choices=None) -> dict:
+    """A TrainingJob field's metadata: its command-line option's help, type and choices, and the config
+    key it takes (a field without a default is a required option)."""
+    return {"help": help, "type": kind, "config": config, "choices": choices}
+
+
+def shared(key: str) -> dict:
+    """The metadata of a config value other programs take too (cli.SHARED_CONFIG_OPTIONS)."""
+    _, kind, text = cli.SHARED_CONFIG_OPTIONS[key]
+    return about(text, kind, key if key != "threads" else None)
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    """A training run as the train rule asks for it and the driver runs it: each field one option of
+    scripts/train.py, written once here. ``flags`` is what the rule passes, and the program's parser is
+    made from the fields (cli.add_fields)."""
+
+    framework: str = field(metadata=about("the framework (the job's {framework})", choices=catalogue.framework_names()))
+    device: str = field(metadata=about("device to train on (the job's {device})", choices=catalogue.DEVICES))
+    repeat: int = field(
+        metadata=about(
+            "repeat number (the job's {repeat}); the weights are drawn from seed + repeat - 1", cli.positive_int
+        )
+    )
+    dataset: Path = field(metadata=about("Parquet file from make_dataset.py", Path))
+    output: Path = field(metadata=about("run record to write (.json)", Path))
+    epochs: int = field(
+        metadata=about("passes over the training rows: the config's epochs", cli.positive_int, "epochs")
+    )
+    batch_size: int = field(metadata=shared("batch_size"))
+    learning_rate: float = field(metadata=shared("learning_rate"))
+    hidden_units: int = field(metadata=shared("hidden_units"))
+    threads: int = field(metadata=shared("threads"))
+    min_r2: float = field(
+        metadata=about(
+            "train R^2 at or above which a run counts as converged: the config's convergence_min_r2",
+            float,
+            "convergence_min_r2",
+        )
+    )
+    steady_window_s: float = field(
+        metadata=about(
+            "seconds of steady blocks after the timing point (0: none): the config's steady_window_s",
+            cli.non_negative_float,
+            "steady_window_s",
+        )
+    )
+    steady_block_s: float = field(
+        metadata=about(
+            "wall seconds of one steady block: the config's steady_block_s", cli.positive_float, "steady_block_s"
+        )
+    )
+    variant: str | None = field(
+        default=None, metadata=about("training-loop variant (the job's {variant}); default: the framework's first")
+    )
+    require_gpu: bool = field(
+        default=False,
+        metadata=about(
+            "fail instead of recording 'skipped' when the GPU is missing: the config's require_gpu", bool, "require_gpu"
+        ),
+    )
+    compile_cache: Path | None = field(
+        default=None,
+        metadata=about(
+            "the compiler cache a compiling rung's runs share (the workflow gives results/compile_cache/<rung>): "
+            "repeat 1 empties it and compiles cold, a later repeat reuses what it compiled; the record's "
+            "method.compile_cache says which. Default: an empty cache of the run's own",
+            Path,
+        ),
+    )
+
+    @property
+    def job(self) -> Job:
+        """Its identity: name (the run id), output, log and compile cache."""
+        return Job("train", self.device, self.framework, self.variant, self.repeat)
+
+    def flags(self, leave_out: tuple[str, ...] = ()) -> list[str]:
+        """The options that ask scripts/train.py for this run (less the fields named in ``leave_out``)."""
+        found = []
+        for spec in (spec for spec in fields(self) if spec.name not in leave_out):
+            value, flag = getattr(self, spec.name), "--" + spec.name.replace("_", "-")
+            if spec.metadata["type"] is bool:
+                found += [flag] if value else []
+            elif value is not None:
+                found += [flag, str(value)]
+        return found
+
+
+def training_job(config: dict, job: Job, threads: int) -> TrainingJob:
+    """The training run ``job`` is, with the config's values: what the train rule passes its program."""
+    from_config = {
+        spec.name: config[spec.metadata["config"]] for spec in fields(TrainingJob) if spec.metadata["config"]
+    }
+    return TrainingJob(
+        framework=job.framework,
+        device=job.device,
+        variant=job.variant,
+        repeat=job.repeat,
+        dataset=Path(DATASET),
+        output=Path(job.output),
+        threads=threads,
+        compile_cache=None if job.compile_cache is None else Path(job.compile_cache),
+        **from_config,
+    )
 
 
 # Besides the asker's loops: each device's floor, and the A/A control with the reference whose code it

@@ -50,11 +50,6 @@ def _validator(schema_name: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator({"$ref": schema_name}, registry=registry)
 
 
-def run_id(framework: str, device: str, variant: str, repeat: int) -> str:
-    """The record's identity and file stem, as in results/runs/<run_id>.json."""
-    return f"{framework}-{device}-{variant}-{repeat}"
-
-
 def validate_record(record: dict, source: str = "run record", schema_name: str = RUN_SCHEMA) -> dict:
     """Return ``record`` if it matches the schema; else raise RecordError naming the field."""
     errors = _validator(schema_name).iter_errors(record)
