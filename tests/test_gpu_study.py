@@ -342,15 +342,16 @@ def test_the_time_limit_bounds_the_whole_command_and_the_question_comes_first(tm
     # More repeats than fit: some jobs finish, the rest are not started, and the fused_epoch runs, their
     # estimate far below their cold compilation (half a minute or more on cpu), keep being started, so
     # that one is still running when the time for jobs is up. The limit leaves the set-up (the pre-flight's
-    # imports, two Snakemake calls) and the question's pair room on a slow machine: on a 2-core one in a slow
-    # spell, the set-up took 30 s and torch's cpu seed 19 s, so that 75 s left no time for its cuda twin.
+    # imports, two Snakemake calls) and the question's pair room on a slow machine, and the reserve the
+    # report and the archive: on a 2-core one in a slow spell, the set-up took 30 s and torch's cpu seed
+    # 19 s, so that 75 s left no time for its cuda twin; under a second heavy job, 20 s did not pack.
     estimates = {"torch-*-fused_epoch-*": 0.01, "*": 8}
     variants = {"torch": ["seed", "fused_epoch"], "numpy": ["reference", "fused"]}
     directory = small_study(tmp_path, repeats=4, variants=variants, plan_estimates_s=estimates)
     began = time.monotonic()
     limit = 110
     done = run_gpu_study(
-        directory, *study_args("partial"), "--serial", "--time-limit", str(limit), "--archive-reserve", "20"
+        directory, *study_args("partial"), "--serial", "--time-limit", str(limit), "--archive-reserve", "40"
     )
     took = time.monotonic() - began
     assert done.returncode == 0, done.stderr[-4000:]
