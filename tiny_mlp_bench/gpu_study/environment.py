@@ -66,12 +66,12 @@ def prepare_environment(kit: Path) -> tuple[Path, dict[str, list[str]]]:
         raise StudyError(f"{sys.executable} has no pip that installs into another environment (pip 22.3 or newer)")
     before = pip_check(pip)  # the machine's own packages, as its python3 sees them
     carried = {canonical(name) for name in about.get("carried", [])}
-    pins = lock.read_text().split()
+    pins = {canonical(pin.split("==")[0]): pin for pin in lock.read_text().split()}
     if reused:
         candidates = json.loads(marker.read_text())["carried_installed"]
         say(f"the kit is in {VENV.name}/ already, for these machine packages")
     else:
-        core = [pin for pin in pins if canonical(pin.split("==")[0]) not in carried]
+        core = [pin for name, pin in pins.items() if name not in carried]
         say(
             f"installing the kit: {len(core)} packages from {kit}"
             + (f", then of its {len(carried)} carried ones those the machine lacks or has too old" if carried else "")
@@ -79,7 +79,7 @@ def prepare_environment(kit: Path) -> tuple[Path, dict[str, list[str]]]:
         install(into_venv, kit, core)
         # A carried package only where the machine's is missing or outside what a package asks.
         wanted = {problem_key(line)[1] for line in pip_check(into_venv)}
-        candidates = [pin for pin in pins if canonical(pin.split("==")[0]) in carried & wanted]
+        candidates = [pin for name, pin in pins.items() if name in carried & wanted]
         if candidates:
             say(f"installing the kit's carried {', '.join(candidates)}: the machine's own does not suit")
             install(into_venv, kit, candidates)

@@ -289,6 +289,14 @@ KIT_DOC = ROOT / "docs" / "gpu-kit.md"
 KIT_TABLE = ("<!-- kit table: make kit-table writes it -->", "<!-- end of the kit table -->")
 
 
+def lock_rows(lock: str) -> list[tuple[str, str, str]]:
+    """(wheel, version, "carried" or "") of each package a lock pins: the kit table's rows, less sizes."""
+    carried = set(carried_in(lock))
+    return [
+        (name, version, "carried" if name in carried else "") for name, version in (p.split("==") for p in pins(lock))
+    ]
+
+
 def kit_table(kit: Path) -> str:
     """docs/gpu-kit.md's account of the committed kit: what the node must have, and each wheel the kit
     brings with its size, from ``kit``, a kit fetched from the committed lock (make gpu-kit)."""
@@ -297,17 +305,15 @@ def kit_table(kit: Path) -> str:
     if not (kit / "gpu-kit.txt").is_file() or (kit / "gpu-kit.txt").read_text().split() != pins(lock):
         sys.exit(f"error: {shown(kit)} is not a kit of {target.lock}: fetch it first (make gpu-kit)")
     sizes = {canonical(wheel.name.split("-")[0]): wheel.stat().st_size for wheel in kit.glob("*.whl")}
-    carried = set(carried_in(lock))
     present = re.findall(r"^([A-Za-z0-9][\w.-]*)", (ROOT / target.present).read_text(), re.MULTILINE)
-    rows = [
-        f"| {name} | {version} | {sizes[name] / 2**10:,.0f} | {'carried' if name in carried else ''} |"
-        for name, version in (pin.split("==") for pin in pins(lock))
-    ]
+    packages = lock_rows(lock)
+    rows = [f"| {name} | {version} | {sizes[name] / 2**10:,.0f} | {mark} |" for name, version, mark in packages]
+    carried = sum(mark == "carried" for _, _, mark in packages)
     return "\n".join(
         [
             f"The committed kit, for CPython {target.python} (`{shown(target.lock_path())}`): **{len(rows)} wheels, "
             f"{sum(sizes.values()) / 2**20:.1f} MiB**, and the git bundle of the checkout. The node must already "
-            f"have what `{target.present}` lists: {', '.join(present)}. Of the kit's wheels, {len(carried)} are "
+            f"have what `{target.present}` lists: {', '.join(present)}. Of the kit's wheels, {carried} are "
             "carried: the study installs one only where the node's own is missing or too old for a package.",
             "",
             "| wheel | version | KiB | |",
@@ -330,10 +336,7 @@ def write_kit_table(kit: Path | None, check: bool) -> int:
     text = KIT_DOC.read_text()
     fix = "make gpu-kit kit-table"
     if check and kit is None:
-        lock = TARGETS["gpu-kit"].lock_path().read_text()
-        carried = set(carried_in(lock))
-        wanted = [(n, v, "carried" if n in carried else "") for n, v in (pin.split("==") for pin in pins(lock))]
-        if table_rows(text) != wanted:
+        if table_rows(text) != lock_rows(TARGETS["gpu-kit"].lock_path().read_text()):
             print(f"{shown(KIT_DOC)}: its kit table is not requirements/gpu-kit.txt's; run: {fix}")
             return 1
         return 0
