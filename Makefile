@@ -1,4 +1,5 @@
-# tiny-mlp-bench: the targets (`make` or `make help` prints this list)
+# tiny-mlp-bench: the targets (`make` or `make help` prints this list). They run the project's one
+# program, `tiny-mlp-bench` in .venv (`python -m tiny_mlp_bench --help` lists its commands).
 #   make run              set up .venv and run the study with config/config.yaml -> results/report.md
 #   make test             set up .venv with the test tools; run the lints and the whole test suite
 #   make test-fast        the lints and the fast tests (no real workflow, cluster, container or network)
@@ -6,6 +7,7 @@
 #   make compare ARCHIVE=results/archive/<name>   this study's records against an archived study's
 #   make archive          pack the finished study into results/archive/ (ARCHIVE_ARGS="--name NAME")
 #   make verify           check every archive (ARCHIVE=<one> for one)
+#   make docs             every generated passage below but the kit table, from its source
 #   make variant-table    the README's table of variants, from the catalogue
 #   make config-table     config/config.yaml and docs/running.md's table of keys, from the config schema
 #   make method-numbers   docs/method.md's A/A control and intervals, from the archive it names
@@ -22,7 +24,7 @@ BIN := $(VENV)/bin
 # Rules call `python` and tests call `snakemake`: both must be the environment's.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help run test test-fast variant-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit kit-table clean images image-torch image-keras torch-cpu-wheel compare archive verify
+.PHONY: help run test test-fast docs variant-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit kit-table clean images image-torch image-keras torch-cpu-wheel compare archive verify
 
 # A bare `make` prints the targets: starting a study is `make run`.
 .DEFAULT_GOAL := help
@@ -42,31 +44,34 @@ FAST_TESTS := not slow and not workflow and not network and not containers and n
 test-fast: $(BIN)/.dev-installed lint
 	pytest -m "$(FAST_TESTS)" --durations=10
 
+docs: $(BIN)/.runtime-installed
+	python -m tiny_mlp_bench docs
+
 variant-table: $(BIN)/.runtime-installed
-	python scripts/variant_table.py
+	python -m tiny_mlp_bench docs variant-table
 
 config-table: $(BIN)/.runtime-installed
-	python scripts/config_table.py
+	python -m tiny_mlp_bench docs config-table
 
 method-numbers: $(BIN)/.runtime-installed
-	python scripts/method_numbers.py
+	python -m tiny_mlp_bench docs method-numbers
 
 findings: $(BIN)/.runtime-installed
-	python scripts/findings.py
+	python -m tiny_mlp_bench docs findings
 
 # This study's records against an archived study's, per rung: make compare ARCHIVE=results/archive/<name>
 compare: $(BIN)/.runtime-installed
 	@test -n "$(ARCHIVE)" || { echo "error: say which archive: make compare ARCHIVE=results/archive/<name>" >&2; exit 2; }
-	python scripts/compare_runs.py $(ARCHIVE)/runs
+	python -m tiny_mlp_bench compare $(ARCHIVE)/runs
 
 # Pack the finished study (results/, logs/) into results/archive/<date>-<gpu model or host>/, sealed
 # with provenance, RO-Crate metadata and a SHA-256 manifest. ARCHIVE_ARGS="--name NAME --allow-modified".
 archive: $(BIN)/.runtime-installed
-	python scripts/archive_study.py pack $(ARCHIVE_ARGS)
+	python -m tiny_mlp_bench archive $(ARCHIVE_ARGS)
 
 # Check each archive's manifest, render its report again with the code it packed and compare (ARCHIVE= for one).
 verify: $(BIN)/.runtime-installed
-	python scripts/archive_study.py verify $(ARCHIVE)
+	python -m tiny_mlp_bench verify $(ARCHIVE)
 
 lint: $(BIN)/.dev-installed
 	ruff check .
@@ -116,10 +121,10 @@ lock:
 # kit's (requirements/gpu-kit.txt) on PyPI, at runtime.txt's versions: run them after `make lock`.
 # pip's configured index-url (a mirror of PyPI) replaces PyPI where it is set; its find-links never count.
 lock-cuda: | $(BIN)/python
-	$(BIN)/python -m tiny_mlp_bench.locks.wheels lock torch-cuda keras-cuda
+	$(BIN)/python -m tiny_mlp_bench locks lock torch-cuda keras-cuda
 
 lock-gpu-kit: | $(BIN)/python
-	$(BIN)/python -m tiny_mlp_bench.locks.wheels lock gpu-kit
+	$(BIN)/python -m tiny_mlp_bench locks lock gpu-kit
 
 # The GPU kit: the wheels a GPU machine without a registry lacks, into wheelhouse/gpu-kit/. Copy it
 # there with the repository, then run: python3 scripts/gpu_study.py. Set the machine's Python
@@ -132,11 +137,11 @@ KIT_PYTHON ?= 3.12
 KIT_PRESENT ?= requirements/gpu-present.txt
 KIT_MAX_MIB ?= 64
 gpu-kit: | $(BIN)/python
-	$(BIN)/python -m tiny_mlp_bench.locks.wheels fetch-kit --python $(KIT_PYTHON) --present $(KIT_PRESENT) --max-mib $(KIT_MAX_MIB)
+	$(BIN)/python -m tiny_mlp_bench locks fetch-kit --python $(KIT_PYTHON) --present $(KIT_PRESENT) --max-mib $(KIT_MAX_MIB)
 
 # docs/gpu-kit.md's table of the committed kit's wheels and sizes, from wheelhouse/gpu-kit/ as `make gpu-kit` fetches it.
 kit-table: | $(BIN)/python
-	$(BIN)/python -m tiny_mlp_bench.locks.wheels kit-table
+	$(BIN)/python -m tiny_mlp_bench locks kit-table
 
 # Container images: FLAVOR=cuda (default) takes PyPI's CUDA builds of torch and TensorFlow;
 # FLAVOR=cpu takes CPU builds and tags them <version>-cpu (what CI builds and tests). Podman is

@@ -34,7 +34,7 @@ def program(name):
 
 
 CONFIG_SCHEMA = Path(workflow.basedir) / "config" / "config.schema.yaml"
-ARCHIVES = Path("results/archive")  # archived studies (scripts/archive_study.py)
+ARCHIVES = Path("results/archive")  # archived studies (`tiny-mlp-bench archive`)
 
 # The library the programs share: the catalogue of variants, the config check, the engines. Snakemake
 # imports it from the workflow's folder, which it puts on its own path; the jobs get that folder as
@@ -213,9 +213,20 @@ def get_launcher(wildcards):
     )
 
 
+# What each timed job's program is asked: the job its wildcards name, with the config's values, as
+# the options its command parses (jobs.TrainingJob, SweepJob, ProbeJob).
 def get_train_args(wildcards, threads):
-    """What train.py is asked: the run the wildcards name, with the config's values (jobs.TrainingJob)."""
     return shlex.join(jobs.training_job(config, train_job(wildcards), threads).flags())
+
+
+def get_sweep_args(wildcards, threads):
+    job = jobs.Job("sweep_crossover", wildcards.device)
+    return shlex.join(jobs.sweep_job(config, job, threads).flags())
+
+
+def get_probe_args(wildcards, threads):
+    job = jobs.Job("probe_fixed_costs", wildcards.device, wildcards.framework)
+    return shlex.join(jobs.probe_job(config, job, threads).flags())
 
 
 def check_container_engine():

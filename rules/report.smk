@@ -45,7 +45,7 @@ rule render_report:
 
 
 # The config as this study ran it, every default filled in: what an archive keeps of it
-# (scripts/archive_study.py). A changed config value reruns this rule alone (a params change).
+# (`tiny-mlp-bench archive`). A changed config value reruns this rule alone (a params change).
 localrules:
     config_as_run,
 

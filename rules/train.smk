@@ -48,15 +48,10 @@ rule sweep_crossover:
         **TIMED_RESOURCES,
     params:
         run=get_launcher,
-        batch_sizes=",".join(map(str, config["sweep"]["batch_sizes"])),
-        widths=",".join(map(str, config["sweep"]["hidden_units"])),
-        steps=config["sweep"]["steps"],
-        require_gpu="--require-gpu" if config["require_gpu"] else "",
+        args=get_sweep_args,
         script=program("sweep_crossover.py"),
     shell:
-        "exec {params.run} {params.script} --device {wildcards.device} --threads {threads}"
-        " --batch-sizes {params.batch_sizes} --hidden-units {params.widths}"
-        " --steps {params.steps} {params.require_gpu} --output {output.sweep} > {log} 2>&1"
+        "exec {params.run} {params.script} {params.args} > {log} 2>&1"
 
 
 # The fixed costs a tiny step pays on one device (one eager op, a synchronize, a graph replay, ops
@@ -80,13 +75,7 @@ rule probe_fixed_costs:
         **TIMED_RESOURCES,
     params:
         run=get_launcher,
-        batch_size=config["batch_size"],
-        hidden_units=config["hidden_units"],
-        learning_rate=config["learning_rate"],
-        require_gpu="--require-gpu" if config["require_gpu"] else "",
+        args=get_probe_args,
         script=program("probe_fixed_costs.py"),
     shell:
-        "exec {params.run} {params.script} --framework {wildcards.framework} --device {wildcards.device}"
-        " --dataset {input.dataset} --batch-size {params.batch_size} --hidden-units {params.hidden_units}"
-        " --learning-rate {params.learning_rate} --threads {threads} {params.require_gpu}"
-        " --output {output.probe} > {log} 2>&1"
+        "exec {params.run} {params.script} {params.args} > {log} 2>&1"

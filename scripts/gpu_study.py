@@ -227,7 +227,7 @@ def prepare_study(python: Path, config: Path, until: float | None) -> None:
 def make_plan(python: Path, gpu: str | None, seed: int, serial: bool) -> dict:
     """The jobs in the order to run them, each with its expected time, and the stages they run in
     (tiny_mlp_bench/gpu_study/plan.py)."""
-    command = [str(python), "-m", "tiny_mlp_bench.gpu_study.plan", "--config", str(RESULTS / "config.yaml")]
+    command = [str(python), "-m", "tiny_mlp_bench", "plan", "--config", str(RESULTS / "config.yaml")]
     command += ["--archives", str(ARCHIVES), "--order", str(seed), *(["--gpu", gpu] if gpu else [])]
     done = subprocess.run([*command, *(["--serial"] if serial else [])], cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
@@ -324,7 +324,7 @@ def keep_raw_records() -> str:
     (ROOT / PACK_ELSEWHERE).write_text(
         "#!/bin/sh\n# Made by scripts/gpu_study.py: render the report of these records, then archive them.\n"
         f'set -e\ncd "$(dirname "$0")"\nPYTHONPATH=.. python3 ../{arguments}\n'
-        'cd .. && python3 scripts/archive_study.py pack "$@"\n'
+        'cd .. && PYTHONPATH=. python3 -m tiny_mlp_bench archive "$@"\n'
     )
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     tarball = ROOT / f"gpu-study-records-{stamp}.tar.gz"
@@ -348,10 +348,10 @@ def render_what_finished(python: Path, deadline: float | None) -> None:
 
 
 def pack(python: Path, name: str | None, allow_modified: bool, deadline: float | None) -> Path:
-    """archive_study.py pack in the study's Python (the render and the RO-Crate need its packages), within
+    """`tiny-mlp-bench archive` in the study's Python (the render and the RO-Crate need its packages), within
     the time limit: stopped at it, it leaves no archive, partial or whole."""
     before = set(ARCHIVES.iterdir()) if ARCHIVES.is_dir() else set()
-    command = [str(python), str(ROOT / "scripts" / "archive_study.py"), "pack"]
+    command = [str(python), "-m", "tiny_mlp_bench", "archive"]
     command += [*(["--name", name] if name else []), *(["--allow-modified"] if allow_modified else [])]
     try:
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=seconds_left(deadline))
@@ -360,7 +360,7 @@ def pack(python: Path, name: str | None, allow_modified: bool, deadline: float |
             shutil.rmtree(left, ignore_errors=True)
         raise StudyError(
             "packing the archive ran past the time limit: the records and the report are in results/; "
-            "archive them with `python scripts/archive_study.py pack`, or give --archive-reserve more seconds"
+            "archive them with `make archive`, or give --archive-reserve more seconds"
         ) from None
     if done.returncode != 0:
         raise StudyError(f"archiving failed: {done.stderr.strip()[-1500:]}")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -95,7 +97,7 @@ def kit_for_this_python(tmp_path_factory) -> Path:
     fetched from PyPI once a session, as CI can."""
     kit = tmp_path_factory.mktemp("kit") / "gpu-kit"
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    command = [sys.executable, "-m", "tiny_mlp_bench.locks.wheels", "fetch-kit", "--python", version]
+    command = [sys.executable, "-m", "tiny_mlp_bench", "locks", "fetch-kit", "--python", version]
     done = subprocess.run([*command, "--into", str(kit), "--max-mib", "200"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     return kit
@@ -126,21 +128,16 @@ def config_flags(program: str) -> list[str]:
     keeps the last. train.py's also name a job, as its rule's wildcards do: on cpu, repeat 1, the
     framework's first variant; probe_fixed_costs.py's and sweep_crossover.py's name cpu too."""
     config = schema_defaults()
-    sweep = config["sweep"]
-    model = ["--batch-size", config["batch_size"], "--learning-rate", config["learning_rate"]]
-    model += ["--hidden-units", config["hidden_units"], "--threads", 1]
     # A tenth of a second of steady state, not the default's second: every test run would pay it.
     job = jobs.Job("train", "cpu", "torch", "seed", 1)
     train = jobs.training_job(config | {"steady_window_s": 0.1}, job, threads=1)
+    probe = jobs.probe_job(config, jobs.Job("probe_fixed_costs", "cpu", "torch"), threads=1)
+    sweep = jobs.sweep_job(config, jobs.Job("sweep_crossover", "cpu"), threads=1)
     flags = {
         "make_dataset.py": ["--seed", config["seed"], "--n-rows", config["n_rows"]],
         "train.py": train.flags(leave_out=("framework", "variant", "dataset", "output")),
-        "probe_fixed_costs.py": ["--device", "cpu", *model],
-        "sweep_crossover.py": [
-            *("--device", "cpu", "--batch-sizes", ",".join(map(str, sweep["batch_sizes"]))),
-            *("--hidden-units", ",".join(map(str, sweep["hidden_units"])), "--steps", sweep["steps"]),
-            *("--threads", 1),
-        ],
+        "probe_fixed_costs.py": probe.flags(leave_out=("framework", "dataset", "output")),
+        "sweep_crossover.py": sweep.flags(leave_out=("output",)),
     }[program]
     return [str(flag) for flag in flags]
 
@@ -149,6 +146,19 @@ def run_script(name: str, *args, check: bool = False) -> subprocess.CompletedPro
     """Run one of the command-line programs the way a rule does."""
     return subprocess.run(
         [sys.executable, str(SCRIPTS / name), *map(str, args)], capture_output=True, text=True, check=check
+    )
+
+
+def program_module(program: str):
+    """The package module whose ``main`` a rule's program in scripts/ runs (the thin file imports it)."""
+    module = re.search(r"^from (\S+) import main$", (SCRIPTS / program).read_text(), re.MULTILINE).group(1)
+    return importlib.import_module(module)
+
+
+def run_command(name: str, *args) -> subprocess.CompletedProcess:
+    """Run one of the program's commands the way a user does: `tiny-mlp-bench <name> ...`."""
+    return subprocess.run(
+        [sys.executable, "-m", "tiny_mlp_bench", name, *map(str, args)], capture_output=True, text=True, cwd=ROOT
     )
 
 

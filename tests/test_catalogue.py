@@ -9,9 +9,9 @@ import sys
 import pytest
 import yaml
 
-import variant_table
 from conftest import ROOT
 from tiny_mlp_bench import backends, catalogue
+from tiny_mlp_bench.generated_docs import variant_table
 
 
 def test_the_readme_table_is_the_catalogues_as_make_variant_table_writes_it(tmp_path):
@@ -35,6 +35,7 @@ def test_the_backend_modules_register_exactly_the_catalogue_and_import_no_framew
     program = """
 import json, sys
 from tiny_mlp_bench import backends, catalogue
+from tiny_mlp_bench.generated_docs import variant_table
 for framework in catalogue.framework_names():
     backends.import_backend_module(framework)
     assert backends.backend(framework).name == framework

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_script, synthetic_record, table_rows
+from conftest import run_command, synthetic_record, table_rows
 from tiny_mlp_bench.records import write_record
 from tiny_mlp_bench.report.compare import NOISE_BAND, NoiseBand, compare, noise_band
 
@@ -86,7 +86,7 @@ def write_runs(folder: Path, records: list[dict]) -> Path:
 def test_the_command_writes_a_row_per_rung_and_view(tmp_path):
     archive = write_runs(tmp_path / "archive" / "runs", ARCHIVE)
     this = write_runs(tmp_path / "results" / "runs", THIS)
-    result = run_script("compare_runs.py", archive, "--this", this)
+    result = run_command("compare", archive, "--this", this)
     assert result.returncode == 0, result.stderr
     steps = result.stdout.split("## Keras's pause at the end of fit")[0]
     rows = {(row[0], row[1]): row[2:] for row in table_rows(steps)}
@@ -125,7 +125,7 @@ def test_the_command_shows_each_keras_rungs_pause_at_the_end_of_fit(tmp_path):
     this_keras_2 = with_fit_end(runs("seed", [2.0, 2.0, 2.0], framework="tf_keras"), [0.05, 12.2, 20.2])
     archive = write_runs(tmp_path / "archive" / "runs", [*ARCHIVE, *runs("seed", [2.0], framework="tf_keras")])
     this = write_runs(tmp_path / "results" / "runs", [*THIS, *this_keras_2])
-    result = run_script("compare_runs.py", archive, "--this", this)
+    result = run_command("compare", archive, "--this", this)
     assert result.returncode == 0, result.stderr
     steps, pauses = result.stdout.split("## Keras's pause at the end of fit")
     keras_2_steps = next(row for row in table_rows(steps) if row[:2] == ["tf_keras-cpu `seed`", "per step"])
@@ -140,6 +140,6 @@ def test_the_command_shows_each_keras_rungs_pause_at_the_end_of_fit(tmp_path):
 def test_a_folder_without_records_is_named(tmp_path):
     archive = write_runs(tmp_path / "archive" / "runs", ARCHIVE)
     (tmp_path / "empty").mkdir()
-    result = run_script("compare_runs.py", archive, "--this", tmp_path / "empty")
+    result = run_command("compare", archive, "--this", tmp_path / "empty")
     assert result.returncode == 1
     assert f"error: {tmp_path / 'empty'}: no run records (*.json) here" in result.stderr

@@ -7,15 +7,15 @@ from __future__ import annotations
 import copy
 import importlib
 import shlex
-from pathlib import Path
 
 import jsonschema
 import pytest
 import yaml
 
-import config_table
-from conftest import ROOT, config_flags, schema_defaults
+from conftest import ROOT, config_flags, program_module, schema_defaults
+from tiny_mlp_bench.__main__ import COMMANDS
 from tiny_mlp_bench.config_check import config_errors
+from tiny_mlp_bench.generated_docs import config_table
 
 SCHEMA = config_table.load_schema()
 LOADED = yaml.safe_load(config_table.CONFIG.read_text())
@@ -121,7 +121,7 @@ JOB_ARGS = {
 
 
 def parse(program: str, argv: list[str]):
-    return importlib.import_module(program.removesuffix(".py")).parse_args(argv)
+    return program_module(program).parse_args(argv)
 
 
 @pytest.mark.parametrize("program", JOB_ARGS)
@@ -142,17 +142,18 @@ def test_a_program_refuses_to_run_without_a_value_its_rule_passes(program, optio
     assert f"the following arguments are required: {option}\n" in capsys.readouterr().err
 
 
-def test_the_program_commands_in_the_docs_give_each_program_every_option_it_needs():
+def test_the_commands_in_the_docs_give_each_command_every_option_it_needs():
     text = (ROOT / "docs" / "running.md").read_text()
-    block = text.split("prints the commands a study would run:", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    block = text.split("The study's first jobs, by hand", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
     commands = [shlex.split(line) for line in block.replace("\\\n", " ").splitlines() if line.strip()]
-    assert [command[1] for command in commands] == [
-        "scripts/make_dataset.py",
-        "scripts/train.py",
-        "scripts/train.py",
-        "scripts/sweep_crossover.py",
-        "scripts/render_report.py",
+    assert [command[:2] for command in commands] == [
+        ["tiny-mlp-bench", "dataset"],
+        ["tiny-mlp-bench", "run"],
+        ["tiny-mlp-bench", "run"],
+        ["tiny-mlp-bench", "sweep"],
+        ["tiny-mlp-bench", "report"],
     ]
     for command in commands:
         # argparse exits, naming the option, where one is missing, unknown or of the wrong kind.
-        importlib.import_module(Path(command[1]).stem).parse_args(command[2:])
+        module = COMMANDS[command[1]][0].split(":")[0]
+        importlib.import_module(module).parse_args(command[2:])

@@ -14,8 +14,6 @@ import types
 import numpy as np
 import pytest
 
-import probe_fixed_costs
-import train
 from conftest import (
     A_GPU_DRIVER,
     ROOT,
@@ -27,11 +25,12 @@ from conftest import (
     synthetic_study,
     with_driver_paths,
 )
-from tiny_mlp_bench import backends, catalogue, driver, machine
+from tiny_mlp_bench import backends, catalogue, driver, jobs, machine
 from tiny_mlp_bench.backends.contract import GPU_EPOCHS_PER_BLOCK, EpochLoop, RunSpec
 from tiny_mlp_bench.gpu_study import lanes
 from tiny_mlp_bench.initial_weights import live_initial_weights
 from tiny_mlp_bench.machine import installed_versions
+from tiny_mlp_bench.probes import job as probe_job
 from tiny_mlp_bench.probes.torch_step import count_kernels
 from tiny_mlp_bench.records import read_probe, read_record, read_sweep
 from tiny_mlp_bench.report.markdown import render_markdown
@@ -128,7 +127,7 @@ def test_a_cuda_run_without_a_gpu_driver_is_skipped_without_importing_its_framew
 ):
     out = tmp_path / "r.json"
     unloadable = dataclasses.replace(backends.backend(framework), load=not_to_be_imported)
-    assert driver.run(train.parse_args(cuda_args("train.py", framework, small_dataset, out)), unloadable) == 0
+    assert driver.run(jobs.parse_args(cuda_args("train.py", framework, small_dataset, out)), unloadable) == 0
     record = read_record(out)
     assert record["status"] == "skipped" and record["reason"] == no_gpu_driver
     assert record["reason"].startswith("no CUDA device: no GPU driver on this machine (none of ")
@@ -144,7 +143,7 @@ def test_require_gpu_without_a_gpu_driver_fails_without_importing_the_framework(
 ):
     out = tmp_path / "r.json"
     unloadable = dataclasses.replace(backends.backend("keras"), load=not_to_be_imported)
-    args = train.parse_args(cuda_args("train.py", "keras", small_dataset, out, "--require-gpu"))
+    args = jobs.parse_args(cuda_args("train.py", "keras", small_dataset, out, "--require-gpu"))
     assert driver.run(args, unloadable) == 1 and not out.exists()
     said = capsys.readouterr().err
     assert f"keras-cuda-seed-1: error: {no_gpu_driver}, and --require-gpu (config require_gpu) is set" in said
@@ -154,17 +153,17 @@ def test_require_gpu_without_a_gpu_driver_fails_without_importing_the_framework(
 def test_a_cuda_probe_without_a_gpu_driver_is_skipped_or_required_without_importing_its_framework(
     framework, no_gpu_driver, small_dataset, tmp_path, monkeypatch, capsys
 ):
-    monkeypatch.setattr(probe_fixed_costs.FixedCostsProbe, "load", not_to_be_imported)
+    monkeypatch.setattr(probe_job.FixedCostsProbe, "load", not_to_be_imported)
     out = tmp_path / "p.json"
     args = cuda_args("probe_fixed_costs.py", framework, small_dataset, out)
-    assert probe_fixed_costs.main(args) == 0
+    assert probe_job.main(args) == 0
     record = read_probe(out)
     assert record["status"] == "skipped" and record["reason"] == no_gpu_driver and record["measurements"] == {}
     env = record["environment"]
     assert env["versions"] == {"numpy": np.__version__} | installed_versions(catalogue.framework(framework).packages)
     assert env["cuda"] == NO_CUDA and record["load"]["peak_gpu_memory_mb"] is None
     out.unlink()
-    assert probe_fixed_costs.main([*args, "--require-gpu"]) == 1 and not out.exists()
+    assert probe_job.main([*args, "--require-gpu"]) == 1 and not out.exists()
     assert f"error: {no_gpu_driver}, and --require-gpu (config require_gpu) is set" in capsys.readouterr().err
 
 

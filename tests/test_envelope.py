@@ -9,11 +9,9 @@ from dataclasses import dataclass
 
 import pytest
 
-import probe_fixed_costs
-import sweep_crossover
-import train
 from conftest import ROOT, config_flags
-from tiny_mlp_bench import driver, machine
+from tiny_mlp_bench import crossover, driver, jobs, machine
+from tiny_mlp_bench.probes import job as probe_job
 from tiny_mlp_bench.records import read_probe, read_record, read_sweep
 from tiny_mlp_bench.timing import METHOD
 
@@ -30,20 +28,20 @@ class Kind:
 
 KINDS = {
     "run": Kind(
-        train.main,
+        jobs.main,
         driver.TrainingRun,
         read_record,
         (*config_flags("train.py"), "--framework", "torch", "--variant", "seed", "--epochs", "2"),
     ),
     "probe": Kind(
-        probe_fixed_costs.main,
-        probe_fixed_costs.FixedCostsProbe,
+        probe_job.main,
+        probe_job.FixedCostsProbe,
         read_probe,
         (*config_flags("probe_fixed_costs.py"), "--framework", "torch"),
     ),
     "sweep": Kind(
-        sweep_crossover.main,
-        sweep_crossover.CrossoverSweep,
+        crossover.main,
+        crossover.CrossoverSweep,
         read_sweep,
         (*config_flags("sweep_crossover.py"), "--batch-sizes", "8", "--hidden-units", "4", "--steps", "2"),
     ),

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-import findings
+from tiny_mlp_bench.generated_docs import findings
 from tiny_mlp_bench.report.inference import Ratio
 
 RESOLVED = {"estimate": 2.1, "low": 1.6, "high": 2.4, "p_value": 0.008, "runs": [5, 5]}

@@ -1,4 +1,4 @@
-"""The GPU kit (python -m tiny_mlp_bench.locks.wheels fetch-kit): the wheels a GPU machine without a
+"""The GPU kit (tiny-mlp-bench locks fetch-kit): the wheels a GPU machine without a
 registry lacks, for its Python, with the lock's pins, a git bundle of HEAD and kit.json, and an error
 when it outgrows its cap. These fetch from PyPI, as CI can: the kit for another Python than 3.12 is
 resolved there (about 50 s, once a session: conftest's kit_for_this_python), the committed 3.12 one
@@ -19,7 +19,7 @@ THIS_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 def fetch_kit(*args) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "tiny_mlp_bench.locks.wheels", "fetch-kit", *map(str, args)],
+        [sys.executable, "-m", "tiny_mlp_bench", "locks", "fetch-kit", *map(str, args)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -81,7 +81,7 @@ def test_the_default_kit_is_the_committed_lock_and_past_its_cap_an_error_that_le
 
 
 def kit_table(*args) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "tiny_mlp_bench.locks.wheels", "kit-table", *map(str, args)]
+    command = [sys.executable, "-m", "tiny_mlp_bench", "locks", "kit-table", *map(str, args)]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
 
 
@@ -105,7 +105,7 @@ def test_fetch_kit_empties_no_folder_that_holds_more_than_a_kit(tmp_path):
 
 def test_lock_and_check_refuse_fetch_kit_options():
     done = subprocess.run(
-        [sys.executable, "-m", "tiny_mlp_bench.locks.wheels", "lock", "gpu-kit", "--python", "3.11"],
+        [sys.executable, "-m", "tiny_mlp_bench", "locks", "lock", "gpu-kit", "--python", "3.11"],
         cwd=ROOT,
         capture_output=True,
         text=True,

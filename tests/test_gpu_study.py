@@ -66,7 +66,7 @@ def test_pip_still_resolves_each_lock_on_pypi(target):
     # (metadata only), held to its versions, must give the committed lock byte for byte: nothing
     # missing or extra, every hash PyPI's. Needs PyPI, as CI has.
     done = subprocess.run(
-        [sys.executable, "-m", "tiny_mlp_bench.locks.wheels", "check", target], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "tiny_mlp_bench", "locks", "check", target], cwd=ROOT, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
@@ -146,7 +146,7 @@ def study_args(name: str) -> list[str]:
 
 
 def verify(directory: Path, folder: Path) -> subprocess.CompletedProcess:
-    command = [sys.executable, "scripts/archive_study.py", "verify", str(folder)]
+    command = [sys.executable, "-m", "tiny_mlp_bench", "verify", str(folder)]
     return subprocess.run(command, cwd=directory, capture_output=True, text=True)
 
 
@@ -560,7 +560,7 @@ def gpu_plan_fits(tmp_path: Path, setup_s: float, time_limit: float) -> dict[str
     (tmp_path / "gpu-as-run.yaml").write_text(yaml.safe_dump(config_check.with_catalogue_defaults(config)))
     first = sorted((ROOT / "results" / "archive").glob("*-h200/runs/*.json"))[0]
     env = json.loads(first.read_text())["environment"]
-    command = [sys.executable, "-m", "tiny_mlp_bench.gpu_study.plan", "--config", str(tmp_path / "gpu-as-run.yaml")]
+    command = [sys.executable, "-m", "tiny_mlp_bench", "plan", "--config", str(tmp_path / "gpu-as-run.yaml")]
     command += ["--archives", str(ROOT / "results" / "archive"), "--gpu", env["gpu_name"]]
     command += ["--cpu-model", env["cpu_model"], "--logical-cpus", str(env["logical_cpus"])]
     command += ["--time-limit", str(time_limit), "--setup-s", str(setup_s)]
@@ -599,7 +599,7 @@ def test_where_the_render_or_pack_cannot_finish_the_raw_records_come_back(tmp_pa
     assert (
         "python3 ../scripts/render_report.py --report report.md" in script and "runs/torch-cuda-seed-1.json" in script
     )
-    assert script.rstrip().endswith('python3 scripts/archive_study.py pack "$@"')
+    assert script.rstrip().endswith('PYTHONPATH=. python3 -m tiny_mlp_bench archive "$@"')
 
 
 def test_what_only_the_floor_needs_is_a_warning_and_stops_nothing(monkeypatch, capsys):

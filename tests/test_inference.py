@@ -70,7 +70,7 @@ def test_values_that_are_not_times_are_refused(bad):
 
 
 def test_docs_method_states_the_design_and_estimator_numbers_of_the_archive_it_names(tmp_path):
-    import method_numbers
+    from tiny_mlp_bench.generated_docs import method_numbers
 
     assert method_numbers.main(["--check"]) == 0, "run: make method-numbers"
     # A stale copy is found, and rewritten between the markers with the text around them kept.

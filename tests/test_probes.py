@@ -9,9 +9,9 @@ import types
 import numpy as np
 import pytest
 
-import probe_fixed_costs
 from conftest import A_GPU_DRIVER, config_flags, run_script, run_seeing
 from tiny_mlp_bench.dataset import read_dataset
+from tiny_mlp_bench.probes import job as probe_job
 from tiny_mlp_bench.probes.keras_epoch import FIT_EPOCHS
 from tiny_mlp_bench.probes.measure import time_calls
 from tiny_mlp_bench.probes.torch_cpu import count_dead_inits, dead_at_start
@@ -175,10 +175,10 @@ def test_an_error_while_measuring_is_recorded_as_failed_with_what_was_measured(s
         found["eager_op_us"] = {"value_us": 4.0, "calls": 10, "repeats": 1, "repeat_us": [4.0]}
         raise RuntimeError("the device fell over")
 
-    monkeypatch.setattr(probe_fixed_costs, "torch_probes", half_way)
+    monkeypatch.setattr(probe_job, "torch_probes", half_way)
     out = tmp_path / "torch-cpu.json"
     argv = ["--framework", "torch", "--device", "cpu", "--dataset", str(small_dataset), "--output", str(out)]
-    assert probe_fixed_costs.main([*config_flags("probe_fixed_costs.py"), *argv]) == 0
+    assert probe_job.main([*config_flags("probe_fixed_costs.py"), *argv]) == 0
     record = read_probe(out)
     assert record["status"] == "failed" and record["reason"] == "RuntimeError: the device fell over"
     assert record["measurements"] == {"eager_op_us": {"value_us": 4.0, "calls": 10, "repeats": 1, "repeat_us": [4.0]}}

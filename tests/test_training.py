@@ -16,9 +16,9 @@ from tiny_mlp_bench import machine
 from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
 from tiny_mlp_bench.backends.torch_epoch import SPLIT_CALLS
 from tiny_mlp_bench.driver import run, score
+from tiny_mlp_bench.jobs import parse_args
 from tiny_mlp_bench.records import read_record, read_sweep
 from tiny_mlp_bench.timing import METHOD, SETUP_PARTS, Clock
-from train import parse_args
 
 
 class FakeTraining(EpochLoop):

@@ -197,7 +197,7 @@ def test_snakemake_report_holds_the_report_charts_and_records_with_captions(tiny
 def test_the_finished_study_archives_and_verifies(tiny_run):
     directory, _ = tiny_run
     done = subprocess.run(
-        [sys.executable, "scripts/archive_study.py", "pack", "--name", "tiny"],
+        [sys.executable, "-m", "tiny_mlp_bench", "archive", "--name", "tiny"],
         cwd=directory,
         capture_output=True,
         text=True,
@@ -210,7 +210,7 @@ def test_the_finished_study_archives_and_verifies(tiny_run):
     assert json.loads((archive / "provenance.json").read_text())["study"]["commit"] == head.strip()
     assert (archive / "logs" / "train" / "torch-cpu-seed-1.log").is_file()
     done = subprocess.run(
-        [sys.executable, "scripts/archive_study.py", "verify", str(archive)],
+        [sys.executable, "-m", "tiny_mlp_bench", "verify", str(archive)],
         cwd=directory,
         capture_output=True,
         text=True,

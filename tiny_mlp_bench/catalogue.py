@@ -48,7 +48,7 @@ class Framework:
     # The distributions whose versions a record names; a run skipped before importing the framework
     # (no GPU driver on the machine) reads them from the installed packages' metadata.
     packages: tuple[str, ...]
-    probed: bool = False  # scripts/probe_fixed_costs.py measures its fixed costs
+    probed: bool = False  # `tiny-mlp-bench probe` measures its fixed costs
     default: bool = True  # in the default study (a config without `frameworks`)
     keras: int | None = None  # the major version of Keras it is; None: not Keras
     keras_backend: str | None = None  # what that Keras runs on, as the report names it

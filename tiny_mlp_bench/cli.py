@@ -1,4 +1,4 @@
-"""Argument types and help shared by the command-line programs in scripts/: each error names the bad value."""
+"""Argument types and help shared by the program's commands: each error names the bad value."""
 
 from __future__ import annotations
 
@@ -44,26 +44,6 @@ def csv_ints(text: str) -> list[int]:
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
     return values
-
-
-# The config values that more than one program takes, as the rules pass them: flag, type and help.
-SHARED_CONFIG_OPTIONS = {
-    "batch_size": ("--batch-size", positive_int, "rows per optimiser step: the config's batch_size"),
-    "learning_rate": ("--learning-rate", positive_float, "Adam's learning rate: the config's learning_rate"),
-    "hidden_units": ("--hidden-units", positive_int, "width of the hidden layer: the config's hidden_units"),
-    "threads": (
-        "--threads",
-        positive_int,
-        "CPU threads for the framework: the config's cpu_threads, or with 0 the job's cores",
-    ),
-}
-
-
-def add_config_options(parser: argparse.ArgumentParser, *keys: str) -> None:
-    """The options for these config keys, each required: the rules pass every one."""
-    for key in keys:
-        flag, kind, text = SHARED_CONFIG_OPTIONS[key]
-        parser.add_argument(flag, type=kind, required=True, help=text)
 
 
 def add_fields(parser: argparse.ArgumentParser, spec) -> None:

@@ -3,15 +3,24 @@
 Each point trains the question's MLP shape (2 -> width -> 1, ReLU) with the ``sync_free`` step of
 the torch backend on random device-resident rows: WARMUP_STEPS untimed steps, then BLOCKS timed
 blocks of ``steps`` steps, timed by the timing module's clock; the point's time per step is the
-median block's. The device's measured float32 matmul rate is recorded too.
+median block's. The device's measured float32 matmul rate is recorded too. `tiny-mlp-bench sweep`
+(the sweep rule's scripts/sweep_crossover.py) runs one device's grid and writes its sweep record:
+
+    tiny-mlp-bench sweep --device cpu --batch-sizes 64,1024 --hidden-units 20,256 --steps 10 --threads 2 \
+        --output results/sweep/cpu.json
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 
-from tiny_mlp_bench.backends.torch_common import build_model
+from tiny_mlp_bench.backends.torch_common import build_model, device_sync, gpu_missing, set_threads
+from tiny_mlp_bench.cli import CONFIG_EPILOG, add_fields
+from tiny_mlp_bench.envelope import DeviceMissing, Measurement, run_job
+from tiny_mlp_bench.jobs import SweepJob
 from tiny_mlp_bench.question import ASKERS_RUN
+from tiny_mlp_bench.records import SCHEMA_VERSION, SWEEP_RECORD_TYPE, write_sweep
 from tiny_mlp_bench.timing import Clock
 
 VARIANT = "sync_free"  # the torch rung whose step each point times, named in the sweep record
@@ -72,3 +81,63 @@ def sweep_points(torch, device, sync, batch_sizes, widths, steps: int, progress=
         if progress:
             progress(i, len(grid), points[-1])
     return points
+
+
+def parse_args(argv=None, prog=None) -> SweepJob:
+    """The sweep a command line asks for: its options are SweepJob's fields."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Time torch sync_free per step on one device over batch size x width; write a sweep record.",
+        epilog=CONFIG_EPILOG,
+    )
+    add_fields(parser, SweepJob)
+    return SweepJob(**vars(parser.parse_args(argv)))
+
+
+class CrossoverSweep(Measurement):
+    """One device's sweep: the envelope's measurement of a sweep job."""
+
+    kind, framework = "sweep", "torch"
+
+    def __init__(self, job: SweepJob):
+        self.job = job
+        self.device, self.require_gpu, self.output, self.write = job.device, job.require_gpu, job.output, write_sweep
+        self.label = f"sweep-{job.device}"
+        self.peak_gflops, self.points = None, []
+
+    def measure(self, torch, data) -> None:
+        job = self.job
+        set_threads(torch, job.threads)
+        if missing := (gpu_missing(torch) if job.device == "cuda" else None):
+            raise DeviceMissing(missing)
+        device = torch.device("cuda:0" if job.device == "cuda" else "cpu")
+        sync = device_sync(torch, job.device)
+
+        def progress(i, total, point):
+            self.say(
+                f"point {i}/{total}: batch {point['batch_size']}, width {point['hidden_units']}: "
+                f"{point['step_s'] * 1e3:.3f} ms/step"
+            )
+
+        self.peak_gflops = matmul_gflops(torch, device, sync)
+        self.points = sweep_points(torch, device, sync, job.batch_sizes, job.hidden_units, job.steps, progress)
+
+    def record(self, status: str, reason: str | None) -> dict:
+        ok = status == "ok"  # a failed sweep keeps no half a grid
+        return {
+            "record_type": SWEEP_RECORD_TYPE,
+            "schema_version": SCHEMA_VERSION,
+            "device": self.device,
+            "variant": VARIANT,
+            "steps": self.job.steps,
+            "blocks": BLOCKS,
+            "status": status,
+            "reason": reason,
+            "peak_gflops": self.peak_gflops if ok else None,
+            "points": self.points if ok else [],
+        }
+
+
+def main(argv=None, prog=None) -> int:
+    """`tiny-mlp-bench sweep` (scripts/sweep_crossover.py, the sweep rule's program)."""
+    return run_job(CrossoverSweep(parse_args(argv, prog)))

@@ -9,9 +9,11 @@ gives the same rows the asker would have drawn after ``np.random.seed(seed)``.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tiny_mlp_bench.atomic import atomic_path
+from tiny_mlp_bench.cli import CONFIG_EPILOG
 
 FEATURES = ("x", "y")
 TARGET = "target"
@@ -125,3 +128,26 @@ def read_dataset(path: Path) -> Dataset:
         metadata=metadata,
         sha256=file_sha256(path),
     )
+
+
+def parse_args(argv=None, prog=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Write the question's dataset (x, y in randint(10, 1000); 4x + 3y + 10) as one Parquet file.",
+        epilog=CONFIG_EPILOG,
+    )
+    parser.add_argument("--seed", type=int, required=True, help="seed of the NumPy generator: the config's seed")
+    parser.add_argument("--n-rows", type=int, required=True, help="rows before the split: the config's n_rows")
+    parser.add_argument("--output", type=Path, required=True, help="Parquet file to write")
+    args = parser.parse_args(argv)
+    if args.n_rows < 4:
+        parser.error(f"--n-rows must be at least 4 (got {args.n_rows})")
+    return args
+
+
+def main(argv=None, prog=None) -> int:
+    """`tiny-mlp-bench dataset` (scripts/make_dataset.py, the dataset rule's program)."""
+    args = parse_args(argv, prog)
+    write_dataset(make_dataset(args.seed, args.n_rows), args.output)
+    print(f"wrote {args.output} (sha256 {file_sha256(args.output)})", file=sys.stderr)
+    return 0

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import random
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path, PurePosixPath
@@ -74,22 +75,62 @@ class Job:
 
 
 def about(help: str, kind=str, config: str | None = None, choices=None) -> dict:
-    """A TrainingJob field's metadata: its command-line option's help, type and choices, and the config
-    key it takes (a field without a default is a required option)."""
+    """A job option's metadata: its command-line option's help, type and choices, and the config key it
+    takes, dotted where it is nested (a field without a default is a required option)."""
     return {"help": help, "type": kind, "config": config, "choices": choices}
 
 
-def shared(key: str) -> dict:
-    """The metadata of a config value other programs take too (cli.SHARED_CONFIG_OPTIONS)."""
-    _, kind, text = cli.SHARED_CONFIG_OPTIONS[key]
-    return about(text, kind, key if key != "threads" else None)
+# The options more than one kind of job takes. threads names no config key: the rule passes the job's
+# threads, which are cpu_threads, or with 0 every core Snakemake gives the job.
+SHARED = {
+    "batch_size": about("rows per optimiser step: the config's batch_size", cli.positive_int, "batch_size"),
+    "learning_rate": about("Adam's learning rate: the config's learning_rate", cli.positive_float, "learning_rate"),
+    "hidden_units": about("width of the hidden layer: the config's hidden_units", cli.positive_int, "hidden_units"),
+    "threads": about(
+        "CPU threads for the framework: the config's cpu_threads, or with 0 the job's cores", cli.positive_int
+    ),
+}
+
+
+class JobOptions:
+    """A timed job's options, each field one command-line option written once: ``flags`` is what its rule
+    passes, its command's parser is made from the fields (cli.add_fields), and ``of_config`` fills in
+    the fields that name a config key."""
+
+    def flags(self, leave_out: tuple[str, ...] = ()) -> list[str]:
+        """The options that ask the job's command for this job (less the fields named in ``leave_out``)."""
+        found = []
+        for spec in (spec for spec in fields(self) if spec.name not in leave_out):
+            value, flag = getattr(self, spec.name), "--" + spec.name.replace("_", "-")
+            if spec.metadata["type"] is bool:
+                found += [flag] if value else []
+            elif isinstance(value, list):
+                found += [flag, ",".join(map(str, value))]
+            elif value is not None:
+                found += [flag, str(value)]
+        return found
+
+    @classmethod
+    def of_config(cls, config: dict, **job):
+        """The job ``job`` names, with the config's values for the other fields."""
+        from_config = {}
+        for spec in fields(cls):
+            if spec.metadata["config"]:
+                value = config
+                for key in spec.metadata["config"].split("."):
+                    value = value[key]
+                from_config[spec.name] = value
+        return cls(**job, **from_config)
+
+
+REQUIRE_GPU = about(
+    "fail instead of recording 'skipped' when the GPU is missing: the config's require_gpu", bool, "require_gpu"
+)
 
 
 @dataclass(frozen=True)
-class TrainingJob:
-    """A training run as the train rule asks for it and the driver runs it: each field one option of
-    scripts/train.py, written once here. ``flags`` is what the rule passes, and the program's parser is
-    made from the fields (cli.add_fields)."""
+class TrainingJob(JobOptions):
+    """A training run as the train rule asks for it and the driver runs it (`tiny-mlp-bench run`)."""
 
     framework: str = field(metadata=about("the framework (the job's {framework})", choices=catalogue.framework_names()))
     device: str = field(metadata=about("device to train on (the job's {device})", choices=catalogue.DEVICES))
@@ -103,10 +144,10 @@ class TrainingJob:
     epochs: int = field(
         metadata=about("passes over the training rows: the config's epochs", cli.positive_int, "epochs")
     )
-    batch_size: int = field(metadata=shared("batch_size"))
-    learning_rate: float = field(metadata=shared("learning_rate"))
-    hidden_units: int = field(metadata=shared("hidden_units"))
-    threads: int = field(metadata=shared("threads"))
+    batch_size: int = field(metadata=SHARED["batch_size"])
+    learning_rate: float = field(metadata=SHARED["learning_rate"])
+    hidden_units: int = field(metadata=SHARED["hidden_units"])
+    threads: int = field(metadata=SHARED["threads"])
     min_r2: float = field(
         metadata=about(
             "train R^2 at or above which a run counts as converged: the config's convergence_min_r2",
@@ -129,12 +170,7 @@ class TrainingJob:
     variant: str | None = field(
         default=None, metadata=about("training-loop variant (the job's {variant}); default: the framework's first")
     )
-    require_gpu: bool = field(
-        default=False,
-        metadata=about(
-            "fail instead of recording 'skipped' when the GPU is missing: the config's require_gpu", bool, "require_gpu"
-        ),
-    )
+    require_gpu: bool = field(default=False, metadata=REQUIRE_GPU)
     compile_cache: Path | None = field(
         default=None,
         metadata=about(
@@ -150,24 +186,11 @@ class TrainingJob:
         """Its identity: name (the run id), output, log and compile cache."""
         return Job("train", self.device, self.framework, self.variant, self.repeat)
 
-    def flags(self, leave_out: tuple[str, ...] = ()) -> list[str]:
-        """The options that ask scripts/train.py for this run (less the fields named in ``leave_out``)."""
-        found = []
-        for spec in (spec for spec in fields(self) if spec.name not in leave_out):
-            value, flag = getattr(self, spec.name), "--" + spec.name.replace("_", "-")
-            if spec.metadata["type"] is bool:
-                found += [flag] if value else []
-            elif value is not None:
-                found += [flag, str(value)]
-        return found
-
 
 def training_job(config: dict, job: Job, threads: int) -> TrainingJob:
     """The training run ``job`` is, with the config's values: what the train rule passes its program."""
-    from_config = {
-        spec.name: config[spec.metadata["config"]] for spec in fields(TrainingJob) if spec.metadata["config"]
-    }
-    return TrainingJob(
+    return TrainingJob.of_config(
+        config,
         framework=job.framework,
         device=job.device,
         variant=job.variant,
@@ -176,7 +199,67 @@ def training_job(config: dict, job: Job, threads: int) -> TrainingJob:
         output=Path(job.output),
         threads=threads,
         compile_cache=None if job.compile_cache is None else Path(job.compile_cache),
-        **from_config,
+    )
+
+
+@dataclass(frozen=True)
+class SweepJob(JobOptions):
+    """One device's crossover sweep as the sweep rule asks for it (`tiny-mlp-bench sweep`)."""
+
+    device: str = field(metadata=about("device to sweep (the job's {device})", choices=catalogue.DEVICES))
+    output: Path = field(metadata=about("sweep record to write (.json)", Path))
+    batch_sizes: list[int] = field(
+        metadata=about(
+            "the grid's batch sizes, comma-separated (e.g. 64,1024): the config's sweep.batch_sizes",
+            cli.csv_ints,
+            "sweep.batch_sizes",
+        )
+    )
+    hidden_units: list[int] = field(
+        metadata=about(
+            "the grid's widths, comma-separated: the config's sweep.hidden_units", cli.csv_ints, "sweep.hidden_units"
+        )
+    )
+    steps: int = field(
+        metadata=about("timed steps per block: the config's sweep.steps", cli.positive_int, "sweep.steps")
+    )
+    threads: int = field(metadata=SHARED["threads"])
+    require_gpu: bool = field(default=False, metadata=REQUIRE_GPU)
+
+
+def sweep_job(config: dict, job: Job, threads: int) -> SweepJob:
+    """The sweep ``job`` is, with the config's values: what the sweep rule passes its program."""
+    return SweepJob.of_config(config, device=job.device, output=Path(job.output), threads=threads)
+
+
+@dataclass(frozen=True)
+class ProbeJob(JobOptions):
+    """One framework's fixed-cost probes on one device as the probe rule asks for them (`tiny-mlp-bench probe`)."""
+
+    framework: str = field(
+        metadata=about(
+            "the framework (the job's {framework})", choices=[f.name for f in catalogue.FRAMEWORKS if f.probed]
+        )
+    )
+    device: str = field(metadata=about("device to probe (the job's {device})", choices=catalogue.DEVICES))
+    dataset: Path = field(metadata=about("the dataset's Parquet file", Path))
+    output: Path = field(metadata=about("probe record to write (.json)", Path))
+    batch_size: int = field(metadata=SHARED["batch_size"])
+    hidden_units: int = field(metadata=SHARED["hidden_units"])
+    learning_rate: float = field(metadata=SHARED["learning_rate"])
+    threads: int = field(metadata=SHARED["threads"])
+    require_gpu: bool = field(default=False, metadata=REQUIRE_GPU)
+
+
+def probe_job(config: dict, job: Job, threads: int) -> ProbeJob:
+    """The probe ``job`` is, with the config's values: what the probe rule passes its program."""
+    return ProbeJob.of_config(
+        config,
+        framework=job.framework,
+        device=job.device,
+        dataset=Path(DATASET),
+        output=Path(job.output),
+        threads=threads,
     )
 
 
@@ -247,3 +330,29 @@ def in_rounds(timed: list[Job], seed: int) -> list[list[Job]]:
         random.Random(f"{seed}:{number}").shuffle(jobs)
         ordered.append(jobs)
     return ordered
+
+
+def parse_args(argv=None, prog=None) -> TrainingJob:
+    """The run a command line asks for: its options are TrainingJob's fields, each written once there."""
+    ladders = "; ".join(f"{f}: {', '.join(catalogue.variant_names(f))}" for f in catalogue.framework_names())
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Train the question's 2-20-1 MLP once, time it, and write one run record (JSON).",
+        epilog=f"Frameworks and their variants: {ladders}. {cli.CONFIG_EPILOG}",
+    )
+    cli.add_fields(parser, TrainingJob)
+    args = parser.parse_args(argv)
+    if args.variant is None:
+        args.variant = catalogue.variant_names(args.framework)[0]
+    try:
+        catalogue.variant(args.framework, args.variant)
+    except catalogue.UnknownVariant as err:
+        parser.error(f"argument --variant: {err.args[0]}")
+    return TrainingJob(**vars(args))
+
+
+def main(argv=None, prog=None) -> int:
+    """`tiny-mlp-bench run` (scripts/train.py, the train rule's program): one run trained, timed and recorded."""
+    from tiny_mlp_bench import driver  # the frameworks' loops: loaded only to run one
+
+    return driver.run(parse_args(argv, prog))

@@ -27,7 +27,7 @@ to this study's epochs. Where there is none, the config's ``plan_estimates_s`` s
 patterns (``torch-cuda-*``, ``probe-*``) to seconds, the most specific that matches (the one
 with the most characters besides ``*``: a config as run is written with its keys sorted).
 
-    python -m tiny_mlp_bench.gpu_study.plan --config results/config.yaml --archives results/archive [--gpu NAME]
+    tiny-mlp-bench plan --config results/config.yaml --archives results/archive [--gpu NAME]
         [--time-limit S --setup-s S] [--order N] [--cpu-model M --logical-cpus N]
 
 prints the plan as JSON: the order seed, the time for jobs and one object per job (name, output, device,
@@ -276,8 +276,8 @@ def schedule(planned: list[Planned], time_for_jobs: float, serial: bool = False)
     return starts
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, required=True, help="the config as run (results/config.yaml)")
     parser.add_argument("--archives", type=Path, required=True, help="the archived studies (results/archive)")
     parser.add_argument("--gpu", help="the machine's GPU, as torch names it (none: no GPU)")
@@ -324,7 +324,3 @@ def main(argv=None) -> int:
     json.dump(found, sys.stdout, indent=1)
     print()
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Every torch probe of one device, run in turn as scripts/probe_fixed_costs.py asks for them."""
+"""Every torch probe of one device, run in turn as the probe job (job.py) asks for them."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ t-interval on their logs, and the ratio of this study's to the archive's by Hodg
 interval from inverting the exact Mann-Whitney test (report/inference.py). A rung is called faster or
 slower only where that test resolves the ratio and the ratio lies outside the noise band: the largest
 ratio two studies of the same code showed on one kind of machine (NoiseBand, read from
-results/archive/noise-band.json, which `compare_runs.py --write-noise-band` makes from two such
+results/archive/noise-band.json, which `tiny-mlp-bench compare --write-noise-band` makes from two such
 studies). 3 runs against 3 never resolve anything (the exact test's least p is 0.10).
 
 Beside them, each Keras rung's pause at the end of ``fit`` (the fit_end phase, from the last

@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """docs/method.md's numbers of the study design, written from an archive's run records.
 
-    python scripts/method_numbers.py            # rewrite them between docs/method.md's markers
-    python scripts/method_numbers.py --check    # exit 1, saying so, where they are stale
+    tiny-mlp-bench docs method-numbers            # rewrite them between docs/method.md's markers
+    tiny-mlp-bench docs method-numbers --check    # exit 1, saying so, where they are stale
 
 Each begin marker names the archive its numbers come from; `make method-numbers` runs the first,
 the test suite the check. The design numbers: the A/A control's ratio to the rung whose code it runs,
@@ -15,13 +14,13 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from tiny_mlp_bench import CHECKOUT as ROOT
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.generated_docs import write_or_check
@@ -38,7 +37,6 @@ from tiny_mlp_bench.report.runs import (
     window_blocks,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 METHOD = ROOT / "docs" / "method.md"
 MARKERS = ("design", "estimator")
 # Candidate estimators of a run's per-step time from its window: quantiles of the fast blocks, the same
@@ -245,15 +243,11 @@ def with_numbers(text: str, source: str = "docs/method.md") -> str:
     return text
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only say whether docs/method.md's numbers are current")
     parser.add_argument("--method", type=Path, default=METHOD, help="default: the project's docs/method.md")
     args = parser.parse_args(argv)
     wanted = {args.method: with_numbers(args.method.read_text(), str(args.method))}
     stale = "the design or estimator numbers differ from their archive's records"
     return write_or_check(wanted, check=args.check, stale=stale, fix="make method-numbers")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """The config's defaults and meanings, written from its schema: config/config.yaml and docs/running.md's table.
 
-    python scripts/config_table.py            # rewrite the table and config/config.yaml
-    python scripts/config_table.py --check    # exit 1, saying so, when either is stale
+    tiny-mlp-bench docs config-table            # rewrite the table and config/config.yaml
+    tiny-mlp-bench docs config-table --check    # exit 1, saying so, when either is stale
 
 `make config-table` runs the first; the test suite runs the check, so neither the documented nor the
 loaded defaults can drift from the schema, which Snakemake's `validate` fills them in from.
@@ -17,7 +16,8 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from tiny_mlp_bench import CHECKOUT as ROOT
+
 SCHEMA = ROOT / "config" / "config.schema.yaml"
 RUNNING = ROOT / "docs" / "running.md"
 CONFIG = ROOT / "config" / "config.yaml"
@@ -128,8 +128,8 @@ def config_yaml(schema: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog=None) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only say whether the table and config are current")
     parser.add_argument("--schema", type=Path, default=SCHEMA, help="default: config/config.schema.yaml")
     parser.add_argument("--running", type=Path, default=RUNNING, help="the table's page; default: docs/running.md")
@@ -155,7 +155,3 @@ def main(argv=None) -> int:
 def shown(path: Path) -> Path:
     """The project's files by their path in it, as the docs name them."""
     return path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
-
-
-if __name__ == "__main__":
-    sys.exit(main())

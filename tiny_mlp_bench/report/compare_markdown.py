@@ -1,17 +1,16 @@
-#!/usr/bin/env python3
 """Compare this study's run records with an archived study's, rung by rung, in time to result and per step.
 
 For every rung timed on either side, in each view: each side's geometric mean over its runs with a
 95% interval, the ratio of this study's to the archive's with its 95% interval and the exact
 Mann-Whitney p-value, and a verdict that says "faster" or "slower" only where the test resolves it and
 the ratio lies outside the noise band of results/archive/noise-band.json
-(tiny_mlp_bench/report/compare.py). Then, for every Keras rung, its pause at the end of fit (the
+(compare.py). Then, for every Keras rung, its pause at the end of fit (the
 fit_end phase) on both sides. Writes Markdown to stdout, or to --output.
 
 With --write-noise-band, the two sides are taken as two studies of the same code, and the band they
 show is written to that file instead (docs/method.md says where the project's comes from).
 
-Usage: python scripts/compare_runs.py results/archive/<name>/runs [--this results/runs]
+Usage: tiny-mlp-bench compare results/archive/<name>/runs [--this results/runs]   (make compare ARCHIVE=...)
 """
 
 from __future__ import annotations
@@ -134,8 +133,8 @@ def render(
     )
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv=None, prog=None) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("archive", type=Path, help="the archived study's run records (its runs/ folder)")
     parser.add_argument("--this", type=Path, default=Path("results/runs"), help="this study's run records")
     parser.add_argument("--output", type=Path, help="Markdown file to write instead of stdout")
@@ -171,7 +170,3 @@ def study(runs: Path, records: list[dict]) -> dict:
     folder = runs.resolve().parent if runs.name == "runs" else runs.resolve()
     commits = sorted({str(r["environment"].get("git_commit")) for r in records})
     return {"name": folder.name, "commits": commits}
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,108 @@
+"""Measure the fixed costs a tiny training step pays on one framework and device; write a probe record.
+
+`tiny-mlp-bench probe`, and the probe rule's program (scripts/probe_fixed_costs.py):
+
+    tiny-mlp-bench probe --framework torch --device cpu --dataset results/data/dataset.parquet \
+           --batch-size 64 --hidden-units 20 --learning-rate 0.001 --threads 2 --output results/probes/torch-cpu.json
+
+What each probe measures is in this package's other modules and probe_record.schema.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from tiny_mlp_bench.backends.contract import RunSpec
+from tiny_mlp_bench.cli import CONFIG_EPILOG, add_fields
+from tiny_mlp_bench.envelope import DeviceMissing, Measurement, run_job
+from tiny_mlp_bench.initial_weights import live_initial_weights
+from tiny_mlp_bench.jobs import ProbeJob
+from tiny_mlp_bench.probes.keras_epoch import FIT_EPOCHS, keras_fit_epoch
+from tiny_mlp_bench.probes.torch_suite import torch_probes
+from tiny_mlp_bench.question import askers_rung
+from tiny_mlp_bench.records import PROBE_RECORD_TYPE, PROBE_SCHEMA_VERSION, write_probe
+
+
+def parse_args(argv=None, prog=None) -> ProbeJob:
+    """The probes a command line asks for: its options are ProbeJob's fields."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0], epilog=CONFIG_EPILOG)
+    add_fields(parser, ProbeJob)
+    return ProbeJob(**vars(parser.parse_args(argv)))
+
+
+class FixedCostsProbe(Measurement):
+    """The probes of one framework and device: the envelope's measurement of a probe job."""
+
+    kind = "probe"
+
+    def __init__(self, job: ProbeJob):
+        self.job = job
+        self.framework, self.device, self.require_gpu = job.framework, job.device, job.require_gpu
+        self.output, self.dataset, self.write = job.output, job.dataset, write_probe
+        self.label = f"probe-{job.framework}-{job.device}"
+        self.measurements: dict = {}  # kept as far as it got when a later probe raises
+
+    def read(self, data) -> None:
+        job = self.job
+        self.init_seed = data.metadata["seed"]  # as repeat 1 of a training run
+        self.spec = RunSpec(
+            device=job.device,
+            variant=askers_rung(job.framework),
+            repeat=1,
+            init_seed=self.init_seed,
+            # The timed models start from the runs' live draw, so a dead draw never skews a probe.
+            weights=live_initial_weights(self.init_seed, job.hidden_units, data.train[:, :2]),
+            epochs=FIT_EPOCHS,
+            batch_size=job.batch_size,
+            learning_rate=job.learning_rate,
+            hidden_units=job.hidden_units,
+            threads=job.threads,
+        )
+
+    def measure(self, fw, data) -> None:
+        job, spec = self.job, self.spec
+        if job.framework == "torch":
+            from tiny_mlp_bench.backends import torch_common
+
+            torch_common.set_threads(fw, job.threads)  # no seed: each probe seeds what it draws
+            if missing := (torch_common.gpu_missing(fw) if job.device == "cuda" else None):
+                raise DeviceMissing(missing)
+            torch_probes(
+                fw,
+                job.device,
+                data,
+                job.batch_size,
+                job.hidden_units,
+                job.learning_rate,
+                spec.weights,
+                self.measurements,
+                self.say,
+            )
+        else:  # Keras: threads and visible devices are set before its backend starts
+            self.backend.prepare(fw, spec)
+            if missing := self.backend.start_device(fw, spec):
+                raise DeviceMissing(missing)
+            keras_fit_epoch(fw, spec, data, self.measurements, say=self.say)
+
+    def record(self, status: str, reason: str | None) -> dict:
+        job = self.job
+        return {
+            "record_type": PROBE_RECORD_TYPE,
+            "schema_version": PROBE_SCHEMA_VERSION,
+            "framework": job.framework,
+            "device": job.device,
+            "status": status,
+            "reason": reason,
+            "parameters": {
+                "batch_size": job.batch_size,
+                "hidden_units": job.hidden_units,
+                "learning_rate": job.learning_rate,
+                "threads": job.threads,
+                "init_seed": self.init_seed,
+            },
+            "measurements": self.measurements,
+        }
+
+
+def main(argv=None, prog=None) -> int:
+    return run_job(FixedCostsProbe(parse_args(argv, prog)))

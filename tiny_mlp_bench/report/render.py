@@ -1,0 +1,110 @@
+"""Turn run, sweep and probe records into a tidy timings table, three charts, a Markdown report
+and the report's numbers as JSON.
+
+The report is a pure function of the records (and of the archived GPU answer it quotes): the same
+records, in any order, give the same bytes.
+The numbers are computed once (model.py, with ladder.py and crossover_map.py); the table, the charts
+and the Markdown only render them. `tiny-mlp-bench report`, and the report rule's program
+(scripts/render_report.py, the path archives render their reports with too):
+
+    tiny-mlp-bench report --report results/report.md --timings results/timings.parquet \
+           --plot results/report/timings.png --ladder-plot results/report/ladder.png \
+           --crossover-plot results/report/crossover.png --sweeps results/sweep/*.json \
+           --probes results/probes/*.json --model results/report/model.json \
+           [--gpu-archive results/archive/<name> | --no-archive-qualifies] -- results/runs/*.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from tiny_mlp_bench.atomic import atomic_path, write_text_atomic
+from tiny_mlp_bench.records import RecordError, read_probe, read_record, read_sweep
+from tiny_mlp_bench.report.gpu_archive import QUALIFIES, quote
+from tiny_mlp_bench.report.markdown import render_markdown
+from tiny_mlp_bench.report.model import build_report
+from tiny_mlp_bench.report.model_file import model_json
+from tiny_mlp_bench.report.plots import plot_crossover, plot_ladders, plot_seed_times
+
+
+def load_records(paths: list[Path]) -> list[dict]:
+    """Read every record; refuse duplicates, which would be counted twice."""
+    records, seen = [], {}
+    for path in paths:
+        record = read_record(path)
+        rid = record["identity"]["run_id"]
+        if rid in seen:
+            raise RecordError(f"{path}: run {rid} is also in {seen[rid]}")
+        seen[rid] = path
+        records.append(record)
+    return records
+
+
+def parse_args(argv=None, prog=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    parser.add_argument("records", nargs="+", type=Path, help="run record files (.json)")
+    parser.add_argument("--report", type=Path, required=True, help="Markdown report to write")
+    parser.add_argument("--timings", type=Path, required=True, help="tidy Parquet table to write")
+    parser.add_argument("--plot", type=Path, required=True, help="PNG bar chart to write")
+    parser.add_argument(
+        "--ladder-plot", type=Path, help="PNG chart of the variant ladders to write; default: ladder.png beside --plot"
+    )
+    parser.add_argument("--sweeps", type=Path, nargs="*", default=[], help="sweep record files (.json)")
+    parser.add_argument("--probes", type=Path, nargs="*", default=[], help="fixed-cost probe records (.json)")
+    parser.add_argument("--crossover-plot", type=Path, help="PNG crossover chart to write (with --sweeps)")
+    parser.add_argument("--model", type=Path, help="JSON file to write: the report's numbers and the versions here")
+    quoted = parser.add_mutually_exclusive_group()
+    quoted.add_argument(
+        "--gpu-archive",
+        type=Path,
+        help="an archived study's folder whose GPU answer to quote where no run here used cuda",
+    )
+    quoted.add_argument(
+        "--no-archive-qualifies", action="store_true", help="say that no archived study had a GPU answer to quote"
+    )
+    args = parser.parse_args(argv)
+    if args.sweeps and not args.crossover_plot:
+        parser.error("--sweeps needs --crossover-plot")
+    args.ladder_plot = args.ladder_plot or args.plot.with_name("ladder.png")
+    if args.ladder_plot in (args.plot, args.crossover_plot):
+        parser.error(f"--ladder-plot {args.ladder_plot} is also another chart's path")
+    return args
+
+
+def main(argv=None, prog=None) -> int:
+    args = parse_args(argv, prog)
+    try:
+        records = load_records(args.records)
+        sweeps = [read_sweep(path) for path in args.sweeps]
+        probes = [read_probe(path) for path in args.probes]
+        archived = quote(args.gpu_archive) if args.gpu_archive else None
+        if args.gpu_archive and archived is None:
+            raise RecordError(f"{args.gpu_archive}: --gpu-archive names an archive that does not hold {QUALIFIES}")
+    except RecordError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    report = build_report(
+        records, sweeps, probes, archived_gpu=archived, no_archive_qualifies=args.no_archive_qualifies
+    )
+
+    def link(path: Path) -> str:
+        return Path(os.path.relpath(path, args.report.parent)).as_posix()
+
+    with atomic_path(args.timings) as tmp:
+        report.runs.to_parquet(tmp, index=False)
+    plot_seed_times(report.machines, args.plot)
+    plot_ladders(report.machines, args.ladder_plot, report.parameters)
+    crossover_link = ""
+    if sweeps:
+        plot_crossover(report.sweep_points, args.crossover_plot, report.parameters)
+        crossover_link = link(args.crossover_plot)
+    text = render_markdown(report, link(args.plot), crossover_link, ladder_link=link(args.ladder_plot))
+    write_text_atomic(args.report, text)
+    if args.model:
+        write_text_atomic(args.model, model_json(report))
+    charts = f"{args.plot}, {args.ladder_plot}" + (f", {args.crossover_plot}" if sweeps else "")
+    print(f"wrote {args.report}, {args.timings} and {charts} from {len(records)} records", file=sys.stderr)
+    return 0
