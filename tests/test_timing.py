@@ -7,6 +7,7 @@ import types
 import pytest
 
 from tiny_mlp_bench import timing
+from tiny_mlp_bench.backends.keras_fit import epoch_clock
 from tiny_mlp_bench.timing import Clock, SteadyClock
 
 
@@ -111,7 +112,7 @@ def test_keras_callback_closes_a_block_at_every_epoch_end(fake_time):
     keras = types.SimpleNamespace(callbacks=types.SimpleNamespace(Callback=object))
     clock = Clock()
     with clock.phase("fit"):
-        callback = clock.keras_callback(keras)
+        callback = epoch_clock(keras, clock)
         for epoch in range(3):  # what fit() does: work, then on_epoch_end
             fake_time.now += 1.5 if epoch == 0 else 0.5
             callback.on_epoch_end(epoch)
@@ -122,7 +123,7 @@ def test_keras_pause_after_the_last_epoch_is_a_phase_inside_fit(fake_time):
     keras = types.SimpleNamespace(callbacks=types.SimpleNamespace(Callback=object))
     clock = Clock()
     with clock.phase("fit"):
-        callback = clock.keras_callback(keras)
+        callback = epoch_clock(keras, clock)
         for epoch in range(3):
             fake_time.now += 0.5
             callback.on_epoch_end(epoch)

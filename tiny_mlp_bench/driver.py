@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from tiny_mlp_bench import backends, catalogue
-from tiny_mlp_bench.backends.contract import GPU_EPOCHS_PER_BLOCK, Backend, Loop, RunSpec, Training
+from tiny_mlp_bench.backends.contract import Backend, Loop, RunSpec, Training, epochs_per_call
 from tiny_mlp_bench.dataset import Dataset
 from tiny_mlp_bench.envelope import DeviceMissing, Measurement, run_job
 from tiny_mlp_bench.initial_weights import SCHEME, live_initial_weights
@@ -57,13 +57,6 @@ MIN_WINDOW_BLOCKS = 20
 # short to fill a block), or empty after this many passes that kept no block.
 WINDOW_LIMIT = 5
 HOPELESS_PASSES = 3
-
-
-def epochs_per_call(training: Training) -> int:
-    """The epochs one of the loop's calls runs, as its fit makes them: a pass of whole calls compiles no
-    call of a new size."""
-    per_call = getattr(training, "epochs_per_block", 1)
-    return max(per_call, GPU_EPOCHS_PER_BLOCK) if getattr(training, "on_gpu", False) else per_call
 
 
 # A block is at most this share of one pass at the timing point's pace, so that a rung whose whole fit

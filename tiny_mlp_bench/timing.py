@@ -3,7 +3,7 @@
 A training run is timed in phases (PHASES, in the order they run) and its fit in *blocks*: one
 epoch per block for loops that run an epoch per call, several for rungs that run several epochs
 per call and for every loop on a GPU (backends.contract.GPU_EPOCHS_PER_BLOCK), and one per ``fit`` epoch for
-Keras, through the callback :meth:`Clock.keras_callback` provides. Callers say what to run; they
+Keras, through a callback that closes a block (backends/keras_fit.py). Callers say what to run; they
 never read a clock or pass readings around. Where the device runs asynchronously the caller sets
 ``sync``, which is called before every reading.
 
@@ -148,19 +148,6 @@ class Clock:
         self._epochs_done += epochs
         self._report_progress(end, epochs)
         self._lap_cpu, self._lap = time.process_time(), time.perf_counter()
-
-    def keras_callback(self, keras, epochs_per_fit_epoch: int = 1):
-        """A Keras callback that closes a block at the end of every epoch of ``fit``.
-
-        A block is one epoch, or ``epochs_per_fit_epoch`` where one ``fit`` epoch runs several of the question's.
-        """
-        clock = self
-
-        class EpochClock(keras.callbacks.Callback):
-            def on_epoch_end(self, epoch, logs=None):
-                clock.block_done(epochs_per_fit_epoch)
-
-        return EpochClock()
 
     def since_last_block(self, name: str) -> None:
         """Record phase ``name`` as the time from the last block's end (after the clock's own work) to now.

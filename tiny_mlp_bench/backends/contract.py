@@ -85,6 +85,13 @@ Loop = Callable[[object, RunSpec, Dataset, Clock], Training]
 GPU_EPOCHS_PER_BLOCK = 50
 
 
+def epochs_per_call(training) -> int:
+    """The epochs one of a loop's calls runs as its fit makes them, each call a block: its own
+    ``epochs_per_block``, and on a GPU at least GPU_EPOCHS_PER_BLOCK."""
+    per_call = getattr(training, "epochs_per_block", 1)
+    return max(per_call, GPU_EPOCHS_PER_BLOCK) if getattr(training, "on_gpu", False) else per_call
+
+
 class EpochLoop:
     """Base of the loops that run a number of epochs per call; the clock times each call as a block."""
 
@@ -92,8 +99,7 @@ class EpochLoop:
     on_gpu = False  # a loop that runs on a GPU sets it
 
     def fit(self, clock: Clock, epochs: int) -> None:
-        per_block = max(self.epochs_per_block, GPU_EPOCHS_PER_BLOCK) if self.on_gpu else self.epochs_per_block
-        clock.run_blocks(self.run_epochs, epochs, per_block)
+        clock.run_blocks(self.run_epochs, epochs, epochs_per_call(self))
 
     def run_epochs(self, epochs: int) -> None:
         raise NotImplementedError

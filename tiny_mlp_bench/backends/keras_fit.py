@@ -48,6 +48,18 @@ KERAS_BACKENDS = {
 # Epochs per fit epoch (and per call into the train function) of the epoch_blocks rung, on every device.
 EPOCHS_PER_BLOCK = catalogue.variant("keras", "epoch_blocks").epochs_per_call("cpu")
 
+
+def epoch_clock(keras, clock, epochs_per_fit_epoch: int = 1):
+    """A Keras callback that closes one of ``clock``'s blocks at the end of every epoch of ``fit``: a block
+    of one epoch, or of ``epochs_per_fit_epoch`` where one ``fit`` epoch runs several of the question's."""
+
+    class EpochClock(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            clock.block_done(epochs_per_fit_epoch)
+
+    return EpochClock()
+
+
 # compile() options of each variant the catalogue lists for keras, from the steps per epoch.
 COMPILE_OPTIONS = {
     "seed": lambda steps_per_epoch: {},
@@ -95,7 +107,7 @@ class FitRun:
             batch_size=self.spec.batch_size,
             epochs=epochs,
             verbose=0,
-            callbacks=[clock.keras_callback(self.keras)],
+            callbacks=[epoch_clock(self.keras, clock)],
         )
         clock.since_last_block("fit_end")  # fit's pause after its last epoch, on every Keras and backend
 
@@ -215,7 +227,7 @@ class EpochBlocksRun(FitRun):
             steps_per_epoch=epochs_per_block * self.steps_per_epoch,
             shuffle=False,
             verbose=0,
-            callbacks=[clock.keras_callback(self.keras, epochs_per_fit_epoch=epochs_per_block)],
+            callbacks=[epoch_clock(self.keras, clock, epochs_per_block)],
         )
 
     @property
