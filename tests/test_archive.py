@@ -21,7 +21,7 @@ import pytest
 from rocrate.rocrate import ROCrate
 
 import tiny_mlp_bench
-from conftest import ROOT, copy_workflow, synthetic_probes, synthetic_record, synthetic_study, synthetic_sweeps
+from helpers import ROOT, copy_workflow, synthetic_probes, synthetic_record, synthetic_study, synthetic_sweeps
 from tiny_mlp_bench.archive.crate import PROFILES
 from tiny_mlp_bench.archive.layout import RECORD_FOLDERS, ArchiveError
 from tiny_mlp_bench.archive.manifest import check_manifest, write_manifest

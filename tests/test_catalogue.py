@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import ROOT
+from helpers import ROOT
 from tiny_mlp_bench import backends, catalogue
 from tiny_mlp_bench.generated_docs import variant_table
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_command, synthetic_record, table_rows
+from helpers import run_command, synthetic_record, table_rows
 from tiny_mlp_bench.records import write_record
 from tiny_mlp_bench.report.compare import NOISE_BAND, NoiseBand, compare, noise_band
 

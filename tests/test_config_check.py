@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from conftest import ROOT, TEST_DATA
+from helpers import ROOT, TEST_DATA
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.config_check import config_errors, with_catalogue_defaults
 

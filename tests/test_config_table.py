@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 import yaml
 
-from conftest import ROOT, config_flags, program_module, schema_defaults
+from helpers import ROOT, config_flags, program_module, schema_defaults
 from tiny_mlp_bench.__main__ import COMMANDS
 from tiny_mlp_bench.config_check import config_errors
 from tiny_mlp_bench.generated_docs import config_table

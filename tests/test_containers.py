@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import container_run
-from conftest import ROOT, commit_all, run_snakemake, skip_unless_ready, write_config
+from helpers import ROOT, commit_all, run_snakemake, skip_unless_ready, write_config
 from tiny_mlp_bench import catalogue, containers, machine
 from tiny_mlp_bench.records import PROBE_SCHEMA_VERSION, SCHEMA_VERSION, read_probe, read_record, read_sweep
 from tiny_mlp_bench.timing import METHOD

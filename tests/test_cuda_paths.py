@@ -14,7 +14,7 @@ import types
 import numpy as np
 import pytest
 
-from conftest import (
+from helpers import (
     A_GPU_DRIVER,
     ROOT,
     SCRIPTS,

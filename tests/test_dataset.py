@@ -10,7 +10,7 @@ import pytest
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import MinMaxScaler
 
-from conftest import run_script
+from helpers import run_script
 from tiny_mlp_bench.dataset import DatasetError, file_sha256, make_dataset, read_dataset, train_rows, write_dataset
 
 # sha256 of the default dataset (seed 42, 1000 rows) written with the versions pinned in

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import ROOT, config_flags
+from helpers import ROOT, config_flags
 from tiny_mlp_bench import crossover, driver, jobs, machine
 from tiny_mlp_bench.probes import job as probe_job
 from tiny_mlp_bench.records import read_probe, read_record, read_sweep

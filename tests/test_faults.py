@@ -27,7 +27,7 @@ from typing import IO
 import psutil
 import pytest
 
-from conftest import config_flags, run_script, run_snakemake, skip_unless_ready, table_rows, write_config
+from helpers import config_flags, run_script, run_snakemake, skip_unless_ready, table_rows, write_config
 from tiny_mlp_bench.atomic import FAULT_BEFORE_PUBLISH, FAULT_VARIABLE
 from tiny_mlp_bench.records import read_record, read_sweep
 

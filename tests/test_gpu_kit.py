@@ -1,7 +1,7 @@
 """The GPU kit (tiny-mlp-bench locks fetch-kit): the wheels a GPU machine without a
 registry lacks, for its Python, with the lock's pins, a git bundle of HEAD and kit.json, and an error
 when it outgrows its cap. These fetch from PyPI, as CI can: the kit for another Python than 3.12 is
-resolved there (about 50 s, once a session: conftest's kit_for_this_python), the committed 3.12 one
+resolved there (about 50 s, once a session: the kit_for_this_python fixture), the committed 3.12 one
 only downloaded."""
 
 import json
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 from tiny_mlp_bench.locks.pip_index import pip_env, platform_args
 
 THIS_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"

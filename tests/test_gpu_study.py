@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, commit_all, copy_workflow, run_snakemake
+from helpers import ROOT, commit_all, copy_workflow, run_snakemake
 from tiny_mlp_bench.locks.wheels import carried_in
 
 REQUIREMENTS = ROOT / "requirements"

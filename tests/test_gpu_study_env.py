@@ -14,7 +14,7 @@ import numba
 import numba.cuda
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 from tiny_mlp_bench.backends import numpy_reference
 from tiny_mlp_bench.gpu_study import environment
 

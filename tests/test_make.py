@@ -3,7 +3,7 @@
 import re
 import subprocess
 
-from conftest import ROOT
+from helpers import ROOT
 
 
 def test_a_bare_make_lists_every_target_and_starts_nothing():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 from tiny_mlp_bench.locks import pip_index
 
 
@@ -153,18 +153,18 @@ def test_pip_index_url_wins_and_without_any_index_pip_takes_its_own_default(tmp_
 
 
 def test_a_network_test_skips_offline_naming_the_index_and_fails_where_ci_requires_the_index(monkeypatch):
-    import conftest
+    import helpers
 
     monkeypatch.setattr(pip_index, "configured_index", lambda: "http://127.0.0.1:9/simple")
-    conftest.package_index_problem.cache_clear()
+    helpers.package_index_problem.cache_clear()
     try:
-        problem = conftest.package_index_problem()
+        problem = helpers.package_index_problem()
         assert problem.startswith("the package index (http://127.0.0.1:9/simple) cannot be reached:")
         monkeypatch.delenv("TINY_MLP_BENCH_REQUIRE_NETWORK", raising=False)
         with pytest.raises(pytest.skip.Exception, match="cannot be reached"):
-            conftest.skip_unless_ready(problem, "TINY_MLP_BENCH_REQUIRE_NETWORK")
+            helpers.skip_unless_ready(problem, "TINY_MLP_BENCH_REQUIRE_NETWORK")
         monkeypatch.setenv("TINY_MLP_BENCH_REQUIRE_NETWORK", "1")
         with pytest.raises(pytest.fail.Exception, match="TINY_MLP_BENCH_REQUIRE_NETWORK=1 but the package index"):
-            conftest.skip_unless_ready(problem, "TINY_MLP_BENCH_REQUIRE_NETWORK")
+            helpers.skip_unless_ready(problem, "TINY_MLP_BENCH_REQUIRE_NETWORK")
     finally:
-        conftest.package_index_problem.cache_clear()
+        helpers.package_index_problem.cache_clear()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import synthetic_record
+from helpers import synthetic_record
 from tiny_mlp_bench.gpu_study import plan
 
 CONFIG = {

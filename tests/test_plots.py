@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from matplotlib.container import BarContainer
 
-from conftest import run_script, synthetic_record, synthetic_study, synthetic_sweeps
+from helpers import run_script, synthetic_record, synthetic_study, synthetic_sweeps
 from tiny_mlp_bench.records import write_record, write_sweep
 from tiny_mlp_bench.report import plots
 from tiny_mlp_bench.report.inference import Interval

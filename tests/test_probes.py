@@ -9,7 +9,7 @@ import types
 import numpy as np
 import pytest
 
-from conftest import A_GPU_DRIVER, config_flags, run_script, run_seeing
+from helpers import A_GPU_DRIVER, config_flags, run_script, run_seeing
 from tiny_mlp_bench.dataset import read_dataset
 from tiny_mlp_bench.probes import job as probe_job
 from tiny_mlp_bench.probes.keras_epoch import FIT_EPOCHS

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, program_module
+from helpers import ROOT, program_module
 from tiny_mlp_bench.__main__ import COMMANDS, main
 
 # What scripts/ keeps: the programs the rules run, and the GPU study's, which starts on a bare Python.

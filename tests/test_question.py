@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import schema_defaults
+from helpers import schema_defaults
 from tiny_mlp_bench import catalogue, question
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import (
+from helpers import (
     TEST_DATA,
     run_script,
     synthetic_probes,

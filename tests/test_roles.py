@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import ROOT
+from helpers import ROOT
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.report.markdown import TEMPLATE, environment

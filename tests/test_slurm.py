@@ -14,7 +14,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import ROOT, run_snakemake, skip_unless_ready, table_rows, write_config
+from helpers import ROOT, run_snakemake, skip_unless_ready, table_rows, write_config
 from tiny_mlp_bench import jobs
 from tiny_mlp_bench.records import read_record, read_sweep
 

@@ -11,7 +11,7 @@ import types
 import numpy as np
 import pytest
 
-from conftest import A_GPU_DRIVER, config_flags, run_script, run_seeing, spec_for
+from helpers import A_GPU_DRIVER, config_flags, run_script, run_seeing, spec_for
 from tiny_mlp_bench import machine
 from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
 from tiny_mlp_bench.backends.torch_epoch import SPLIT_CALLS

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import TRAJECTORY_EPOCHS, spec_for
+from helpers import TRAJECTORY_EPOCHS, spec_for
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.backends import backend, loop
 from tiny_mlp_bench.dataset import read_dataset

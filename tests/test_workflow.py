@@ -13,7 +13,7 @@ import sysconfig
 import pytest
 import yaml
 
-from conftest import copy_workflow, run_snakemake, table_rows, write_config
+from helpers import copy_workflow, run_snakemake, table_rows, write_config
 from tiny_mlp_bench import jobs
 from tiny_mlp_bench.dataset import file_sha256
 from tiny_mlp_bench.records import read_probe, read_record, read_sweep
