@@ -242,8 +242,8 @@ def test_verify_re_renders_at_the_archive_commit_not_at_head(study):
     verify(folder)  # the archive's commit renders what it holds, whatever HEAD renders now
     git(study, "add", "-f", "results/archive")
     git(study, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "archive")
-    done = subprocess.run(
-        [sys.executable, str(study / "scripts" / "archive_study.py"), "verify"], capture_output=True, text=True
+    done = subprocess.run(  # the study's own copy of the program, as its checkout runs it
+        [sys.executable, "-m", "tiny_mlp_bench", "verify"], cwd=study, capture_output=True, text=True
     )
     assert done.returncode == 0 and f"ok      {folder}: numbers recomputed" in done.stdout, done.stdout + done.stderr
 
@@ -305,7 +305,8 @@ def test_an_archive_copied_out_of_the_repository_verifies_without_git(study, tmp
     no_git = tmp_path / "bin"  # a PATH on which no git is found
     no_git.mkdir()
     done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "archive_study.py"), "verify", str(elsewhere)],
+        [sys.executable, "-m", "tiny_mlp_bench", "verify", str(elsewhere)],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         env={"PATH": str(no_git)},
@@ -387,9 +388,7 @@ def test_a_report_says_when_no_archive_has_a_gpu_answer_to_quote(study):
 @pytest.mark.slow
 def test_the_repository_archives_verify():
     """Every archive in results/archive/ verifies (also `make verify`, which CI runs)."""
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "archive_study.py"), "verify"], capture_output=True, text=True
-    )
+    done = subprocess.run([sys.executable, "-m", "tiny_mlp_bench", "verify"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
 
 

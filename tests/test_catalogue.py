@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -10,14 +11,14 @@ import pytest
 import yaml
 
 from helpers import ROOT
-from tiny_mlp_bench import backends, catalogue
+from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.generated_docs import variant_table
 
 
 def test_the_readme_table_is_the_catalogues_as_make_variant_table_writes_it(tmp_path):
     assert variant_table.main(["--check"]) == 0, "run: make variant-table"
     rows = variant_table.table().splitlines()[2:]
-    assert len(rows) == len(catalogue.VARIANTS)
+    assert len(rows) == len(catalogue.rungs())
     assert rows[0] == "| torch | `seed` | cpu, cuda | yes | — (the asker's loop) |"
     assert "| torch | `graphed` | cuda | yes |" in rows[5] and "| tf_keras | `xla` | cpu, cuda | – |" in rows[10]
     assert "| keras_torch | `seed` | cpu, cuda | – |" in rows[18]  # a default rung of a framework run on request
@@ -29,34 +30,40 @@ def test_the_readme_table_is_the_catalogues_as_make_variant_table_writes_it(tmp_
     assert stale.read_text() == f"intro\n{variant_table.BEGIN}\n{variant_table.table()}\n{variant_table.END}\nafter\n"
 
 
-def test_the_backend_modules_register_exactly_the_catalogue_and_import_no_framework():
-    # One process imports every backend module the catalogue names; the registry then holds each
-    # framework's backend and one loop per rung, and none of the frameworks themselves was imported.
+def test_the_backend_modules_declare_every_rung_with_its_loop_and_import_no_framework():
+    # One process gathers every rung and backend; none of the frameworks themselves was imported.
     program = """
 import json, sys
 from tiny_mlp_bench import backends, catalogue
-from tiny_mlp_bench.generated_docs import variant_table
 for framework in catalogue.framework_names():
-    backends.import_backend_module(framework)
     assert backends.backend(framework).name == framework
+    assert all(callable(backends.loop(framework, name)) for name in catalogue.variant_names(framework))
 frameworks = {"torch", "tensorflow", "tf_keras", "keras", "jax", "optax", "numba", "sklearn"}
-print(json.dumps({"registered": backends.registered(), "imported": sorted(frameworks & set(sys.modules))}))
+print(json.dumps({"rungs": len(catalogue.rungs()), "imported": sorted(frameworks & set(sys.modules))}))
 """
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
     found = json.loads(done.stdout)
-    assert found["imported"] == []
-    registered = {framework: sorted(variants) for framework, variants in found["registered"].items()}
-    assert registered == {f: sorted(catalogue.variant_names(f)) for f in catalogue.framework_names()}
+    assert found["imported"] == [] and found["rungs"] == len(catalogue.rungs())
+    assert [v.framework for v in catalogue.rungs()] == sorted(
+        (v.framework for v in catalogue.rungs()), key=catalogue.framework_names().index
+    )
 
 
-def test_a_loop_the_catalogue_does_not_list_cannot_be_registered():
-    backends.import_backend_module("torch")  # torch's loops are registered (importing torch_loops imports no torch)
-    with pytest.raises(catalogue.UnknownVariant, match="unknown torch variant 'turbo'"):
-        backends.register_loops("torch", {"turbo": object})
-    with pytest.raises(ValueError, match="a loop for torch seed is registered already"):
-        backends.register_loops("torch", {"seed": object})
-    with pytest.raises(backends.NotRegistered, match="registers no loop for keras_torch xla"):
-        backends.loop("keras_torch", "xla")
+def test_a_backend_module_declares_its_own_frameworks_rungs_each_with_a_loop(monkeypatch):
+    from tiny_mlp_bench.backends import sklearn_mlp
+
+    (rung,) = sklearn_mlp.RUNGS
+    for declared, problem in [
+        (dataclasses.replace(rung, framework="torch"), "declares torch mlp_regressor, not a rung of its own"),
+        (dataclasses.replace(rung, loop=None), "declares sklearn mlp_regressor without a loop"),
+    ]:
+        monkeypatch.setattr(sklearn_mlp, "RUNGS", (declared,))
+        catalogue.rungs.cache_clear()
+        with pytest.raises(ValueError, match=problem):
+            catalogue.rungs()
+    monkeypatch.undo()
+    catalogue.rungs.cache_clear()
+    assert catalogue.variant("sklearn", "mlp_regressor").loop is rung.loop
 
 
 def test_the_study_configs_leave_the_variants_to_the_catalogue():
@@ -81,4 +88,40 @@ def test_ladders_start_with_the_askers_loop_and_unknown_names_are_refused():
 def test_where_variants_run():
     assert not catalogue.variant("torch", "graphed").runs_on("cpu")
     assert catalogue.variant("numpy", "reference").why_not_on("cuda") == "numpy reference runs on cpu only"
-    assert all(v.runs_on("cpu") or v.runs_on("cuda") for v in catalogue.VARIANTS)
+    assert all(v.runs_on("cpu") or v.runs_on("cuda") for v in catalogue.rungs())
+
+
+def test_a_rung_declared_only_in_its_backend_module_reaches_the_config_check_the_plan_and_the_report(
+    monkeypatch, tmp_path
+):
+    # A new torch rung, written only where its loop is: torch_loops.RUNGS.
+    from helpers import ROOT, synthetic_record
+    from tiny_mlp_bench import jobs
+    from tiny_mlp_bench.backends import torch_loops
+    from tiny_mlp_bench.config_check import config_errors
+    from tiny_mlp_bench.gpu_study import plan
+    from tiny_mlp_bench.report.markdown import render_markdown
+    from tiny_mlp_bench.report.model import build_report
+
+    turbo = catalogue.Variant(
+        "torch", "turbo", catalogue.DEVICES, "what turbo removes", default=False, loop=torch_loops.SyncFreeLoop
+    )
+    monkeypatch.setattr(torch_loops, "RUNGS", (*torch_loops.RUNGS, turbo))
+    catalogue.rungs.cache_clear()
+    try:
+        schema = yaml.safe_load((ROOT / "config" / "config.schema.yaml").read_text())
+        config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+        config |= {"frameworks": ["torch"], "variants": {"torch": ["seed", "turbo"]}, "devices": ["cpu"]}
+        assert config_errors(config, schema) == []
+        assert config_errors(config | {"variants": {"torch": ["warp"]}}, schema) != []
+        config |= {"plan_estimates_s": {"*": 10}}
+        assert "torch-cpu-turbo-1" in [p.job.name for p in plan.plan(config, tmp_path, None)]
+        assert "torch-cpu-turbo-1" in [job.name for job in jobs.training_runs(config)]
+        records = [synthetic_record("torch", "cpu", r, 2.0, variant=v) for v in ("seed", "turbo") for r in (1, 2)]
+        report = build_report(records)
+        (ladder,) = report.machines[0].ladders
+        assert [r.variant for r in ladder.rungs] == ["seed", "turbo"]
+        assert "what turbo removes" in render_markdown(report)
+    finally:
+        monkeypatch.undo()
+        catalogue.rungs.cache_clear()

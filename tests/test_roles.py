@@ -13,7 +13,7 @@ from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.report.markdown import TEMPLATE, environment
 
-NAMES = {v.name for v in catalogue.VARIANTS}
+NAMES = {v.name for v in catalogue.rungs()}
 SOURCES = [
     *sorted((ROOT / "tiny_mlp_bench" / "report").glob("*.py")),
     ROOT / "tiny_mlp_bench" / "gpu_study" / "plan.py",
@@ -70,14 +70,14 @@ def test_the_report_template_spells_no_rung_name():
 
 
 def test_each_role_is_one_rung_of_a_framework_and_the_askers_loop_starts_its_ladder():
-    assert {v.role for v in catalogue.VARIANTS} - {None} == set(catalogue.Role)
+    assert {v.role for v in catalogue.rungs()} - {None} == set(catalogue.Role)
     for framework in catalogue.framework_names():
         roles = [v.role for v in catalogue.ladder(framework) if v.role]
         assert len(roles) == len(set(roles)), framework
         if askers := catalogue.rung_with_role(framework, Role.ASKERS):
             assert catalogue.ladder(framework)[0] == askers
     for role in (Role.REFERENCE, Role.FLOOR, Role.COMPILED_EPOCH):
-        assert catalogue.sole_rung(role) in catalogue.VARIANTS
+        assert catalogue.sole_rung(role) in catalogue.rungs()
     assert [v.framework for v in catalogue.rungs_with_role(Role.ONE_CALL_PER_EPOCH)] == [
         "tf_keras",
         "keras",
@@ -96,7 +96,7 @@ def test_roles_are_looked_up_by_rung_and_by_framework():
 
 def test_epochs_per_call_may_differ_by_device():
     per_call = {
-        (v.framework, v.name, device): v.epochs_per_call(device) for v in catalogue.VARIANTS for device in v.devices
+        (v.framework, v.name, device): v.epochs_per_call(device) for v in catalogue.rungs() for device in v.devices
     }
     assert per_call.pop(("numpy", "fused", "cpu")) == 20 and per_call.pop(("numpy", "fused", "cuda")) == 100
     assert per_call.pop(("keras", "epoch_blocks", "cpu")) == per_call.pop(("keras", "epoch_blocks", "cuda")) == 50

@@ -93,7 +93,7 @@ def torch_seed_parameters(data):
 
 CPU_RUNGS = [
     (v.framework, v.name)
-    for v in catalogue.VARIANTS
+    for v in catalogue.rungs()
     if v.framework in ("torch", "numpy", "jax") and v.runs_on("cpu") and (v.framework, v.name) != ("torch", "seed")
 ]
 

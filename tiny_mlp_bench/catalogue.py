@@ -1,27 +1,22 @@
 """The catalogue of frameworks and their training-loop variants: the one list everything reads.
 
 The rules expand runs from it, the config check validates against it, the training driver refuses
-and skips by it, the backends implement what it names and run as many epochs per call as it says,
-the report orders its ladders, names its frameworks and says what each rung removes from it, the
-report and the GPU study's plan find the rungs they single out by their role here, and the README's
-table is generated from it (``make variant-table``). A config that leaves out ``frameworks`` or
-``variants`` runs the default study marked here, so a new rung is one entry here plus its loop in
-the framework's backend.
+and skips by it, the report orders its ladders and names its frameworks from it, the report and the
+GPU study's plan find the rungs they single out by their role, and the README's table is generated
+from it (``make variant-table``). The frameworks are listed here; each framework's rungs are declared
+beside their loops, in its backend module's ``RUNGS``, and gathered here (``rungs``): a new rung is
+one entry in its backend module (docs/adding-a-rung.md).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from enum import Enum
 
 DEVICES = ("cpu", "cuda")
-
-# Epochs one call into a loop runs, where it is more than one: the backends run these, and the
-# rungs' descriptions below state them.
-KERAS_EPOCHS_PER_FIT_EPOCH = 50  # keras epoch_blocks: epochs per `fit` epoch, one call each
-JAX_SCAN_EPOCHS_PER_CALL = 50  # jax scan: epochs per jitted call
-NUMBA_EPOCHS_PER_CALL = 20  # numpy fused on cpu: epochs per compiled call
-NUMBA_CUDA_EPOCHS_PER_LAUNCH = 100  # numpy fused on cuda: epochs per kernel launch
 
 
 class Role(Enum):
@@ -70,6 +65,8 @@ class Variant:
     # Compiles with torch.compile, into Inductor's on-disk cache: a study's first run of the rung compiles
     # cold, its later runs reuse that cache (jobs.Job.compile_cache), as a user's later runs would.
     compiles: bool = False
+    # What runs it: a callable (fw, spec, data, clock) -> Training (backends/contract.py).
+    loop: Callable | None = field(default=None, compare=False, repr=False)
 
     def runs_on(self, device: str) -> bool:
         return device in self.devices
@@ -148,151 +145,22 @@ FRAMEWORKS = (
     Framework("jax", "JAX", image="torch", backend="jax_loops", packages=("jax", "optax"), default=False),
 )
 
-VARIANTS = (
-    Variant("torch", "seed", DEVICES, "— (the asker's loop)", role=Role.ASKERS),
-    # batched_fetch and resident are in the full study only: the report's answer does not need them.
-    Variant(
-        "torch",
-        "batched_fetch",
-        DEVICES,
-        "data loading: 64 `__getitem__` calls and a `stack` per batch",
-        default=False,
-    ),
-    Variant("torch", "resident", DEVICES, "the DataLoader and the host-to-device copy of every batch", default=False),
-    Variant(
-        "torch",
-        "sync_free",
-        DEVICES,
-        "per-step gathers (one gather per epoch) and Adam's many small kernels (the fused Adam: one for all "
-        "parameters, where torch's default is a per-parameter loop on cpu and a multi-tensor foreach on cuda)",
-    ),
-    Variant(
-        "torch",
-        "compiled",
-        DEVICES,
-        "per-op dispatch and per-call overhead: forward, backward and Adam in one `torch.compile` graph, "
-        "up to 16 steps per call",
-        default=False,  # full study only: fused_epoch compiles the same step, and each cold compilation is ~1 min
-        compiles=True,
-    ),
-    Variant("torch", "graphed", ("cuda",), "kernel launch latency: each step replays one captured CUDA graph"),
-    Variant(
-        "torch",
-        "fused_epoch",
-        DEVICES,
-        "per-step calls: the forward as broadcast products the compiler fuses (no matmul calls), the epoch's "
-        "gather and all its steps in one compiled call (on cpu with Inductor's C++ wrapper)",
-        role=Role.COMPILED_EPOCH,
-        compiles=True,
-    ),
-    Variant(
-        "torch",
-        "graphed_epoch",
-        ("cuda",),
-        "per-step launches: the `fused_epoch` graph captured in one CUDA graph, one replay per epoch",
-        compiles=True,
-    ),
-    Variant("tf_keras", "seed", DEVICES, "— (the asker's `fit`, Keras 2 as the asker ran it)", role=Role.ASKERS),
-    Variant(
-        "tf_keras",
-        "autotune_off",
-        DEVICES,
-        "the pause at the end of `fit`, which it aims at (the report says whether its runs paused less; not "
-        "the steps: the same pipeline and steps): tf.data autotuning off on the dataset tf-keras builds, whose "
-        "model thread `fit` can wait seconds for when it ends",
-        role=Role.PAUSE_FREE,
-    ),
-    Variant("tf_keras", "xla", DEVICES, "TensorFlow op dispatch, by compiling the step with XLA", default=False),
-    Variant(
-        "tf_keras",
-        "steps_per_execution",
-        DEVICES,
-        "per-step calls into the train function: one call per epoch",
-        default=False,
-        role=Role.ONE_CALL_PER_EPOCH,
-    ),
-    Variant("keras", "seed", DEVICES, "— (the asker's `fit`, Keras 3 on TensorFlow)", role=Role.ASKERS),
-    Variant("keras", "xla", DEVICES, "TensorFlow op dispatch, by compiling the step with XLA", default=False),
-    Variant(
-        "keras",
-        "steps_per_execution",
-        DEVICES,
-        "per-step calls into the train function: one call per epoch",
-        default=False,  # full study only: the report's answer takes Keras's per-epoch cost from the Keras probe
-        role=Role.ONE_CALL_PER_EPOCH,
-    ),
-    Variant(
-        "keras",
-        "epoch_blocks",
-        DEVICES,
-        f"fit's fixed cost per epoch: {KERAS_EPOCHS_PER_FIT_EPOCH} epochs per `fit` epoch from a `tf.data` "
-        "pipeline of each epoch's own permutation, a block's steps in one XLA-compiled call",
-        default=False,  # full study only: the Keras probes measure fit's fixed cost per epoch in the default one
-        call_epochs=KERAS_EPOCHS_PER_FIT_EPOCH,
-    ),
-    Variant("keras_jax", "seed", DEVICES, "— (the asker's `fit`, Keras on JAX)", role=Role.ASKERS),
-    Variant(
-        "keras_jax",
-        "steps_per_execution",
-        DEVICES,
-        "per-step calls into the train function: one call per epoch",
-        default=False,
-        role=Role.ONE_CALL_PER_EPOCH,
-    ),
-    # Keras on PyTorch allows steps_per_execution=1 only: its one rung is the asker's.
-    Variant("keras_torch", "seed", DEVICES, "— (the asker's `fit`, Keras on PyTorch)", role=Role.ASKERS),
-    Variant(
-        "numpy",
-        "reference",
-        ("cpu",),
-        "the framework itself: hand-written forward, backward and Adam",
-        role=Role.REFERENCE,
-    ),
-    # The A/A control: runs of identical code under two names differ only by what the machine did to
-    # them, so their ratio is the largest difference this machine fakes. The reference is cheap.
-    Variant(
-        "numpy",
-        "reference_twin",
-        ("cpu",),
-        "nothing: `reference`'s very code under a second name, the A/A control (their ratio is what this "
-        "machine fakes between identical code)",
-        role=Role.AA_CONTROL,
-    ),
-    # On cuda the same arithmetic in one numba CUDA kernel: the framework is the hand-written loops,
-    # NumPy's and numba's, so its name stays (and so do the archives' run ids).
-    Variant(
-        "numpy",
-        "fused",
-        DEVICES,
-        "every per-operation call and launch: forward, backward and Adam fused into one numba-compiled loop "
-        f"on cpu, one numba CUDA kernel per {NUMBA_CUDA_EPOCHS_PER_LAUNCH} epochs on cuda (each device's floor)",
-        role=Role.FLOOR,
-        call_epochs=(("cpu", NUMBA_EPOCHS_PER_CALL), ("cuda", NUMBA_CUDA_EPOCHS_PER_LAUNCH)),
-    ),
-    # scikit-learn's own loop, not the asker's: no role, so its ladder has no asker's rung to be measured against.
-    Variant(
-        "sklearn",
-        "mlp_regressor",
-        ("cpu",),
-        "— (scikit-learn's `MLPRegressor`, one `partial_fit` epoch per call: a linear output layer, "
-        "half the MSE, its own initialisation and shuffles)",
-    ),
-    Variant(
-        "jax",
-        "seed",
-        DEVICES,
-        "— (the asker's loop shape in JAX and optax: one jitted step per batch)",
-        role=Role.ASKERS,
-    ),
-    Variant(
-        "jax",
-        "scan",
-        DEVICES,
-        f"per-batch dispatch from Python: each block of {JAX_SCAN_EPOCHS_PER_CALL} epochs in one jitted `lax.scan` "
-        "over epochs and batches",
-        call_epochs=JAX_SCAN_EPOCHS_PER_CALL,
-    ),
-)
+
+@functools.cache
+def rungs() -> tuple[Variant, ...]:
+    """Every rung, framework by framework in the catalogue's order, each ladder in its backend module's
+    order: gathered from the ``RUNGS`` of the modules the frameworks name, imported on first use (they
+    import no framework)."""
+    found = []
+    for f in FRAMEWORKS:
+        module = importlib.import_module(f"tiny_mlp_bench.backends.{f.backend}")
+        for rung in module.RUNGS:
+            if framework(rung.framework).backend != f.backend:
+                raise ValueError(f"{module.__name__} declares {rung.framework} {rung.name}, not a rung of its own")
+            if not callable(rung.loop):
+                raise ValueError(f"{module.__name__} declares {rung.framework} {rung.name} without a loop")
+        found += [rung for rung in module.RUNGS if rung.framework == f.name]
+    return tuple(found)
 
 
 class UnknownVariant(KeyError):
@@ -312,7 +180,7 @@ def framework_names() -> list[str]:
 
 def ladder(framework_name: str) -> list[Variant]:
     """A framework's rungs in ladder order, the asker's loop first."""
-    return [v for v in VARIANTS if v.framework == framework_name]
+    return [v for v in rungs() if v.framework == framework_name]
 
 
 def variant_names(framework_name: str) -> list[str]:
@@ -347,7 +215,7 @@ def rung_with_role(framework_name: str, role: Role) -> Variant | None:
 
 def rungs_with_role(role: Role) -> list[Variant]:
     """Every framework's rung with ``role``, in the catalogue's order."""
-    return [v for v in VARIANTS if v.role == role]
+    return [v for v in rungs() if v.role == role]
 
 
 def sole_rung(role: Role) -> Variant:

@@ -1,10 +1,10 @@
-"""The backends' registry: which :class:`~tiny_mlp_bench.backends.contract.Backend` runs a framework and
-which loop runs each of its variants.
+"""The backends' registry: which :class:`~tiny_mlp_bench.backends.contract.Backend` runs a framework, and
+the loop of each of its rungs.
 
-The catalogue names each framework's backend module; importing that module registers its backends
-and loops (``register_backend``, ``register_loops``), and imports no framework, so the keras image never
-imports torch and the torch image never imports TensorFlow. A test imports every backend module in one
-process and holds the registry equal to the catalogue.
+The catalogue names each framework's backend module. That module declares the framework's rungs with
+their loops (``RUNGS``, which the catalogue gathers) and registers its backends when imported
+(``register_backend``); it imports no framework, so the keras image never imports torch and the torch
+image never imports TensorFlow.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.backends.contract import Backend, Loop
 
 _BACKENDS: dict[str, Backend] = {}
-_LOOPS: dict[tuple[str, str], Loop] = {}
 
 
 class NotRegistered(LookupError):
-    """A framework or variant the catalogue lists but its backend module does not implement."""
+    """A framework the catalogue lists whose backend module registers no backend for it."""
 
 
 def register_backend(backend: Backend) -> None:
@@ -28,15 +27,6 @@ def register_backend(backend: Backend) -> None:
         raise ValueError(f"a backend for {backend.name} is registered already")
     catalogue.framework(backend.name)  # only what the catalogue lists
     _BACKENDS[backend.name] = backend
-
-
-def register_loops(framework: str, loops: dict[str, Loop]) -> None:
-    """Register the loop of each of ``framework``'s variants named in ``loops``."""
-    for variant, loop in loops.items():
-        catalogue.variant(framework, variant)  # only what the catalogue lists
-        if (framework, variant) in _LOOPS:
-            raise ValueError(f"a loop for {framework} {variant} is registered already")
-        _LOOPS[framework, variant] = loop
 
 
 def import_backend_module(framework: str) -> None:
@@ -53,16 +43,5 @@ def backend(framework: str) -> Backend:
 
 
 def loop(framework: str, variant: str) -> Loop:
-    """The loop that runs ``framework``'s ``variant``."""
-    import_backend_module(framework)
-    if (framework, variant) not in _LOOPS:
-        raise NotRegistered(f"{catalogue.framework(framework).backend} registers no loop for {framework} {variant}")
-    return _LOOPS[framework, variant]
-
-
-def registered() -> dict[str, list[str]]:
-    """What the imported backend modules registered: each framework's variants, in registration order."""
-    found: dict[str, list[str]] = {name: [] for name in _BACKENDS}
-    for framework, variant in _LOOPS:
-        found.setdefault(framework, []).append(variant)
-    return found
+    """The loop that runs ``framework``'s ``variant``, as its backend module declares it."""
+    return catalogue.variant(framework, variant).loop

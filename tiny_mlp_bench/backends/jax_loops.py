@@ -1,10 +1,5 @@
-"""JAX with optax: the question's MLP as one small pure function, trained two ways.
-
-- seed: the asker's loop shape in JAX: a fresh permutation every epoch and one jitted step
-  (forward, backward, optax's Adam) called per batch from Python.
-- scan: a whole block of epochs in one jitted call: ``lax.scan`` over the epochs' permutations,
-  and inside it over the epoch's batches, so Python dispatches once per block. The first block
-  holds the compilation (its excess over the later ones).
+"""JAX with optax: the question's MLP as one small pure function, trained two ways (RUNGS, at the end).
+In ``scan`` the first block holds the compilation (its excess over the later ones).
 
 Both start from the run's shared initial weights and use Adam with torch's constants (optax's
 defaults are the same formula), the MSE of the ReLU output, and the question's batches: the rows in
@@ -20,12 +15,12 @@ import re
 
 import numpy as np
 
-from tiny_mlp_bench import catalogue
-from tiny_mlp_bench.backends import register_backend, register_loops
+from tiny_mlp_bench.backends import register_backend
 from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
+from tiny_mlp_bench.catalogue import DEVICES, Role, Variant
 from tiny_mlp_bench.machine import nvidia_driver
 
-SCAN_EPOCHS_PER_BLOCK = catalogue.variant("jax", "scan").epochs_per_call("cpu")  # per compiled call, as on cuda
+SCAN_EPOCHS_PER_BLOCK = 50  # the scan rung: epochs per jitted call, on either device
 
 
 def load(device: str | None = None):  # the same import for every device
@@ -253,4 +248,22 @@ register_backend(
         peak_gpu_memory_mb=peak_gpu_memory_mb,
     )
 )
-register_loops("jax", {"seed": SeedLoop, "scan": ScanLoop})
+RUNGS = (
+    Variant(
+        "jax",
+        "seed",
+        DEVICES,
+        "— (the asker's loop shape in JAX and optax: one jitted step per batch)",
+        role=Role.ASKERS,
+        loop=SeedLoop,
+    ),
+    Variant(
+        "jax",
+        "scan",
+        DEVICES,
+        f"per-batch dispatch from Python: each block of {SCAN_EPOCHS_PER_BLOCK} epochs in one jitted `lax.scan` "
+        "over epochs and batches",
+        call_epochs=SCAN_EPOCHS_PER_BLOCK,
+        loop=ScanLoop,
+    ),
+)

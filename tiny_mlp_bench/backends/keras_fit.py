@@ -1,21 +1,16 @@
-"""Keras 2 and Keras 3: the question's MLP trained with the asker's ``compile`` and ``fit``.
+"""Keras 2 and Keras 3: the question's MLP trained with the asker's ``compile`` and ``fit``, and the
+Keras rungs (RUNGS, at the end).
 
 One framework per Keras and backend, so both are in every run id: ``tf_keras`` is Keras 2 (the
 tf-keras package) on TensorFlow, the asker's ``tf.keras`` in 2020; ``keras`` is Keras 3 on
 TensorFlow, today's ``tf.keras``; ``keras_jax`` and ``keras_torch`` are Keras 3 on JAX and on
-PyTorch. The same code runs on all four. Variants: seed (the asker's ``compile("mse", "adam")`` and
-``fit``), xla (``jit_compile=True``, TensorFlow only: JAX always compiles), steps_per_execution (one
-whole epoch per call into the compiled train function; not on PyTorch, where Keras allows one step
-per call) and epoch_blocks (Keras 3 on TensorFlow only: a block of epochs per ``fit`` epoch and per
-call, over a ``tf.data`` pipeline of the epochs' permutations, so fit's fixed per-epoch cost is paid
-once a block). Keras 3 resolves the asker's default ``jit_compile="auto"`` by backend and device,
-Keras 2 compiles with XLA only when asked; the record states what each run used.
+PyTorch. The same code runs on all four. Keras 3 resolves the asker's default ``jit_compile="auto"``
+by backend and device, Keras 2 compiles with XLA only when asked; the record states what each run used.
 
-The asker's ``fit`` call is unchanged: the timing module's callback closes a block at every epoch's
-end, and when ``fit`` returns it times the pause since the last epoch's end as the fit_end phase
-(inside fit; Keras 2 at times pauses there for seconds). What each backend needs around the
-training (importing it, threads and devices, starting and waiting for the device, describing it) is
-keras_runtime's; this module is the framework's entry point.
+The asker's ``fit`` call is unchanged: a callback (epoch_clock) closes a block at every epoch's end,
+and when ``fit`` returns the pause since the last epoch's end is timed as the fit_end phase (inside
+fit; Keras 2 at times pauses there for seconds). What each backend needs around the training is
+keras_runtime's.
 """
 
 from __future__ import annotations
@@ -24,8 +19,7 @@ import math
 
 import numpy as np
 
-from tiny_mlp_bench import catalogue
-from tiny_mlp_bench.backends import register_backend, register_loops
+from tiny_mlp_bench.backends import register_backend
 from tiny_mlp_bench.backends.contract import Backend, RunSpec
 from tiny_mlp_bench.backends.keras_runtime import (
     KerasRuntime,
@@ -36,6 +30,7 @@ from tiny_mlp_bench.backends.keras_runtime import (
     start_device,
     wait_for_device,
 )
+from tiny_mlp_bench.catalogue import DEVICES, Role, Variant
 
 # framework -> (backend, the module Keras is imported as)
 KERAS_BACKENDS = {
@@ -46,7 +41,7 @@ KERAS_BACKENDS = {
 }
 
 # Epochs per fit epoch (and per call into the train function) of the epoch_blocks rung, on every device.
-EPOCHS_PER_BLOCK = catalogue.variant("keras", "epoch_blocks").epochs_per_call("cpu")
+EPOCHS_PER_BLOCK = 50
 
 
 def epoch_clock(keras, clock, epochs_per_fit_epoch: int = 1):
@@ -60,7 +55,7 @@ def epoch_clock(keras, clock, epochs_per_fit_epoch: int = 1):
     return EpochClock()
 
 
-# compile() options of each variant the catalogue lists for keras, from the steps per epoch.
+# compile() options of each Keras rung (RUNGS), from the steps per epoch.
 COMPILE_OPTIONS = {
     "seed": lambda steps_per_epoch: {},
     "autotune_off": lambda steps_per_epoch: {},  # the asker's compile: only fit's dataset differs
@@ -252,24 +247,72 @@ def keras_backend(framework: str) -> Backend:
     )
 
 
-def register(framework: str) -> None:
-    """Keras on one backend, and the rungs it can run."""
-    register_backend(keras_backend(framework))
-    loops = {"seed": FitRun}  # every Keras runs the asker's fit
-    if backend_of(framework) == "tensorflow":  # JAX always compiles: xla is TensorFlow's
-        loops["xla"] = FitRun
-    if backend_of(framework) != "torch":  # Keras on PyTorch refuses steps_per_execution above 1
-        loops["steps_per_execution"] = FitRun
-    if framework == "keras":  # a tf.data pipeline into Keras 3's fit on TensorFlow, the one timed here
-        loops["epoch_blocks"] = EpochBlocksRun
-    if framework == "tf_keras":  # the iterator made once per fit, whose deletion can pause, is Keras 2's
-        loops["autotune_off"] = AutotuneOffRun
-    register_loops(framework, loops)
-
-
 def backend_of(framework: str) -> str:
     return KERAS_BACKENDS[framework][0]
 
 
 for keras_framework in KERAS_BACKENDS:
-    register(keras_framework)
+    register_backend(keras_backend(keras_framework))
+
+ONE_CALL_PER_EPOCH = "per-step calls into the train function: one call per epoch"
+XLA = "TensorFlow op dispatch, by compiling the step with XLA"  # JAX always compiles: xla is TensorFlow's
+RUNGS = (
+    Variant(
+        "tf_keras", "seed", DEVICES, "— (the asker's `fit`, Keras 2 as the asker ran it)", role=Role.ASKERS, loop=FitRun
+    ),
+    # The iterator made once per fit, whose deletion can pause, is Keras 2's.
+    Variant(
+        "tf_keras",
+        "autotune_off",
+        DEVICES,
+        "the pause at the end of `fit`, which it aims at (the report says whether its runs paused less; not "
+        "the steps: the same pipeline and steps): tf.data autotuning off on the dataset tf-keras builds, whose "
+        "model thread `fit` can wait seconds for when it ends",
+        role=Role.PAUSE_FREE,
+        loop=AutotuneOffRun,
+    ),
+    Variant("tf_keras", "xla", DEVICES, XLA, default=False, loop=FitRun),
+    Variant(
+        "tf_keras",
+        "steps_per_execution",
+        DEVICES,
+        ONE_CALL_PER_EPOCH,
+        default=False,
+        role=Role.ONE_CALL_PER_EPOCH,
+        loop=FitRun,
+    ),
+    Variant("keras", "seed", DEVICES, "— (the asker's `fit`, Keras 3 on TensorFlow)", role=Role.ASKERS, loop=FitRun),
+    Variant("keras", "xla", DEVICES, XLA, default=False, loop=FitRun),
+    Variant(
+        "keras",
+        "steps_per_execution",
+        DEVICES,
+        ONE_CALL_PER_EPOCH,
+        default=False,  # full study only: the report's answer takes Keras's per-epoch cost from the Keras probe
+        role=Role.ONE_CALL_PER_EPOCH,
+        loop=FitRun,
+    ),
+    # A tf.data pipeline into Keras 3's fit on TensorFlow, the one timed here.
+    Variant(
+        "keras",
+        "epoch_blocks",
+        DEVICES,
+        f"fit's fixed cost per epoch: {EPOCHS_PER_BLOCK} epochs per `fit` epoch from a `tf.data` "
+        "pipeline of each epoch's own permutation, a block's steps in one XLA-compiled call",
+        default=False,  # full study only: the Keras probes measure fit's fixed cost per epoch in the default one
+        call_epochs=EPOCHS_PER_BLOCK,
+        loop=EpochBlocksRun,
+    ),
+    Variant("keras_jax", "seed", DEVICES, "— (the asker's `fit`, Keras on JAX)", role=Role.ASKERS, loop=FitRun),
+    Variant(
+        "keras_jax",
+        "steps_per_execution",
+        DEVICES,
+        ONE_CALL_PER_EPOCH,
+        default=False,
+        role=Role.ONE_CALL_PER_EPOCH,
+        loop=FitRun,
+    ),
+    # Keras on PyTorch refuses steps_per_execution above 1: its one rung is the asker's.
+    Variant("keras_torch", "seed", DEVICES, "— (the asker's `fit`, Keras on PyTorch)", role=Role.ASKERS, loop=FitRun),
+)

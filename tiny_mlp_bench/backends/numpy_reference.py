@@ -16,11 +16,15 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from tiny_mlp_bench.backends import register_backend, register_loops
+from tiny_mlp_bench.backends import register_backend
 from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
+from tiny_mlp_bench.catalogue import DEVICES, Role, Variant
 from tiny_mlp_bench.machine import NO_CUDA, nvidia_driver
 
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
+# The fused rung: epochs per compiled call on cpu (numpy_fused.py), per kernel launch on cuda (numba_cuda_fused.py).
+FUSED_EPOCHS_PER_CALL = 20
+FUSED_EPOCHS_PER_LAUNCH = 100
 
 
 def load(device: str | None = None):
@@ -240,4 +244,36 @@ register_backend(
     )
 )
 # The A/A control runs the reference's very loop under its own name.
-register_loops("numpy", {"reference": ReferenceRun, "reference_twin": ReferenceRun, "fused": fused})
+RUNGS = (
+    Variant(
+        "numpy",
+        "reference",
+        ("cpu",),
+        "the framework itself: hand-written forward, backward and Adam",
+        role=Role.REFERENCE,
+        loop=ReferenceRun,
+    ),
+    # The A/A control: runs of identical code under two names differ only by what the machine did to
+    # them, so their ratio is the largest difference this machine fakes. The reference is cheap.
+    Variant(
+        "numpy",
+        "reference_twin",
+        ("cpu",),
+        "nothing: `reference`'s very code under a second name, the A/A control (their ratio is what this "
+        "machine fakes between identical code)",
+        role=Role.AA_CONTROL,
+        loop=ReferenceRun,
+    ),
+    # On cuda the same arithmetic in one numba CUDA kernel: the framework is the hand-written loops,
+    # NumPy's and numba's, so its name stays (and so do the archives' run ids).
+    Variant(
+        "numpy",
+        "fused",
+        DEVICES,
+        "every per-operation call and launch: forward, backward and Adam fused into one numba-compiled loop "
+        f"on cpu, one numba CUDA kernel per {FUSED_EPOCHS_PER_LAUNCH} epochs on cuda (each device's floor)",
+        role=Role.FLOOR,
+        call_epochs=(("cpu", FUSED_EPOCHS_PER_CALL), ("cuda", FUSED_EPOCHS_PER_LAUNCH)),
+        loop=fused,
+    ),
+)

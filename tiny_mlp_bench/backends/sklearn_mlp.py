@@ -13,8 +13,9 @@ from __future__ import annotations
 import warnings
 from types import SimpleNamespace
 
-from tiny_mlp_bench.backends import register_backend, register_loops
+from tiny_mlp_bench.backends import register_backend
 from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
+from tiny_mlp_bench.catalogue import Variant
 
 
 def load(device: str | None = None):  # the same import for every device
@@ -90,7 +91,7 @@ register_backend(
         name="sklearn",
         load=load,
         prepare=prepare,
-        start_device=lambda fw, spec: None,  # CPU only: the catalogue keeps it on cpu
+        start_device=lambda fw, spec: None,  # CPU only: its rung runs on cpu alone
         describe=describe,
         peak_gpu_memory_mb=lambda fw, device: None,
         own_init=(
@@ -98,4 +99,14 @@ register_backend(
         ),
     )
 )
-register_loops("sklearn", {"mlp_regressor": MLPRegressorRun})
+# scikit-learn's own loop, not the asker's: no role, so its ladder has no asker's rung to be measured against.
+RUNGS = (
+    Variant(
+        "sklearn",
+        "mlp_regressor",
+        ("cpu",),
+        "— (scikit-learn's `MLPRegressor`, one `partial_fit` epoch per call: a linear output layer, "
+        "half the MSE, its own initialisation and shuffles)",
+        loop=MLPRegressorRun,
+    ),
+)

@@ -1,26 +1,6 @@
-"""PyTorch: the question's MLP trained by each torch rung of the catalogue's ladder.
-
-Each rung removes one kind of overhead from the one before (the catalogue says which):
-
-- seed: the asker's loop. DataLoader over one tensor with a SubsetRandomSampler (64
-  ``__getitem__`` calls and a ``stack`` per batch), a ``.to(device)`` per batch.
-- batched_fetch: the loader fetches each batch with one indexing op (a BatchSampler).
-- resident: no DataLoader; the rows live on the device, a ``randperm`` per epoch, slices per step.
-- sync_free: resident, plus one gather per epoch, ``zero_grad(set_to_none=True)`` and the fused
-  Adam (one kernel for all parameters; torch's default is a per-parameter loop on cpu and the
-  multi-tensor ``foreach`` on cuda).
-
-On cuda every rung's record counts the host synchronisations of one extra, untimed epoch
-(``TorchLoop.host_syncs_per_epoch``), so the ladder shows where they go.
-- compiled: the step written functionally (``torch.func`` gradients, Adam as torch ops) and
-  compiled with ``torch.compile(fullgraph=True)``, up to 16 steps per compiled call; the compile
-  time shows as the first epoch's excess over the later ones.
-- graphed (cuda only): the whole step (forward, backward, capturable Adam) captured once per batch
-  shape in a CUDA graph and replayed.
-- fused_epoch: the forward as broadcast products, and the epoch's gather and all its steps in one
-  compiled call (torch_epoch.py).
-- graphed_epoch (cuda only): that compiled epoch captured in one CUDA graph, one replay per epoch.
-
+"""PyTorch: torch's rungs (RUNGS, at the end, in ladder order) and their loops. Each rung removes one
+kind of overhead from the one before; its ``removes`` says which. On cuda every rung's record counts
+the host synchronisations of one extra, untimed epoch (``TorchLoop.host_syncs_per_epoch``).
 Constructing a loop is the run's set-up phase; the timing module times everything after it.
 """
 
@@ -28,7 +8,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from tiny_mlp_bench.backends import register_backend, register_loops
+from tiny_mlp_bench.backends import register_backend
 from tiny_mlp_bench.backends.contract import Backend
 from tiny_mlp_bench.backends.torch_captured import CompiledLoop, GraphedLoop
 from tiny_mlp_bench.backends.torch_common import (
@@ -41,6 +21,7 @@ from tiny_mlp_bench.backends.torch_common import (
     start_device,
 )
 from tiny_mlp_bench.backends.torch_epoch import FusedEpochLoop, GraphedEpochLoop
+from tiny_mlp_bench.catalogue import DEVICES, Role, Variant
 
 
 class LoaderLoop(TorchLoop):
@@ -136,16 +117,68 @@ register_backend(
         peak_gpu_memory_mb=peak_gpu_memory_mb,
     )
 )
-register_loops(
-    "torch",
-    {
-        "seed": partial(LoaderLoop, batched=False),
-        "batched_fetch": partial(LoaderLoop, batched=True),
-        "resident": ResidentLoop,
-        "sync_free": SyncFreeLoop,
-        "compiled": CompiledLoop,
-        "graphed": GraphedLoop,
-        "fused_epoch": FusedEpochLoop,
-        "graphed_epoch": GraphedEpochLoop,
-    },
+RUNGS = (
+    Variant(
+        "torch", "seed", DEVICES, "— (the asker's loop)", role=Role.ASKERS, loop=partial(LoaderLoop, batched=False)
+    ),
+    # batched_fetch and resident are in the full study only: the report's answer does not need them.
+    Variant(
+        "torch",
+        "batched_fetch",
+        DEVICES,
+        "data loading: 64 `__getitem__` calls and a `stack` per batch",
+        default=False,
+        loop=partial(LoaderLoop, batched=True),
+    ),
+    Variant(
+        "torch",
+        "resident",
+        DEVICES,
+        "the DataLoader and the host-to-device copy of every batch",
+        default=False,
+        loop=ResidentLoop,
+    ),
+    Variant(
+        "torch",
+        "sync_free",
+        DEVICES,
+        "per-step gathers (one gather per epoch) and Adam's many small kernels (the fused Adam: one for all "
+        "parameters, where torch's default is a per-parameter loop on cpu and a multi-tensor foreach on cuda)",
+        loop=SyncFreeLoop,
+    ),
+    Variant(
+        "torch",
+        "compiled",
+        DEVICES,
+        "per-op dispatch and per-call overhead: forward, backward and Adam in one `torch.compile` graph, "
+        "up to 16 steps per call",
+        default=False,  # full study only: fused_epoch compiles the same step, and each cold compilation is ~1 min
+        compiles=True,
+        loop=CompiledLoop,
+    ),
+    Variant(
+        "torch",
+        "graphed",
+        ("cuda",),
+        "kernel launch latency: each step replays one captured CUDA graph",
+        loop=GraphedLoop,
+    ),
+    Variant(
+        "torch",
+        "fused_epoch",
+        DEVICES,
+        "per-step calls: the forward as broadcast products the compiler fuses (no matmul calls), the epoch's "
+        "gather and all its steps in one compiled call (on cpu with Inductor's C++ wrapper)",
+        role=Role.COMPILED_EPOCH,
+        compiles=True,
+        loop=FusedEpochLoop,
+    ),
+    Variant(
+        "torch",
+        "graphed_epoch",
+        ("cuda",),
+        "per-step launches: the `fused_epoch` graph captured in one CUDA graph, one replay per epoch",
+        compiles=True,
+        loop=GraphedEpochLoop,
+    ),
 )

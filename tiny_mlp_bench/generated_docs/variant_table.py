@@ -29,7 +29,7 @@ def table() -> str:
     """The catalogue's rungs in ladder order, one Markdown row each; "default study" is what a config
     without `frameworks` or `variants` runs (a default rung of a default framework)."""
     rows = [row(HEADER), row("---" for _ in HEADER)]
-    for v in catalogue.VARIANTS:
+    for v in catalogue.rungs():
         default = v.default and catalogue.framework(v.framework).default
         rows.append(row((v.framework, f"`{v.name}`", ", ".join(v.devices), "yes" if default else "–", v.removes)))
     return "\n".join(rows)
