@@ -494,7 +494,7 @@ def test_the_cuda_floors_sync_leaves_cuda_alone_until_the_startup_phase_starts_i
 def test_numpy_gradients_match_torch_autograd():
     import torch
 
-    from tiny_mlp_bench.backends.numpy_reference import loss_and_grads
+    from tiny_mlp_bench.backends.numpy_loop import loss_and_grads
     from tiny_mlp_bench.initial_weights import draw
 
     rng = np.random.default_rng(0)
@@ -517,7 +517,7 @@ def test_numpy_gradients_match_torch_autograd():
 def test_numpy_adam_matches_torch_adam():
     import torch
 
-    from tiny_mlp_bench.backends.numpy_reference import Adam
+    from tiny_mlp_bench.backends.numpy_loop import Adam
 
     start = np.array([0.5, -1.0, 2.0], dtype=np.float32)
     ours = {"w": start.copy()}

@@ -254,12 +254,26 @@ def backend_of(framework: str) -> str:
 for keras_framework in KERAS_BACKENDS:
     register_backend(keras_backend(keras_framework))
 
-ONE_CALL_PER_EPOCH = "per-step calls into the train function: one call per epoch"
-XLA = "TensorFlow op dispatch, by compiling the step with XLA"  # JAX always compiles: xla is TensorFlow's
+
+def askers_fit(framework: str, which: str) -> Variant:
+    return Variant(framework, "seed", DEVICES, f"— (the asker's `fit`, {which})", role=Role.ASKERS, loop=FitRun)
+
+
+def xla(framework: str) -> Variant:  # JAX always compiles: xla is TensorFlow's
+    return Variant(
+        framework, "xla", DEVICES, "TensorFlow op dispatch, by compiling the step with XLA", default=False, loop=FitRun
+    )
+
+
+def one_call_per_epoch(framework: str) -> Variant:  # full study only: the Keras probes measure its cost
+    about = "per-step calls into the train function: one call per epoch"
+    return Variant(
+        framework, "steps_per_execution", DEVICES, about, default=False, role=Role.ONE_CALL_PER_EPOCH, loop=FitRun
+    )
+
+
 RUNGS = (
-    Variant(
-        "tf_keras", "seed", DEVICES, "— (the asker's `fit`, Keras 2 as the asker ran it)", role=Role.ASKERS, loop=FitRun
-    ),
+    askers_fit("tf_keras", "Keras 2 as the asker ran it"),
     # The iterator made once per fit, whose deletion can pause, is Keras 2's.
     Variant(
         "tf_keras",
@@ -271,27 +285,11 @@ RUNGS = (
         role=Role.PAUSE_FREE,
         loop=AutotuneOffRun,
     ),
-    Variant("tf_keras", "xla", DEVICES, XLA, default=False, loop=FitRun),
-    Variant(
-        "tf_keras",
-        "steps_per_execution",
-        DEVICES,
-        ONE_CALL_PER_EPOCH,
-        default=False,
-        role=Role.ONE_CALL_PER_EPOCH,
-        loop=FitRun,
-    ),
-    Variant("keras", "seed", DEVICES, "— (the asker's `fit`, Keras 3 on TensorFlow)", role=Role.ASKERS, loop=FitRun),
-    Variant("keras", "xla", DEVICES, XLA, default=False, loop=FitRun),
-    Variant(
-        "keras",
-        "steps_per_execution",
-        DEVICES,
-        ONE_CALL_PER_EPOCH,
-        default=False,  # full study only: the report's answer takes Keras's per-epoch cost from the Keras probe
-        role=Role.ONE_CALL_PER_EPOCH,
-        loop=FitRun,
-    ),
+    xla("tf_keras"),
+    one_call_per_epoch("tf_keras"),
+    askers_fit("keras", "Keras 3 on TensorFlow"),
+    xla("keras"),
+    one_call_per_epoch("keras"),
     # A tf.data pipeline into Keras 3's fit on TensorFlow, the one timed here.
     Variant(
         "keras",
@@ -303,16 +301,8 @@ RUNGS = (
         call_epochs=EPOCHS_PER_BLOCK,
         loop=EpochBlocksRun,
     ),
-    Variant("keras_jax", "seed", DEVICES, "— (the asker's `fit`, Keras on JAX)", role=Role.ASKERS, loop=FitRun),
-    Variant(
-        "keras_jax",
-        "steps_per_execution",
-        DEVICES,
-        ONE_CALL_PER_EPOCH,
-        default=False,
-        role=Role.ONE_CALL_PER_EPOCH,
-        loop=FitRun,
-    ),
+    askers_fit("keras_jax", "Keras on JAX"),
+    one_call_per_epoch("keras_jax"),
     # Keras on PyTorch refuses steps_per_execution above 1: its one rung is the asker's.
-    Variant("keras_torch", "seed", DEVICES, "— (the asker's `fit`, Keras on PyTorch)", role=Role.ASKERS, loop=FitRun),
+    askers_fit("keras_torch", "Keras on PyTorch"),
 )

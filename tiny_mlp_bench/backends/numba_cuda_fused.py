@@ -19,24 +19,16 @@ the trajectory test uses it. A run never takes the simulator for a GPU (``simula
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 from numba import cuda, float32  # a kernel must name the module itself: the simulator swaps it in its globals
 
-from tiny_mlp_bench.backends.numpy_reference import BETA1, BETA2, EPS, FUSED_EPOCHS_PER_LAUNCH, ReferenceRun
+from tiny_mlp_bench.backends.numpy_loop import BETA1, BETA2, EPS, FUSED_EPOCHS_PER_LAUNCH, ReferenceRun
 
 # 1200 steps per launch at the question's size: the clock times each launch (a block).
 EPOCHS_PER_LAUNCH = FUSED_EPOCHS_PER_LAUNCH
 MAX_THREADS = 1024  # one thread per row of a batch, in one block
 SHARED_BYTES = 48 * 1024  # the shared memory any CUDA GPU gives a block without opting in to more
-
-
-def simulated(numba) -> bool:
-    """Whether numba's CUDA target is its simulator, which runs kernels on the CPU (numba and the
-    numba-cuda package both read NUMBA_ENABLE_CUDASIM)."""
-    from_environment = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
-    return bool(getattr(numba.config, "ENABLE_CUDASIM", 0)) or from_environment
 
 
 def row_length(threads: int) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tiny_mlp_bench.backends.numpy_reference import BETA1, BETA2, EPS, FUSED_EPOCHS_PER_CALL, ReferenceRun
+from tiny_mlp_bench.backends.numpy_loop import BETA1, BETA2, EPS, FUSED_EPOCHS_PER_CALL, ReferenceRun
 
 # One compiled call runs this many epochs; the clock times each call.
 EPOCHS_PER_BLOCK = FUSED_EPOCHS_PER_CALL

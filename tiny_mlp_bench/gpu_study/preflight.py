@@ -56,7 +56,7 @@ def numba_cuda() -> dict:
     import numba
     from numba import cuda
 
-    from tiny_mlp_bench.backends.numba_cuda_fused import simulated
+    from tiny_mlp_bench.backends.numpy_loop import simulated
     from tiny_mlp_bench.backends.numpy_reference import NVIDIA_TARGET, cuda_target
 
     return {
