@@ -305,8 +305,9 @@ def test_a_lost_run_bit_is_given_back_and_only_a_changed_file_stops_the_study(tm
 def test_a_failed_job_still_leaves_a_report_and_an_archive_that_name_it(tmp_path):
     directory = small_study(tmp_path, devices=["cpu"], variants={"torch": ["seed"], "numpy": ["reference"]})
     probe = directory / "scripts" / "probe_fixed_costs.py"
-    future = "from __future__ import annotations\n"
-    probe.write_text(probe.read_text().replace(future, future + 'raise SystemExit("this probe fails on purpose")\n'))
+    start = 'if __name__ == "__main__":'
+    assert start in probe.read_text()
+    probe.write_text(probe.read_text().replace(start, f'raise SystemExit("this probe fails on purpose")\n\n{start}'))
     done = run_gpu_study(directory, *study_args("failed"), "--allow-modified")
     assert done.returncode == 1 and "1 jobs failed (probe-torch-cpu)" in done.stderr, done.stderr[-3000:]
     folder = directory / "results" / "archive" / "failed"
