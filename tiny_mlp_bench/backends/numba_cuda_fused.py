@@ -21,6 +21,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+# numba-cuda 0.30 registers an overload of np.row_stack when it compiles its first kernel, and fails
+# where NumPy has none: NumPy 2.5 removed that alias of np.vstack, and numba-cuda, in maintenance
+# mode, will not follow (NVIDIA/numba-cuda#907). Give the alias back before numba-cuda looks for it.
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack
+
 from numba import cuda, float32  # a kernel must name the module itself: the simulator swaps it in its globals
 
 from tiny_mlp_bench.backends.numpy_loop import BETA1, BETA2, EPS, FUSED_EPOCHS_PER_LAUNCH, ReferenceRun
