@@ -109,7 +109,7 @@ def check_checkout(kit: Path) -> str:
     return git("rev-parse", "HEAD").stdout.strip()
 
 
-def check_tree(commit: str, allow_modified: bool) -> list[str]:
+def check_tree(commit: str, allow_modified: bool, kit: Path) -> list[str]:
     """The tracked files (results/ aside) whose content differs from the commit, found before anything
     runs: records made from them say -dirty, and an archive of them needs --allow-modified. A file
     whose mode alone differs (a copy that lost or gained the run bit) gets the commit's mode back."""
@@ -118,11 +118,25 @@ def check_tree(commit: str, allow_modified: bool) -> list[str]:
         if changed:
             say(f"running from a modified tree ({len(changed)} files differ from {commit[:12]}): --allow-modified")
         return changed
+    problem = f"{len(changed)} tracked files differ from commit {commit[:12]} ({', '.join(changed[:5])})"
+    kit_commit = kit_made_at(kit)
+    if kit_commit and kit_commit != commit:
+        # A newer working tree copied without its .git over an earlier copy keeps that copy's .git.
+        raise StudyError(
+            f"{problem}, and the kit was made at commit {kit_commit[:12]}: this .git is an older copy's. "
+            f"Copy the repository's .git here too, or remove {ROOT / '.git'} to make it again from the kit's bundle"
+        )
     raise StudyError(
-        f"{len(changed)} tracked files differ from commit {commit[:12]} ({', '.join(changed[:5])}). Every record "
-        "would say -dirty and the archive would refuse them: commit the change and make the kit again "
-        "(`make gpu-kit` bundles HEAD), or run with --allow-modified to archive the study as it is, saying so"
+        f"{problem}. Every record would say -dirty and the archive would refuse them: commit the change and make "
+        "the kit again (`make gpu-kit` bundles HEAD), or run with --allow-modified to archive the study as it is, "
+        "saying so"
     )
+
+
+def kit_made_at(kit: Path) -> str | None:
+    """The commit the kit's bundle holds (kit.json, as make gpu-kit writes it), or None."""
+    about = kit / "kit.json"
+    return json.loads(about.read_text()).get("commit") if about.is_file() else None
 
 
 def restore_modes(changed: list[str], commit: str) -> list[str]:
@@ -373,7 +387,7 @@ def check(args) -> int:
     to the next check; 1 where any would stop the study."""
     problems = []
     try:
-        check_tree(check_checkout(args.kit), args.allow_modified)
+        check_tree(check_checkout(args.kit), args.allow_modified, args.kit)
     except StudyError as err:
         problems.append(str(err))
     try:
@@ -420,7 +434,7 @@ def main() -> int:
     until = None if args.time_limit is None else t0 + args.time_limit - args.archive_reserve
     try:
         commit = check_checkout(args.kit)
-        modified = check_tree(commit, args.allow_modified)
+        modified = check_tree(commit, args.allow_modified, args.kit)
         python, pip_check = (args.python, None) if args.python else prepare_environment(args.kit)
         check_needs(python)
         found, problems = preflight(python, args.allow_no_gpu, args.serial)

@@ -185,6 +185,16 @@ def test_gpu_study_makes_a_copy_without_git_a_checkout_from_the_kits_bundle(tmp_
     # The working tree is kept: what differs from the bundle's commit shows as modified, so records say -dirty.
     assert subprocess.run(status, capture_output=True, text=True).stdout.split() == ["M", "scripts/train.py"]
 
+    # The change is committed where the kit is made, and the new working tree and kit are copied over
+    # without .git: the .git made before is an older copy's, and the error says so.
+    (made_here / "scripts" / "train.py").write_text((there / "scripts" / "train.py").read_text())
+    commit_all(made_here)
+    new_head = subprocess.run(["git", "-C", str(made_here), "rev-parse", "HEAD"], capture_output=True, text=True)
+    (kit / "kit.json").write_text(json.dumps({"commit": new_head.stdout.strip()}))
+    done = run_gpu_study(there)
+    assert done.returncode == 1
+    assert f"the kit was made at commit {new_head.stdout[:12]}: this .git is an older copy's" in done.stderr
+
 
 def test_pip_check_stops_the_study_only_on_what_the_kit_brought_or_cannot_mend():
     from tiny_mlp_bench.gpu_study.environment import judge, verdict_lines
