@@ -563,16 +563,19 @@ def test_the_whole_command_rehearsed_on_node_pythons_as_gpu_nodes_have_them(
 
 def gpu_plan_fits(tmp_path: Path, setup_s: float, time_limit: float) -> dict[str, bool]:
     """Which jobs of config/gpu.yaml the plan fits in ``time_limit`` after ``setup_s`` of set-up, for the
-    machine the committed H200 archive was made on (its CPU model and count, and its GPU)."""
+    machine the first H200 archive was made on (its CPU model and count, and its GPU), planned with that
+    archive alone: as a GPU node new to the study is, where no GPU has run the floor or a probe."""
     from tiny_mlp_bench import config_check
 
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     config |= yaml.safe_load((ROOT / "config" / "gpu.yaml").read_text())
     (tmp_path / "gpu-as-run.yaml").write_text(yaml.safe_dump(config_check.with_catalogue_defaults(config)))
-    first = sorted((ROOT / "results" / "archive").glob("*-h200/runs/*.json"))[0]
-    env = json.loads(first.read_text())["environment"]
+    archives = tmp_path / "archives"
+    archives.mkdir()
+    (archives / "2026-11-29-h200").symlink_to(ROOT / "results" / "archive" / "2026-11-29-h200")
+    env = json.loads(next(archives.glob("*/runs/*.json")).read_text())["environment"]
     command = [sys.executable, "-m", "tiny_mlp_bench", "plan", "--config", str(tmp_path / "gpu-as-run.yaml")]
-    command += ["--archives", str(ROOT / "results" / "archive"), "--gpu", env["gpu_name"]]
+    command += ["--archives", str(archives), "--gpu", env["gpu_name"]]
     command += ["--cpu-model", env["cpu_model"], "--logical-cpus", str(env["logical_cpus"])]
     command += ["--time-limit", str(time_limit), "--setup-s", str(setup_s)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
