@@ -491,6 +491,30 @@ def test_report_without_a_gpu_sweep_says_so():
     assert reason[2].endswith("; the cuda crossover sweep")  # the reason once, for runs and sweep alike
 
 
+def test_the_first_line_says_what_completed_per_device_and_why_the_rest_did_not():
+    # The golden file pins the usual case: every cuda run skipped for want of a GPU.
+    assert (
+        render(synthetic_study())
+        .splitlines()[2]
+        .startswith("17 cpu runs completed (3 of each original loop); the 3 cuda runs were skipped: no GPU. Host ")
+    )
+    # One cuda run made, one failed, one skipped: each said, the skip's reason only where it is the GPU's.
+    records = [r for r in synthetic_study() if r["identity"]["device"] == "cpu"]
+    records += [
+        synthetic_record("torch", "cuda", 1, 3.0),
+        synthetic_record("torch", "cuda", 2, status="failed", reason="RuntimeError: test"),
+        synthetic_record("keras", "cuda", 1, status="skipped", reason="no CUDA device: test"),
+    ]
+    assert (
+        render(records)
+        .splitlines()[2]
+        .startswith(
+            "17 cpu runs and 1 cuda run completed (1–3 of each original loop); 1 cuda run was skipped: no GPU; "
+            "1 cuda run failed. Host "
+        )
+    )
+
+
 def test_report_matches_the_golden_file():
     text = render(synthetic_study(), synthetic_sweeps(), synthetic_probes())
     if os.environ.get("UPDATE_GOLDEN"):

@@ -72,12 +72,32 @@ def setup_line(report: Report, m: Machine) -> str:
         f"a 2→{p['hidden_units']}→1 ReLU MLP, Adam at {p['learning_rate']:g}, batch {p['batch_size']}, "
         f"{p['epochs']:,} epochs of {p['n_train']} rows"
     )
-    done = int((m.runs["status"] == "ok").sum())
+    return f"{runs_line(m)} Host `{m.label}` ({cpu}; {gpu}): {settings}."
+
+
+def runs_line(m: Machine) -> str:
+    """What completed, per device, and what did not and why: "37 cpu runs completed (5 of each original
+    loop); the 30 cuda runs were skipped: no GPU." """
+    runs = m.runs
+
+    def count(n: int, device: str) -> str:
+        return f"{n} {device} run{'s' if n != 1 else ''}"
+
+    completed = [
+        count(n, device) for device, n in runs[runs["status"] == "ok"].groupby("device", sort=False).size().items()
+    ]
+    line = f"{' and '.join(completed) or 'No run'} completed"
     counts = sorted({r.view.result.runs for r in m.headline if r.role == "question" and r.view.result})
-    each = ""
     if counts:
-        each = f"; {counts[0] if len(counts) == 1 else f'{counts[0]}–{counts[-1]}'} runs of each original loop"
-    return f"Host `{m.label}` ({cpu}; {gpu}): {settings}. {done} of {len(m.runs)} runs completed{each}."
+        line += f" ({counts[0] if len(counts) == 1 else f'{counts[0]}–{counts[-1]}'} of each original loop)"
+    missed = []
+    for (device, status), group in runs[runs["status"] != "ok"].groupby(["device", "status"], sort=False):
+        # Every backend's reason for a skip on a machine without a usable GPU begins "no CUDA device".
+        why = ": no GPU" if group["reason"].fillna("").str.startswith("no CUDA device").all() else ""
+        every = len(group) == (runs["device"] == device).sum()
+        verb = f"{'was' if len(group) == 1 else 'were'} skipped" if status == "skipped" else status
+        missed.append(f"{'the ' if every else ''}{count(len(group), device)} {verb}{why}")
+    return f"{line}{'; ' if missed else ''}{'; '.join(missed)}."
 
 
 def gpu_line(report: Report, m: Machine) -> str:
