@@ -13,6 +13,9 @@ rule render_report:
             "results/report.md", caption="captions/report_md.rst", category="1. Report"
         ),
         timings="results/timings.parquet",
+        headline=report(
+            "results/headline.csv", caption="captions/headline_csv.rst", category="1. Report"
+        ),
         plot=report(
             "results/report/timings.png",
             caption="captions/timings_png.rst",
@@ -39,6 +42,7 @@ rule render_report:
         gpu_archive=get_gpu_archive_option,
     shell:
         "exec {params.run} {params.script} --report {output.report} --timings {output.timings}"
+        " --headline {output.headline}"
         " --plot {output.plot} --ladder-plot {output.ladder_plot} --crossover-plot {output.crossover_plot}"
         " --model {output.model} {params.gpu_archive}"
         " --sweeps {input.sweeps} --probes {input.probes} -- {input.records} > {log} 2>&1"

@@ -574,6 +574,7 @@ def test_the_cpu_runs_of_a_gpu_host_are_that_host_s_runs():
 def render_report(out, records, sweeps=()):
     """Run scripts/render_report.py as the workflow does, writing under ``out``."""
     args = ["--report", out / "report.md", "--timings", out / "timings.parquet", "--plot", out / "report/t.png"]
+    args += ["--headline", out / "headline.csv"]
     if sweeps:
         args += ["--crossover-plot", out / "report/x.png", "--sweeps", *sweeps]
     return run_script("render_report.py", *args, "--", *records)
@@ -590,7 +591,7 @@ def test_same_records_give_identical_files(tmp_path):
         sweeps.append(tmp_path / "sweep" / f"{sweep['device']}.json")
         write_sweep(sweep, sweeps[-1])
     outputs = []
-    names = ("report.md", "timings.parquet", "report/t.png", "report/x.png")
+    names = ("report.md", "timings.parquet", "report/t.png", "report/x.png", "headline.csv")
     for name, order in (("a", 1), ("b", -1)):
         out = tmp_path / name
         result = render_report(out, paths[::order], sweeps[::order])
@@ -606,6 +607,18 @@ def test_same_records_give_identical_files(tmp_path):
     assert len(frame) == 20
     assert list(frame["run_id"][:3]) == ["keras-cpu-seed-1", "keras-cpu-seed-2", "keras-cpu-seed-3"]
     assert list(frame["pair"][:3]) == ["keras-cpu"] * 3
+    # The first screen's table as numbers: a row per headline row, the same values the report rounds.
+    headline = pd.read_csv(tmp_path / "a" / "headline.csv")
+    (machine,) = build_report(synthetic_study(), synthetic_sweeps()).machines
+    assert len(headline) == len(machine.headline) == len(sentences.headline_rows(machine))
+    original = headline[(headline["role"] == "question") & (headline["framework"] == "torch")].iloc[0]
+    (seed,) = [row.view for row in machine.headline if row.role == "question" and row.view.framework == "torch"]
+    assert (original["device"], original["variant"], original["runs"]) == ("cpu", "seed", 3)
+    assert original["time_to_result_s"] == pytest.approx(seed.result.estimate, rel=1e-12)
+    assert original["time_to_result_low_s"] < original["time_to_result_s"] < original["time_to_result_high_s"]
+    assert pd.isna(original["time_to_result_vs_original"])  # the original loop is not a ratio to itself
+    (fastest,) = headline[headline["role"] == "fastest to a result"].itertuples()
+    assert (fastest.variant, fastest.step_vs_original) == ("fused", pytest.approx(0.005))
 
 
 def test_invalid_record_is_named_and_nothing_is_written(tmp_path):

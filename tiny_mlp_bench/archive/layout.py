@@ -17,7 +17,16 @@ NOTES = "README.md"  # written by people after sealing: outside the manifest
 RECORD_FOLDERS = ("runs", "sweep", "probes")
 RENDER_SCRIPT = "scripts/render_report.py"
 MODEL = "report/model.json"  # the report's numbers and the versions that rendered it
-RENDERED = ("report.md", "timings.parquet", "report/timings.png", "report/ladder.png", "report/crossover.png", MODEL)
+HEADLINE = "headline.csv"  # the report's first table as numbers
+RENDERED = (
+    "report.md",
+    "timings.parquet",
+    "report/timings.png",
+    "report/ladder.png",
+    "report/crossover.png",
+    MODEL,
+    HEADLINE,
+)
 CODE = "workflow.tar.gz"  # `git archive` of the tracked files outside results/ at the render commit
 OLD_CODE_FOLDER = "workflow"  # what archives held instead before: the code tree at the study's commit
 QUOTED = "gpu-archive"  # the records of the archive whose GPU answer the report quotes: QUOTED/<name>/runs/

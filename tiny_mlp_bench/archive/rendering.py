@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from tiny_mlp_bench.archive.layout import (
+    HEADLINE,
     MODEL,
     QUOTED,
     RENDER_SCRIPT,
@@ -29,7 +30,7 @@ def render_command(folder: Path, *, no_archive_qualifies: bool = False) -> list[
     if not records["runs"]:
         raise ArchiveError(f"{folder}: no run records in runs/")
     command = [RENDER_SCRIPT, "--report", RENDERED[0], "--timings", RENDERED[1], "--plot", RENDERED[2]]
-    command += ["--ladder-plot", RENDERED[3], "--crossover-plot", RENDERED[4], "--model", MODEL]
+    command += ["--ladder-plot", RENDERED[3], "--crossover-plot", RENDERED[4], "--model", MODEL, "--headline", HEADLINE]
     if quoted := quoted_archive(folder):
         command += ["--gpu-archive", f"{QUOTED}/{quoted}"]
     elif no_archive_qualifies:

@@ -8,6 +8,7 @@ and the Markdown only render them. `tiny-mlp-bench report`, and the report rule'
 (scripts/render_report.py, the path archives render their reports with too):
 
     tiny-mlp-bench report --report results/report.md --timings results/timings.parquet \
+           --headline results/headline.csv \
            --plot results/report/timings.png --ladder-plot results/report/ladder.png \
            --crossover-plot results/report/crossover.png --sweeps results/sweep/*.json \
            --probes results/probes/*.json --model results/report/model.json \
@@ -28,6 +29,7 @@ from tiny_mlp_bench.report.markdown import render_markdown
 from tiny_mlp_bench.report.model import build_report
 from tiny_mlp_bench.report.model_file import model_json
 from tiny_mlp_bench.report.plots import plot_crossover, plot_ladders, plot_seed_times
+from tiny_mlp_bench.report.views import headline_frame
 
 
 def load_records(paths: list[Path]) -> list[dict]:
@@ -48,6 +50,7 @@ def parse_args(argv=None, prog=None) -> argparse.Namespace:
     parser.add_argument("records", nargs="+", type=Path, help="run record files (.json)")
     parser.add_argument("--report", type=Path, required=True, help="Markdown report to write")
     parser.add_argument("--timings", type=Path, required=True, help="tidy Parquet table to write")
+    parser.add_argument("--headline", type=Path, help="CSV file to write: the first screen's table, as numbers")
     parser.add_argument("--plot", type=Path, required=True, help="PNG bar chart to write")
     parser.add_argument(
         "--ladder-plot", type=Path, help="PNG chart of the variant ladders to write; default: ladder.png beside --plot"
@@ -95,6 +98,9 @@ def main(argv=None, prog=None) -> int:
 
     with atomic_path(args.timings) as tmp:
         report.runs.to_parquet(tmp, index=False)
+    if args.headline:
+        with atomic_path(args.headline) as tmp:
+            headline_frame(report.machines).to_csv(tmp, index=False)
     plot_seed_times(report.machines, args.plot)
     plot_ladders(report.machines, args.ladder_plot, report.parameters)
     crossover_link = ""
@@ -105,6 +111,7 @@ def main(argv=None, prog=None) -> int:
     write_text_atomic(args.report, text)
     if args.model:
         write_text_atomic(args.model, model_json(report))
+    tables = f"{args.timings}" + (f", {args.headline}" if args.headline else "")
     charts = f"{args.plot}, {args.ladder_plot}" + (f", {args.crossover_plot}" if sweeps else "")
-    print(f"wrote {args.report}, {args.timings} and {charts} from {len(records)} records", file=sys.stderr)
+    print(f"wrote {args.report}, {tables} and {charts} from {len(records)} records", file=sys.stderr)
     return 0

@@ -154,3 +154,36 @@ def headline(found: tuple[View, ...]) -> tuple[HeadlineRow, ...]:
                 rows.append(HeadlineRow(role, best, ties))
                 shown.add((best.pair, best.variant))
     return tuple(rows[:8])
+
+
+def headline_frame(machines) -> pd.DataFrame:
+    """The first screen's table of every machine as numbers, one row per headline row: seconds, and
+    ratios to the original torch loop on the same device, each with its 95% interval (empty where the
+    runs cannot bound it)."""
+
+    def interval(name: str, found: Interval | Ratio | None, unit: str = "") -> dict:
+        return {
+            f"{name}{unit}": None if found is None else found.estimate,
+            f"{name}_low{unit}": None if found is None else found.low,
+            f"{name}_high{unit}": None if found is None else found.high,
+        }
+
+    rows = [
+        {
+            "host": m.label,
+            "role": row.role,
+            "framework": row.view.framework,
+            "device": row.view.device,
+            "variant": row.view.variant,
+            "tied_with": "; ".join(rung.replace("`", "") for rung in row.tied_with),
+            "runs": row.view.result.runs if row.view.result else 0,
+            **interval("time_to_result", row.view.result, "_s"),
+            **interval("time_to_result_vs_original", row.view.result_vs_seed),
+            **interval("step", row.view.step, "_s"),
+            **interval("step_vs_original", row.view.step_vs_seed),
+            "blocks_slow_share": row.view.slow_share,
+        }
+        for m in machines
+        for row in m.headline
+    ]
+    return pd.DataFrame(rows)
