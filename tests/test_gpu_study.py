@@ -590,6 +590,23 @@ def test_the_gpu_studys_plan_puts_the_question_first_and_the_floor_and_probe_ear
     assert fits["probe-torch-cuda"] and not all(fits.values())
 
 
+def test_the_plan_refuses_a_config_file_that_is_not_as_run_and_says_how_to_make_one():
+    command = [
+        sys.executable,
+        "-m",
+        "tiny_mlp_bench",
+        "plan",
+        "--config",
+        "config/gpu.yaml",
+        "--archives",
+        "results/archive",
+    ]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: config/gpu.yaml: not a config as run, which holds every key (")
+    assert "`snakemake config_as_run --configfile config/gpu.yaml --cores 1` writes" in done.stderr
+
+
 def test_where_the_render_or_pack_cannot_finish_the_raw_records_come_back(tmp_path, monkeypatch):
     import tarfile
 

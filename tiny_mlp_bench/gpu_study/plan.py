@@ -47,7 +47,7 @@ from pathlib import Path
 
 import yaml
 
-from tiny_mlp_bench import catalogue, jobs, machine, records
+from tiny_mlp_bench import CHECKOUT, catalogue, jobs, machine, records
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.gpu_study.lanes import ARCHIVE_RESERVE_S
 from tiny_mlp_bench.question import TORCH, askers_keras, askers_rung
@@ -297,6 +297,15 @@ def main(argv=None, prog=None) -> int:
     if args.time_limit is not None and args.setup_s is None:
         parser.error("--time-limit needs --setup-s: the seconds the study takes before its first job")
     config = yaml.safe_load(args.config.read_text())
+    schema = yaml.safe_load((CHECKOUT / "config" / "config.schema.yaml").read_text())
+    if missing := sorted(set(schema["properties"]) - set(config)):
+        # A config file leaves keys to the schema's defaults; the study's jobs come from every key.
+        print(
+            f"error: {args.config}: not a config as run, which holds every key ({', '.join(missing[:3])} missing): "
+            f"give results/config.yaml, which `snakemake config_as_run --configfile {args.config} --cores 1` writes",
+            file=sys.stderr,
+        )
+        return 1
     machine = this_machine(args.gpu)
     given = {"cpu_model": args.cpu_model, "logical_cpus": args.logical_cpus}
     machine |= {key: value for key, value in given.items() if value}
