@@ -169,6 +169,8 @@ def test_a_writer_killed_before_publishing_leaves_no_record_and_the_next_run_cle
     killed = run_script("train.py", *args, "--output", output)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert "numpy-cpu-reference-1: " in killed.stderr and ", test MSE " in killed.stderr  # it trained and scored
+    said = re.search(r", test MSE (\S+)$", killed.stderr, re.MULTILINE).group(1)
+    assert said == f"{float(said):.3g}"  # the digits it holds, not float's sixteen
     assert not output.exists()
     assert list(output.parent.glob("*.json")) == []  # what the report's inputs and Snakemake look at
     (leftover,) = output.parent.iterdir()  # the complete temporary file it could not publish or remove

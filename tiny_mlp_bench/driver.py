@@ -240,7 +240,10 @@ class TrainingRun(Measurement):
                 status, reason = "failed", took
             elif self.quality["train_mse"] is None:
                 status, reason = "failed", "training diverged: the train MSE is not finite"
-            self.say(f"{clock.timing_point_s:.2f} s, test MSE {self.quality['test_mse']}")
+            test_mse = self.quality["test_mse"]  # the record keeps every digit; the log line, what they hold
+            self.say(
+                f"{clock.timing_point_s:.2f} s, test MSE {'not finite' if test_mse is None else f'{test_mse:.3g}'}"
+            )
         return {
             "record_type": RECORD_TYPE,
             "schema_version": SCHEMA_VERSION,
