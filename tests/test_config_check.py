@@ -35,7 +35,9 @@ def test_every_schema_key_has_type_description_and_default():
         ({"epochs": "ten"}, "config key 'epochs': 'ten' is not of type 'integer'"),
         ({"batch_size": 6.4}, "config key 'batch_size': 6.4 is not of type 'integer'"),
         ({"learning_rate": 0}, "config key 'learning_rate': 0 is less than or equal to the minimum of 0"),
-        ({"devices": ["tpu"]}, "config key 'devices.0': 'tpu' is not one of ['cpu', 'cuda']"),
+        ({"devices": ["tpu"]}, "config key 'devices.0': 'tpu' is not one of ['cpu', 'cuda'] ("),
+        ({"devices": ["gpu"]}, "config key 'devices.0': 'gpu' is not one of ['cpu', 'cuda']; did you mean 'cuda'?"),
+        ({"devices": ["CPUs"]}, "config key 'devices.0': 'CPUs' is not one of ['cpu', 'cuda']; did you mean 'cpu'?"),
         (
             {"frameworks": ["torch", "mxnet"]},
             (
@@ -55,6 +57,12 @@ def test_each_mistake_is_named_by_key(change, expected):
     errors = config_errors(DEFAULT | change, SCHEMA)
     assert len(errors) == 1
     assert errors[0].startswith(expected)
+
+
+def test_a_name_people_use_for_a_framework_suggests_the_one_here():
+    (error,) = config_errors(DEFAULT | {"frameworks": ["pytorch"]}, SCHEMA)
+    assert error.startswith("config key 'frameworks.0': 'pytorch' is not one of ['torch', ")
+    assert error.endswith("; did you mean 'torch'?")
 
 
 def test_all_mistakes_are_reported_at_once():

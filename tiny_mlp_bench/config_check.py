@@ -26,10 +26,37 @@ def config_errors(config: dict, schema: dict) -> list[str]:
         key = ".".join(str(p) for p in error.path) if error.path else "(top level)"
         description = schema.get("properties", {}).get(str(error.path[0]) if error.path else "", {})
         about = f" ({description['description']})" if "description" in description else ""
+        if error.validator == "enum" and isinstance(error.instance, str):
+            about = suggestion(error.instance, [str(v) for v in error.validator_value]) + about
         messages.append(f"config key '{key}': {error.message}{about}")
     if not messages:
         messages += catalogue_errors(config)
     return messages
+
+
+# What people write for a value, by what it is called here: difflib alone finds 'cpu' nearer to 'gpu'.
+# None: no value here means it (a TPU is not a CPU, however close the spelling).
+MEANT = {
+    "gpu": "cuda",
+    "cuda:0": "cuda",
+    "nvidia": "cuda",
+    "tpu": None,
+    "mps": None,
+    "pytorch": "torch",
+    "tensorflow": "tf_keras",
+    "tf.keras": "tf_keras",
+    "keras2": "tf_keras",
+    "keras3": "keras",
+}
+
+
+def suggestion(value: str, known: list[str]) -> str:
+    """ "; did you mean 'cuda'?" for a value that is not one of ``known``, or nothing."""
+    if value.lower() in MEANT:
+        meant = MEANT[value.lower()]
+        return f"; did you mean '{meant}'?" if meant in known else ""
+    close = difflib.get_close_matches(value.lower(), known, n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def hint(name: str, known: list[str]) -> str:
@@ -41,7 +68,7 @@ def catalogue_errors(config: dict) -> list[str]:
     """Frameworks and variants the catalogue does not list, and frameworks left without variants."""
     frameworks = catalogue.framework_names()
     messages = [
-        f"config key 'frameworks.{i}': '{name}' is not one of {frameworks}"
+        f"config key 'frameworks.{i}': '{name}' is not one of {frameworks}{suggestion(name, frameworks)}"
         for i, name in enumerate(config.get("frameworks", []))
         if name not in frameworks
     ]
