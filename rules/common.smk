@@ -40,7 +40,7 @@ ARCHIVES = Path("results/archive")  # archived studies (`tiny-mlp-bench archive`
 # imports it from the workflow's folder, which it puts on its own path; the jobs get that folder as
 # PYTHONPATH from their launcher (get_launcher).
 from tiny_mlp_bench import catalogue, jobs
-from tiny_mlp_bench.config_check import config_errors, with_catalogue_defaults
+from tiny_mlp_bench.config_check import config_errors, set_by, with_catalogue_defaults
 from tiny_mlp_bench.containers import ContainerError, find_engine, image_id
 
 # Every config error, one line per key, before any job can run; then Snakemake's own
@@ -58,10 +58,16 @@ if not _config_problems and config.get("gpu_answer_archive", "auto") not in (
     except GpuArchiveError as err:
         _config_problems.append(str(err))
 if _config_problems:
-    _sources = ", ".join(str(f) for f in workflow.configfiles) or "--config"
-    raise WorkflowError(
-        f"invalid configuration (from {_sources}):\n  " + "\n  ".join(_config_problems)
-    )
+    # Each problem with where its key was set; said and exited here, as Snakemake would add a
+    # traceback line to a raised error that is the user's config, not the workflow's code.
+    _settings = workflow.config_settings
+    _cli_files = [str(f) for f in _settings.configfiles]
+    _own_files = [str(f) for f in workflow.configfiles if str(f) not in _cli_files]
+    print("invalid configuration:", file=sys.stderr)
+    for _problem in _config_problems:
+        _source = set_by(_problem, _settings.config, _cli_files, _own_files)
+        print(f"  {_source}: {_problem}", file=sys.stderr)
+    sys.exit(1)
 validate(config, schema=str(CONFIG_SCHEMA))
 config.update(with_catalogue_defaults(config))
 # Each timed job's place in the study's seeded order, as a priority: the first the highest. Every timed

@@ -7,7 +7,7 @@ import yaml
 
 from helpers import ROOT, TEST_DATA
 from tiny_mlp_bench import catalogue
-from tiny_mlp_bench.config_check import config_errors, with_catalogue_defaults
+from tiny_mlp_bench.config_check import config_errors, set_by, with_catalogue_defaults
 
 SCHEMA = yaml.safe_load((ROOT / "config" / "config.schema.yaml").read_text())
 DEFAULT = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -63,6 +63,23 @@ def test_a_name_people_use_for_a_framework_suggests_the_one_here():
     (error,) = config_errors(DEFAULT | {"frameworks": ["pytorch"]}, SCHEMA)
     assert error.startswith("config key 'frameworks.0': 'pytorch' is not one of ['torch', ")
     assert error.endswith("; did you mean 'torch'?")
+
+
+def test_an_error_names_where_its_key_was_set_as_snakemake_merges_the_sources(tmp_path):
+    own, first, second = (tmp_path / name for name in ("config.yaml", "first.yaml", "second.yaml"))
+    own.write_text("epochs: 1000\ndevices: [cpu]\nrepeats: 3\n")
+    first.write_text("epochs: 0\ndevices: [gpu]\n")
+    second.write_text("epochs: -1\n")
+    message = "config key 'epochs': 0 is less than the minimum of 1"
+
+    def source(key: str, command_line=None) -> str:
+        return set_by(message.replace("epochs", key), command_line or {}, [str(first), str(second)], [str(own)])
+
+    assert source("epochs") == str(second)  # the last --configfile that holds it
+    assert source("devices") == str(first)
+    assert source("repeats") == str(own)  # only the workflow's own file sets it
+    assert source("devices", {"devices": ["gpu"]}) == "--config"
+    assert source("cpu_threads") == "the schema's default"
 
 
 def test_all_mistakes_are_reported_at_once():

@@ -262,9 +262,20 @@ def test_corrupt_dataset_stops_training_with_the_file_named(workflow_dir):
 def test_bad_config_stops_before_any_output(workflow_dir, change, expected):
     result = run_snakemake(workflow_dir, "--cores", 1, "--configfile", write_config(workflow_dir, "bad.yaml", **change))
     assert result.returncode != 0
-    assert expected in result.stderr
-    assert "bad.yaml" in result.stderr  # says which file to fix
+    assert f"  bad.yaml: {expected}" in result.stderr  # the file that holds the bad key, then the key
+    assert 'File "' not in result.stderr  # a mistake in the config, not in the workflow: no traceback
     assert not (workflow_dir / "results").exists() and not (workflow_dir / "logs").exists()
+
+
+@pytest.mark.workflow
+def test_a_bad_command_line_value_is_named_as_such_beside_a_bad_file(workflow_dir):
+    bad_file = write_config(workflow_dir, "bad.yaml", epochs=0)
+    result = run_snakemake(workflow_dir, "--cores", 1, "--configfile", bad_file, "--config", "devices=[gpu]")
+    assert result.returncode != 0
+    assert (
+        "  --config: config key 'devices.0': 'gpu' is not one of ['cpu', 'cuda']; did you mean 'cuda'?" in result.stderr
+    )
+    assert "  bad.yaml: config key 'epochs': 0 is less than the minimum of 1" in result.stderr
 
 
 @pytest.mark.workflow

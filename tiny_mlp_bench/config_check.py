@@ -7,8 +7,11 @@ config dumped; this finds every error first and names each key in one line.
 from __future__ import annotations
 
 import difflib
+import os
+from pathlib import Path
 
 import jsonschema
+import yaml
 
 from tiny_mlp_bench import catalogue
 
@@ -57,6 +60,19 @@ def suggestion(value: str, known: list[str]) -> str:
         return f"; did you mean '{meant}'?" if meant in known else ""
     close = difflib.get_close_matches(value.lower(), known, n=1)
     return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def set_by(message: str, command_line: dict, override_files: list, workflow_files: list) -> str:
+    """Where the key a config error names was set: ``--config``, else the last ``--configfile`` that
+    holds it, else the workflow's own config file (Snakemake's order: each overrides the ones after it)."""
+    key = message.split("'")[1].split(".")[0]  # every message begins "config key 'name..."
+    if key in command_line:
+        return "--config"
+    for path in [*reversed(override_files), *reversed(workflow_files)]:
+        if key in (yaml.safe_load(Path(path).read_text()) or {}):
+            relative = os.path.relpath(path)
+            return str(path) if relative.startswith("..") else relative
+    return "the schema's default"
 
 
 def hint(name: str, known: list[str]) -> str:
