@@ -14,7 +14,9 @@ rule render_report:
         ),
         timings="results/timings.parquet",
         headline=report(
-            "results/headline.csv", caption="captions/headline_csv.rst", category="1. Report"
+            "results/headline.csv",
+            caption="captions/headline_csv.rst",
+            category="1. Report",
         ),
         plot=report(
             "results/report/timings.png",
