@@ -491,13 +491,15 @@ def test_report_without_a_gpu_sweep_says_so():
     assert reason[2].endswith("; the cuda crossover sweep")  # the reason once, for runs and sweep alike
 
 
+def first_line(records) -> str:
+    """The report's line after its title, less the sentence a study of other than the asker's run opens with."""
+    return render(records).splitlines()[2].split("answer nothing. ")[-1]
+
+
 def test_the_first_line_says_what_completed_per_device_and_why_the_rest_did_not():
     # The golden file pins the usual case: every cuda run skipped for want of a GPU.
-    assert (
-        render(synthetic_study())
-        .splitlines()[2]
-        .startswith("17 cpu runs completed (3 of each original loop); the 3 cuda runs were skipped: no GPU. Host ")
-    )
+    expected = "17 cpu runs completed (3 of each original loop); the 3 cuda runs were skipped: no GPU. Host "
+    assert first_line(synthetic_study()).startswith(expected)
     # One cuda run made, one failed, one skipped: each said, the skip's reason only where it is the GPU's.
     records = [r for r in synthetic_study() if r["identity"]["device"] == "cpu"]
     records += [
@@ -505,13 +507,26 @@ def test_the_first_line_says_what_completed_per_device_and_why_the_rest_did_not(
         synthetic_record("torch", "cuda", 2, status="failed", reason="RuntimeError: test"),
         synthetic_record("keras", "cuda", 1, status="skipped", reason="no CUDA device: test"),
     ]
+    assert first_line(records).startswith(
+        "17 cpu runs and 1 cuda run completed (1–3 of each original loop); 1 cuda run was skipped: no GPU; "
+        "1 cuda run failed. Host "
+    )
+
+
+def test_a_study_of_another_workload_than_the_askers_says_so_first():
+    # The synthetic records train 4 epochs: a quick study's workload, not the question's.
+    line = render(synthetic_study()).splitlines()[2]
+    assert line.startswith("**Not the question's run** (4 epochs, not 1,000): its numbers show the pipeline")
+    askers = synthetic_study()
+    for record in askers:
+        record["parameters"]["epochs"] = 1000
+    assert render(askers).splitlines()[2].startswith("17 cpu runs completed")
+    for record in askers:
+        record["parameters"] |= {"n_train": 150, "hidden_units": 4}
     assert (
-        render(records)
+        render(askers)
         .splitlines()[2]
-        .startswith(
-            "17 cpu runs and 1 cuda run completed (1–3 of each original loop); 1 cuda run was skipped: no GPU; "
-            "1 cuda run failed. Host "
-        )
+        .startswith("**Not the question's run** (150 training rows, not 750; hidden units 4, not 20): ")
     )
 
 

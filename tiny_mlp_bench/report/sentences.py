@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import Role, pair_name
-from tiny_mlp_bench.question import ASKERS_KERAS, TODAYS_KERAS, TORCH, askers_rung
+from tiny_mlp_bench.dataset import train_rows
+from tiny_mlp_bench.question import ASKERS_KERAS, ASKERS_RUN, TODAYS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.answer import PAUSED_S, ArchivedGpu
 from tiny_mlp_bench.report.cells import duration, pct, times
 from tiny_mlp_bench.report.inference import Interval, Ratio
@@ -72,7 +73,28 @@ def setup_line(report: Report, m: Machine) -> str:
         f"a 2→{p['hidden_units']}→1 ReLU MLP, Adam at {p['learning_rate']:g}, batch {p['batch_size']}, "
         f"{p['epochs']:,} epochs of {p['n_train']} rows"
     )
-    return f"{runs_line(m)} Host `{m.label}` ({cpu}; {gpu}): {settings}."
+    return f"{not_the_question(p)}{runs_line(m)} Host `{m.label}` ({cpu}; {gpu}): {settings}."
+
+
+def not_the_question(parameters: dict) -> str:
+    """Where the study ran another workload than the asker's (a quick study's few epochs), that it says
+    nothing of the question, before anything else; nothing where it is the asker's run."""
+    askers = ASKERS_RUN | {"n_train": train_rows(ASKERS_RUN["n_rows"])}
+    differ = [
+        f"{parameters[key]:,} {what}, not {askers[key]:,}"
+        for key, what in (("epochs", "epochs"), ("n_train", "training rows"), ("batch_size", "a batch"))
+        if parameters[key] != askers[key]
+    ]
+    differ += [
+        f"{what} {parameters[key]:g}, not {askers[key]:g}"
+        for key, what in (("hidden_units", "hidden units"), ("learning_rate", "learning rate"))
+        if parameters[key] != askers[key]
+    ]
+    if not differ:
+        return ""
+    return (
+        f"**Not the question's run** ({'; '.join(differ)}): its numbers show the pipeline at work and answer nothing. "
+    )
 
 
 def runs_line(m: Machine) -> str:
