@@ -1,6 +1,7 @@
 # tiny-mlp-bench: the targets (`make` or `make help` prints this list). They run the project's one
 # program, `tiny-mlp-bench` in .venv (`python -m tiny_mlp_bench --help` lists its commands).
 #   make run              set up .venv and run the study with config/config.yaml -> results/report.md
+#   make quick            the whole pipeline on a few epochs (config/quick.yaml) in quick/ -> quick/results/report.md
 #   make test             set up .venv with the test tools; run the lints and the whole test suite
 #   make test-fast        the lints and the fast tests (no real workflow, cluster, container or network)
 #   make lint             the lints alone: ruff, snakefmt, snakemake --lint, hadolint
@@ -17,14 +18,14 @@
 #   make gpu-kit          what scripts/gpu_study.py installs on a GPU machine without a registry
 #   make kit-table        docs/gpu-kit.md's table of that kit, from it
 #   make lock, lock-cuda, lock-gpu-kit   resolve the locks in requirements/ again
-#   make clean            remove the study's outputs (results/archive/ stays)
+#   make clean            remove the study's outputs (results/archive/ stays) and quick/
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # Rules call `python` and tests call `snakemake`: both must be the environment's.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help run test test-fast docs variant-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit kit-table clean images image-torch image-keras torch-cpu-wheel compare archive verify
+.PHONY: help run quick test test-fast docs variant-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit kit-table clean images image-torch image-keras torch-cpu-wheel compare archive verify
 
 # A bare `make` prints the targets: starting a study is `make run`.
 .DEFAULT_GOAL := help
@@ -33,6 +34,11 @@ help:
 
 run: $(BIN)/.runtime-installed
 	snakemake --cores all
+
+# The quick study in a folder of its own: its results, logs and Snakemake state never touch the
+# default study's, and it quotes no archive (quick/ has none). Its numbers answer nothing.
+quick: $(BIN)/.runtime-installed
+	snakemake --cores all --directory quick --configfile config/quick.yaml
 
 # Every test, then the 20 slowest named (a test too slow for test-fast gets a marker: docs/development.md).
 test: $(BIN)/.dev-installed lint
@@ -191,4 +197,4 @@ torch-cpu-wheel: | $(BIN)/python
 # The study's outputs, not the archived studies in results/archive/.
 clean:
 	find results -mindepth 1 -maxdepth 1 ! -name archive -exec rm -rf {} + 2>/dev/null || true
-	rm -rf logs .snakemake
+	rm -rf logs .snakemake quick

@@ -3,7 +3,12 @@
 # -> a Markdown report. Run: snakemake --cores all (the profiles/default profile applies).
 
 
-configfile: "config/config.yaml"
+import os
+
+
+# Found beside this file, so that `--directory` can put a study (its results, logs and Snakemake state)
+# in a folder of its own, as `make quick` does.
+configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 report: "rules/captions/workflow.rst"

@@ -133,7 +133,7 @@ def copy_workflow(directory: Path) -> Path:
             shutil.copytree(source, directory / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(source, directory / name)
-    shutil.copy2(TEST_DATA / "tiny_config.yaml", directory / "tiny.yaml")
+    shutil.copy2(ROOT / "config" / "quick.yaml", directory / "tiny.yaml")
     return directory
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from helpers import ROOT, TEST_DATA
+from helpers import ROOT
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.config_check import config_errors, set_by, with_catalogue_defaults
 
@@ -14,7 +14,7 @@ DEFAULT = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
 
 
 @pytest.mark.parametrize(
-    "path", [ROOT / "config" / "config.yaml", ROOT / "config" / "full.yaml", TEST_DATA / "tiny_config.yaml"]
+    "path", [ROOT / "config" / "config.yaml", ROOT / "config" / "full.yaml", ROOT / "config" / "quick.yaml"]
 )
 def test_shipped_configs_are_valid(path):
     assert config_errors(yaml.safe_load(path.read_text()), SCHEMA) == []

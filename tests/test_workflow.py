@@ -219,6 +219,18 @@ def test_the_finished_study_archives_and_verifies(tiny_run):
 
 
 @pytest.mark.workflow
+def test_the_quick_study_plans_in_a_folder_of_its_own(workflow_dir):
+    # As `make quick` runs it: the workflow's own config found beside the Snakefile, every path under quick/.
+    plan = run_snakemake(workflow_dir, "-n", "--directory", "quick", "--configfile", "config/quick.yaml")
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    assert "render_report" in plan.stdout + plan.stderr
+    assert (workflow_dir / "quick" / ".snakemake").is_dir()
+    assert not any((workflow_dir / name).exists() for name in ("results", "logs", ".snakemake"))
+    # Without --configfile too, the workflow's config is read from beside the Snakefile, not from quick/.
+    assert run_snakemake(workflow_dir, "-n", "--directory", "quick").returncode == 0
+
+
+@pytest.mark.workflow
 def test_jobs_use_the_environment_that_runs_snakemake(workflow_dir):
     # No virtual environment on PATH: the jobs must still find the project's packages.
     bare = {**os.environ, "PATH": "/usr/bin:/bin"}
