@@ -154,14 +154,45 @@ def test_the_newest_archive_without_cuda_and_the_newest_with_cuda_are_quoted(arc
 
 def test_a_stale_readme_is_found_and_rewritten_between_the_markers(archives, tmp_path, capsys):
     stale = tmp_path / "README.md"
-    stale.write_text(f"intro\n{findings.BEGIN}\nnumbers copied by hand\n{findings.END}\nafter\n")
+    answer = f"{findings.ANSWER_BEGIN}\nan answer copied by hand\n{findings.ANSWER_END}"
+    stale.write_text(f"intro\n{answer}\n{findings.BEGIN}\nnumbers copied by hand\n{findings.END}\nafter\n")
     argv = ["--readme", str(stale), "--archives", str(archives)]
     assert findings.main(["--check", *argv]) == 1
     assert "the findings differ from the archives' report models; run: make findings" in capsys.readouterr().out
     assert findings.main(argv) == 0
-    generated = findings.findings(findings.load_archives(archives))
-    assert stale.read_text() == f"intro\n{findings.BEGIN}\n{generated}\n{findings.END}\nafter\n"
+    loaded = findings.load_archives(archives)
+    answer = f"{findings.ANSWER_BEGIN}\n{findings.short_answer(loaded)}\n{findings.ANSWER_END}"
+    generated = f"{findings.BEGIN}\n{findings.findings(loaded)}\n{findings.END}"
+    assert stale.read_text() == f"intro\n{answer}\n{generated}\nafter\n"
     assert findings.main(["--check", *argv]) == 0
+
+
+def test_the_short_answer_orders_only_what_the_runs_resolve(tmp_path):
+    question = [
+        {"role": "question", "view": view("torch-cpu", "seed", 16.0, 6.7e-4)},
+        {"role": "question", "view": view("tf_keras-cpu", "seed", 37.0, 8.9e-4)},
+        {"role": "fastest per step", "view": view("numpy-cpu", "fused", 2.6, 4.1e-6, RESOLVED)},
+    ]
+    cpu = machine(keras=RESOLVED, pause={"runs": 5, "paused": 5, "longest_s": 20.0}, headline=question)
+    on_gpu = [
+        {"role": "question", "view": view("torch-cpu", "seed", 16.8, 5.7e-4)},
+        {"role": "question", "view": view("torch-cuda", "seed", 26.6, 9.9e-4)},
+    ]
+    gpu = machine(devices=("cpu", "cuda"), gpu="Some GPU", gpu_ratio=UNRESOLVED, headline=on_gpu)
+    write_archive(tmp_path, "cpu-study", "2026-12-03T10:00:00", [cpu])
+    write_archive(tmp_path, "gpu-study", "2026-12-04T10:00:00", [gpu])
+    said = findings.short_answer(findings.load_archives(tmp_path))
+    gpu_part, cpu_part = said.split(" On a CPU ")
+    assert (
+        "On a GPU (Some GPU, [`gpu-study`](results/archive/gpu-study/report.md)), the torch loop took 27 s" in gpu_part
+    )
+    assert gpu_part.endswith("1.1× (0.7–1.3) as long, but 3 runs against 4 cannot order the two.")
+    assert (
+        "took 37 s (33–41) to a result and the asker's torch loop 16 s (14–18): Keras was slower, 2.1× (1.6–2.4)"
+        in cpu_part
+    )
+    assert "the reverse of the asker's order, where Keras was fastest" in cpu_part
+    assert cpu_part.endswith("the same arithmetic compiled into one numba loop, 4.1 µs (3.7–4.5).")
 
 
 def test_an_archive_rendered_before_the_headline_is_refused(archives):
