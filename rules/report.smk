@@ -34,6 +34,11 @@ rule render_report:
             category="2. Charts",
         ),
         model="results/report/model.json",
+        html=report(
+            "results/report/report.html",
+            caption="captions/report_html.rst",
+            category="1. Report",
+        ),
     log:
         "logs/render_report/render_report.log",
     container:
@@ -46,7 +51,7 @@ rule render_report:
         "exec {params.run} {params.script} --report {output.report} --timings {output.timings}"
         " --headline {output.headline}"
         " --plot {output.plot} --ladder-plot {output.ladder_plot} --crossover-plot {output.crossover_plot}"
-        " --model {output.model} {params.gpu_archive}"
+        " --model {output.model} --html {output.html} {params.gpu_archive}"
         " --sweeps {input.sweeps} --probes {input.probes} -- {input.records} > {log} 2>&1"
 
 

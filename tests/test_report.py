@@ -3,9 +3,11 @@ identical on reruns, and bad records refused before anything is written."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import random
+import re
 import types
 
 import numpy as np
@@ -589,7 +591,7 @@ def test_the_cpu_runs_of_a_gpu_host_are_that_host_s_runs():
 def render_report(out, records, sweeps=()):
     """Run scripts/render_report.py as the workflow does, writing under ``out``."""
     args = ["--report", out / "report.md", "--timings", out / "timings.parquet", "--plot", out / "report/t.png"]
-    args += ["--headline", out / "headline.csv"]
+    args += ["--headline", out / "headline.csv", "--html", out / "report/report.html"]
     if sweeps:
         args += ["--crossover-plot", out / "report/x.png", "--sweeps", *sweeps]
     return run_script("render_report.py", *args, "--", *records)
@@ -606,7 +608,7 @@ def test_same_records_give_identical_files(tmp_path):
         sweeps.append(tmp_path / "sweep" / f"{sweep['device']}.json")
         write_sweep(sweep, sweeps[-1])
     outputs = []
-    names = ("report.md", "timings.parquet", "report/t.png", "report/x.png", "headline.csv")
+    names = ("report.md", "timings.parquet", "report/t.png", "report/x.png", "headline.csv", "report/report.html")
     for name, order in (("a", 1), ("b", -1)):
         out = tmp_path / name
         result = render_report(out, paths[::order], sweeps[::order])
@@ -622,6 +624,13 @@ def test_same_records_give_identical_files(tmp_path):
     assert len(frame) == 20
     assert list(frame["run_id"][:3]) == ["keras-cpu-seed-1", "keras-cpu-seed-2", "keras-cpu-seed-3"]
     assert list(frame["pair"][:3]) == ["keras-cpu"] * 3
+    # The report as a web page for Snakemake's report: its tables as tables, its charts inside it.
+    page = (tmp_path / "a" / "report" / "report.html").read_text()
+    assert "<title>Why is PyTorch on a GPU slower than on a CPU, and slower than Keras?</title>" in page
+    assert page.count("<table>") == len(re.findall(r"^\|[-:]", report, re.MULTILINE))  # each delimiter row
+    assert 'src="report/' not in page
+    chart = base64.b64encode((tmp_path / "a" / "report" / "t.png").read_bytes()).decode()
+    assert f'<img src="data:image/png;base64,{chart}"' in page
     # The first screen's table as numbers: a row per headline row, the same values the report rounds.
     headline = pd.read_csv(tmp_path / "a" / "headline.csv")
     (machine,) = build_report(synthetic_study(), synthetic_sweeps()).machines

@@ -186,11 +186,14 @@ def test_snakemake_report_holds_the_report_charts_and_records_with_captions(tiny
     result = run_snakemake(directory, "--configfile", "tiny.yaml", "--report", "report.html")
     assert result.returncode == 0, result.stderr[-2000:]
     html = (directory / "report.html").read_text(encoding="utf-8")
-    for item in ("report.md", "timings.png", "ladder.png", "crossover.png", "torch-cpu-seed-1.json", "cpu.json"):
+    items = ("report.md", "headline.csv", "timings.png", "ladder.png", "crossover.png", "torch-cpu-seed-1.json")
+    for item in (*items, "cpu.json"):
         assert item in html, f"{item} is not in the HTML report"
     # Captions are rendered per item, with the record's own wildcards.
     assert "Run record of torch on cpu, variant" in html
     assert "The study's report, rendered from every record below" in html
+    assert "The report as a page to read here, its tables and charts inside it" in html
+    assert "tiny-mlp-bench asks a famous question again" in html  # the landing page: the question, not its claims
 
 
 @pytest.mark.workflow

@@ -11,7 +11,7 @@ and the Markdown only render them. `tiny-mlp-bench report`, and the report rule'
            --headline results/headline.csv \
            --plot results/report/timings.png --ladder-plot results/report/ladder.png \
            --crossover-plot results/report/crossover.png --sweeps results/sweep/*.json \
-           --probes results/probes/*.json --model results/report/model.json \
+           --probes results/probes/*.json --model results/report/model.json --html results/report/report.html \
            [--gpu-archive results/archive/<name> | --no-archive-qualifies] -- results/runs/*.json
 """
 
@@ -25,6 +25,7 @@ from pathlib import Path
 from tiny_mlp_bench.atomic import atomic_path, write_text_atomic
 from tiny_mlp_bench.records import RecordError, read_probe, read_record, read_sweep
 from tiny_mlp_bench.report.gpu_archive import QUALIFIES, quote
+from tiny_mlp_bench.report.html import report_page
 from tiny_mlp_bench.report.markdown import render_markdown
 from tiny_mlp_bench.report.model import build_report
 from tiny_mlp_bench.report.model_file import model_json
@@ -59,6 +60,7 @@ def parse_args(argv=None, prog=None) -> argparse.Namespace:
     parser.add_argument("--probes", type=Path, nargs="*", default=[], help="fixed-cost probe records (.json)")
     parser.add_argument("--crossover-plot", type=Path, help="PNG crossover chart to write (with --sweeps)")
     parser.add_argument("--model", type=Path, help="JSON file to write: the report's numbers and the versions here")
+    parser.add_argument("--html", type=Path, help="HTML file to write: the report as one page, its charts inside")
     quoted = parser.add_mutually_exclusive_group()
     quoted.add_argument(
         "--gpu-archive",
@@ -109,6 +111,8 @@ def main(argv=None, prog=None) -> int:
         crossover_link = link(args.crossover_plot)
     text = render_markdown(report, link(args.plot), crossover_link, ladder_link=link(args.ladder_plot))
     write_text_atomic(args.report, text)
+    if args.html:
+        write_text_atomic(args.html, report_page(text, args.report.parent))
     if args.model:
         write_text_atomic(args.model, model_json(report))
     tables = f"{args.timings}" + (f", {args.headline}" if args.headline else "")
