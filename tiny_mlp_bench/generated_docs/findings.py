@@ -265,14 +265,15 @@ def keras_sentence(archive: Archive, machine: dict) -> str | None:
     found = ratio(machine["answer"]["keras"]["ratio"])
     if not (keras and torch and found):
         return None
-    said = order(
-        found,
-        f"Keras was slower, {times(found)} as long: the reverse of the asker's order, where Keras was fastest",
-        f"Keras was faster, {times(found)} as long, as the asker saw",
-    )
+    as_long = f"{times(found)} as long"
     without, pause = ratio(machine["answer"]["keras"]["ratio_without_pauses"]), machine["answer"]["keras"]["pause"]
     if found.resolved and without and without.resolved and pause and pause["paused"]:
-        said += f" ({times(without)} less the pauses `fit` made after its last epoch)"
+        as_long += f", {times(without)} less the pauses `fit` made after its last epoch"
+    said = order(
+        found,
+        f"Keras was slower, {as_long}: the reverse of the asker's order, where Keras was fastest",
+        f"Keras was faster, {as_long}, as the asker saw",
+    )
     return (
         f"On a CPU ({cpus(machine)}, [`{archive.name}`](results/archive/{archive.name}/report.md)), the asker's "
         f"Keras, Keras 2's `fit`, took {duration(interval(keras['view']['result']))} to a result and the asker's torch "
