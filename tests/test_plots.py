@@ -4,7 +4,7 @@ intervals, and the asker's per-step marks right."""
 from __future__ import annotations
 
 import pytest
-from matplotlib.container import BarContainer
+from matplotlib.container import BarContainer, ErrorbarContainer
 
 from helpers import run_script, synthetic_record, synthetic_study, synthetic_sweeps
 from tiny_mlp_bench.records import write_record, write_sweep
@@ -33,6 +33,14 @@ def whisker_ends(bars) -> tuple[float, float] | None:
     return float(segment[0][along]), float(segment[1][along])
 
 
+def point_whisker(point) -> tuple[float, float] | None:
+    """Where a dot's horizontal error bar starts and ends; None where it has none."""
+    if not point.lines[2]:
+        return None
+    (segment,) = point.lines[2][0].get_segments()
+    return float(segment[0][0]), float(segment[1][0])
+
+
 @pytest.fixture
 def drawn(monkeypatch):
     """Every figure the plots save, as its axes' titles, texts, labels, lines and its bars' whiskers (in drawing
@@ -52,6 +60,18 @@ def drawn(monkeypatch):
                 "ylabels": [ax.get_ylabel() for ax in axes],
                 "xlabels": [ax.get_xlabel() for ax in axes],
                 "whiskers": [whisker_ends(c) for ax in axes for c in ax.containers if isinstance(c, BarContainer)],
+                "points": [
+                    point_whisker(c)
+                    for ax in axes
+                    for c in ax.containers
+                    if isinstance(c, ErrorbarContainer) and c.has_xerr is not None and not ax.patches
+                ],
+                "bars": sum(len(ax.patches) for ax in axes),
+                "runs": [
+                    list(line.get_ydata()) for ax in axes for line in ax.get_lines() if line.get_label() == "one run"
+                ],
+                "supxlabel": fig.get_supxlabel(),
+                "legend": [t.get_text() for legend in fig.legends for t in legend.get_texts()],
             }
         )
         save(fig, path)
@@ -94,24 +114,20 @@ def test_charts_are_png_and_the_same_records_give_the_same_bytes(tmp_path, recor
     assert written[0] == written[1]
 
 
-def test_ladder_chart_without_cuda_runs_says_not_measured(tmp_path, drawn):
+def test_ladder_chart_without_cuda_runs_has_no_cuda_panel_but_says_so(tmp_path, drawn):
     report = build_report(synthetic_study())
     assert {ladder.device for ladder in report.machines[0].ladders} == {"cpu"}  # both cuda seed runs skipped
     plots.plot_ladders(report.machines, tmp_path / "ladder.png", report.parameters)
     assert (tmp_path / "ladder.png").read_bytes().startswith(PNG)
     (figure,) = drawn
-    assert figure["titles"] == ["cpu", "cuda"] and figure["xscale"] == ["log", "log"]
-    assert figure["texts"].count("not measured") == 1
-    # Every timed rung is a bar, labelled with its geometric mean µs per step: compiled's runs took 100 and 200.
-    for value in ("1,000", "250", "141", "2,000", "1,600", "80"):
+    assert figure["titles"] == ["cpu"] and figure["xscale"] == ["log"]
+    assert figure["supxlabel"].endswith("\nnot measured on any machine here: cuda")
+    # Every timed rung is a dot, not a bar on the log axis, labelled with its unit: compiled's runs took 100 and 200.
+    assert figure["bars"] == 0
+    for value in ("1,000 µs", "250 µs", "141 µs", "2,000 µs", "1,600 µs", "80.0 µs"):
         assert value in figure["texts"]
-    # The asker's lines, cuda's too: 11 s, 17 s and 9 s over the asker's 1000 x 12 steps.
-    assert figure["labels"] == [
-        "asker, torch-cpu: 917 µs",
-        "asker, tf_keras-cpu: 750 µs",
-        "asker, torch-cuda: 1,417 µs",
-        "asker, tf_keras-cuda: 750 µs",
-    ]
+    # The asker's lines, in a legend beside the panels: 11 s and 9 s over the asker's 1000 x 12 steps.
+    assert figure["legend"] == ["asker, torch-cpu: 917 µs", "asker, tf_keras-cpu: 750 µs"]
 
 
 def test_ladder_whiskers_are_the_runs_95_percent_intervals(tmp_path, drawn):
@@ -120,7 +136,7 @@ def test_ladder_whiskers_are_the_runs_95_percent_intervals(tmp_path, drawn):
     (figure,) = drawn
     rungs = [r for ladder in report.machines[0].ladders for r in ladder.rungs]  # all cpu, drawn in this order
     expected = [None if r.step.low is None else (r.step.low * 1e6, r.step.high * 1e6) for r in rungs]
-    assert figure["whiskers"] == [None if e is None else pytest.approx(e) for e in expected]
+    assert figure["points"] == [None if e is None else pytest.approx(e) for e in expected]
     # compiled's two runs, 0.1 and 0.2 ms a step, give a wide t-interval; the one-run rungs get no whisker.
     compiled = next(r for r in rungs if r.variant == "compiled")
     assert compiled.step.low * 1e6 < 10 and compiled.step.high * 1e6 > 10_000
@@ -129,7 +145,10 @@ def test_ladder_whiskers_are_the_runs_95_percent_intervals(tmp_path, drawn):
         "reference",
         "fused",
     ]
-    assert figure["xlabels"][0] == "µs per optimiser step (geometric mean, 95% interval over runs), log scale"
+    assert figure["supxlabel"].startswith("µs per optimiser step, log scale\ngeometric mean, 95% interval over runs")
+    # Each run is a grey dot beside its rung's: compiled's two at 100 and 200 µs.
+    (grey,) = [line for line in figure["lines"].values() if sorted(line.get_xdata()) == pytest.approx([100, 200])]
+    assert grey.get_marker() == "."
 
 
 def test_ladder_chart_of_several_machines_has_a_row_each(tmp_path, drawn):
@@ -140,10 +159,11 @@ def test_ladder_chart_of_several_machines_has_a_row_each(tmp_path, drawn):
     plots.plot_ladders(report.machines, tmp_path / "ladder.png")  # no parameters: no asker lines
     (figure,) = drawn
     assert figure["titles"] == ["bench-host: cpu", "bench-host: cuda", "other-node: cpu", "other-node: cuda"]
-    assert figure["texts"].count("not measured") == 1 and figure["labels"] == []
-    assert {"1,500", "50"} <= set(figure["texts"])
+    assert figure["texts"].count("not measured") == 1 and figure["legend"] == []
+    assert {"1,500 µs", "50.0 µs"} <= set(figure["texts"])
     plots.plot_ladders(report.machines, tmp_path / "ladder.png", report.parameters)
-    assert "asker, torch-cpu: 917 µs" in drawn[1]["labels"] and "asker, torch-cuda: 1,417 µs" in drawn[1]["labels"]
+    assert "asker, torch-cpu: 917 µs" in drawn[1]["legend"] and "asker, torch-cuda: 1,417 µs" in drawn[1]["legend"]
+    assert len(drawn[1]["legend"]) == len(set(drawn[1]["legend"]))  # each line once, whatever the rows
 
 
 def test_crossover_marks_the_asker_run_per_device(tmp_path, drawn):
@@ -158,7 +178,7 @@ def test_crossover_marks_the_asker_run_per_device(tmp_path, drawn):
     assert not [label for label in drawn[1]["labels"] if label.startswith("asker")]
 
 
-def test_seed_chart_says_wall_time_per_run(tmp_path, drawn):
+def test_seed_chart_shows_each_run_and_names_what_did_not_run(tmp_path, drawn):
     report = build_report(synthetic_study())
     plots.plot_seed_times(report.machines, tmp_path / "timings.png")
     (figure,) = drawn
@@ -167,8 +187,14 @@ def test_seed_chart_says_wall_time_per_run(tmp_path, drawn):
     # Our bars' whiskers are the runs' 95% intervals, in the question's order; the asker's bars have none.
     results = [q.result for q in report.machines[0].question if q.result is not None]
     assert [w for w in figure["whiskers"] if w is not None] == [pytest.approx((r.low, r.high)) for r in results]
-    assert figure["whiskers"].count(None) == len(plots.ASKER_SECONDS)
-    assert figure["labels"][-1] == "this run (geometric mean, 95% interval over runs)"
+    # Only the pairs that completed get a slot (and the asker's bar beside them); the rest are named.
+    assert figure["whiskers"].count(None) == 2  # the asker's torch-cpu and tf_keras-cpu
+    assert figure["xlabels"][0].endswith(
+        "not completed here: torch-cuda (asker: 17 s), tf_keras-cuda (asker: 9 s), keras-cuda"
+    )
+    # Each run a dot beside its bar: the torch loop's three runs took 7, 6 and 8 s, Keras 2's 4, 3 and 5 s.
+    assert figure["runs"][:2] == [[6.0, 7.0, 8.0], [3.0, 4.0, 5.0]]
+    assert figure["legend"] == ["asker", "this run (geometric mean, 95% interval over runs)", "one run"]
 
 
 @pytest.mark.slow

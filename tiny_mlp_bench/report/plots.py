@@ -1,10 +1,11 @@
 """The report's charts, drawn from the report model as PNG files without timestamps (same data, same bytes).
 
 plot_seed_times: whole-run wall time of the question's pairs beside the asker's; plot_ladders: every rung's time
-per optimiser step, cpu and cuda side by side; plot_crossover: the sweep's time per step over batch size and width.
+per optimiser step, a panel per device measured; plot_crossover: the sweep's time per step over batch size and width.
 The first two show what the Markdown report prints: each value's geometric mean over runs with its 95% interval
-(inference.Interval) as whiskers; a value from one run has no interval, so no whisker. The asker's per-step times
-are the asker's wall times spread over the asker's steps (asker_step_s).
+(inference.Interval) as whiskers, and each run as a dot beside it, so that runs in two groups show as two groups; a
+value from one run has no interval, so no whisker. What did not run gets no slot or panel, only a note under the
+axis. The asker's per-step times are the asker's wall times spread over the asker's steps (asker_step_s).
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ import pandas as pd
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.atomic import atomic_path
 from tiny_mlp_bench.catalogue import pair_name
-from tiny_mlp_bench.question import ASKER_SECONDS, ASKER_STEPS, TORCH
+from tiny_mlp_bench.question import ASKER_SECONDS, ASKER_STEPS, TORCH, askers_rung
+from tiny_mlp_bench.report.cells import approx
 from tiny_mlp_bench.report.inference import Interval
-from tiny_mlp_bench.report.ladder import Ladder
 from tiny_mlp_bench.report.model import Machine
 from tiny_mlp_bench.report.question_table import QUESTION_PAIRS
 
@@ -64,67 +65,90 @@ def asker_step_s(pair: str) -> float | None:
 
 
 def save(fig, path: Path) -> None:
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:  # a figure with a legend outside its axes lays itself out
+        fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", metadata={"Software": None})
     plt.close(fig)
 
 
+def completed(machine: Machine, pair: str, variant: str, column: str) -> list[float]:
+    """``column`` of each completed run of ``pair``'s ``variant`` on ``machine``, lowest first."""
+    runs = machine.runs
+    done = runs[(runs["pair"] == pair) & (runs["variant"] == variant) & (runs["status"] == "ok")]
+    return sorted(float(value) for value in done[column].dropna())
+
+
+def spread(x: float, count: int, width: float) -> list[float]:
+    """``count`` positions around ``x`` within ``width``, so that runs with one value show as many dots."""
+    return [x] if count < 2 else [x - width / 2 + width * i / (count - 1) for i in range(count)]
+
+
 def plot_seed_times(machines: tuple[Machine, ...], path: Path) -> None:
-    """Wall time per run of each question pair (seed variant) per machine, the geometric mean over its runs with
-    the 95% interval as whiskers (none with one run), the asker's beside: whole runs, from the start of the fit to
-    the predictions, not steps."""
-    fig, ax = plt.subplots(figsize=(9, 4), dpi=100)
-    pairs = list(QUESTION_PAIRS)
+    """Time to result per run of each question pair (seed variant) per machine: each run a dot beside the geometric
+    mean over its runs, a bar with the 95% interval as whiskers (none with one run), the asker's bar beside. A pair
+    no machine completed gets no slot: the x-axis's label names it."""
+    fig, ax = plt.subplots(figsize=(9, 4.5), dpi=100, layout="constrained")
+    results = [{q.pair: q.result for q in m.question if q.result is not None} for m in machines]
+    shown = [pair for pair in QUESTION_PAIRS if any(pair in found for found in results)]
     width = 0.8 / (1 + len(machines))
     colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
-    for i, pair in enumerate(pairs):
+    for i, pair in enumerate(shown):
         left = i - 0.4 + width / 2
         if pair in ASKER_SECONDS:  # today's Keras has no asker's time
             ax.bar(left, ASKER_SECONDS[pair], width, color="#bbbbbb", label="asker")
-        for j, machine in enumerate(machines, 1):
+            ax.text(left, ASKER_SECONDS[pair], f"{ASKER_SECONDS[pair]:g} s", ha="center", va="bottom", fontsize=7)
+        for j, (machine, found) in enumerate(zip(machines, results, strict=True), 1):
+            if pair not in found:
+                continue
+            result, x = found[pair], left + j * width
             label = "this run" if len(machines) == 1 else machine.label
-            results = {q.pair: q.result for q in machine.question if q.result is not None}
-            if pair in results:
-                result = results[pair]
-                ax.bar(
-                    left + j * width,
-                    result.estimate,
-                    width,
-                    yerr=whisker(result),
-                    capsize=3,
-                    color=colours[(j - 1) % 6],
-                    label=f"{label} ({INTERVAL})",
-                )
-            else:
-                ax.text(left + j * width, 0.3, "no timed\nrun", ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(range(len(pairs)), pairs, fontsize=8)
-    ax.set_xlabel("framework-device pair")
-    ax.set_ylabel("wall time per run (s), fit start to predictions")
-    ax.set_title("Seed experiment: wall time per run, per framework-device pair")
+            bar = {"yerr": whisker(result), "capsize": 3, "color": colours[(j - 1) % 6]}
+            ax.bar(x, result.estimate, width, label=f"{label} ({INTERVAL})", **bar)
+            seconds = completed(machine, pair, askers_rung(pair.rsplit("-", 1)[0]), "fit_predict_s")
+            ax.plot(spread(x, len(seconds), width / 2), seconds, "o", color="black", markersize=3, label="one run")
+            top = max(extent(result)[1], *seconds) if seconds else extent(result)[1]
+            ax.annotate(
+                f"{result.estimate:.3g} s", (x, top), xytext=(0, 3), textcoords="offset points", ha="center", fontsize=7
+            )
+    ax.set_xticks(range(len(shown)), shown, fontsize=8)
+    missing = [pair for pair in QUESTION_PAIRS if pair not in shown]
+    not_run = ", ".join(f"{p} (asker: {ASKER_SECONDS[p]:g} s)" if p in ASKER_SECONDS else p for p in missing)
+    ax.set_xlabel("framework-device pair" + (f"\nnot completed here: {not_run}" if missing else ""))
+    ax.set_ylabel("time to result per run (s), fit start to predictions")
+    ax.set_title("Time to result of the original loops, per run, beside the asker's")
+    if not shown:
+        ax.text(0.5, 0.5, "no original loop completed", ha="center", va="center", transform=ax.transAxes)
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))  # one legend entry per label, not per bar
-    ax.legend(unique.values(), unique.keys())
+    order = sorted(unique, key=lambda label: (label == "one run", label != "asker"))  # as drawn, left to right
+    if unique:
+        fig.legend([unique[k] for k in order], order, loc="outside lower center", ncols=len(order), fontsize=8)
     save(fig, path)
 
 
-def ladder_panel(ax, ladders: list[Ladder], device: str, parameters: dict | None, slots: int) -> None:
-    """One device's timed rungs as horizontal bars, grouped by pair, top to bottom, with the asker's lines: each
-    bar the geometric mean of its runs' steps, labelled in µs, with the 95% interval as whiskers (none with one
-    run). ``slots`` rows of room, so that every panel's bars are as thick."""
+def ladder_panel(ax, machine: Machine, device: str, parameters: dict | None, slots: int) -> None:
+    """One device's timed rungs as dots, grouped by pair, top to bottom, with the asker's lines: each dot the
+    geometric mean of its runs' steps, labelled in µs, with the 95% interval as whiskers (none with one run) and
+    each run a small grey dot. ``slots`` rows of room, so that every panel's rows are as tall."""
+    ladders = [ladder for ladder in machine.ladders if ladder.device == device]
     rows = [r for ladder in ladders for r in ladder.rungs if r.step is not None]
     pairs = [p for p in ASKER_SECONDS if p.endswith(f"-{device}")] if parameters else []
     for y, r in enumerate(rows):
         colour = FRAMEWORK_COLOURS.get(r.framework, "#7f7f7f")
+        runs = [s * 1e6 for s in completed(machine, r.pair, r.variant, "step_s")]
+        ax.plot(runs, spread(y, len(runs), 0.4), ".", color="#888888", markersize=3)
         xerr = whisker(r.step, 1e6)
-        ax.barh(y, r.step.estimate * 1e6, 0.7, xerr=xerr, capsize=2, color=colour, error_kw={"linewidth": 0.8})
-        # The label goes past the whisker's end, so that the two never overlap.
-        ax.text(extent(r.step)[1] * 1e6 * 1.15, y, f"{r.step.estimate * 1e6:,.0f}", va="center", fontsize=7)
+        ax.errorbar(r.step.estimate * 1e6, y, xerr=xerr, fmt="o", color=colour, capsize=2, elinewidth=0.8)
+        # The label goes past the whisker's and the runs' end, so that they never overlap.
+        end = max(extent(r.step)[1] * 1e6, *runs) if runs else extent(r.step)[1] * 1e6
+        ax.text(end * 1.15, y, f"{approx(r.step.estimate * 1e6, 3)} µs", va="center", fontsize=7)
     ax.set_yticks(range(len(rows)), [f"{r.pair} · {r.variant}" for r in rows], fontsize=8)
     if not rows:
         ax.set_yticks([])
         ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes, color="#555555")
     ax.set_ylim(max(slots, 1) - 0.5, -0.5)  # first rung on top
+    ax.grid(axis="x", which="major", color="#dddddd", linewidth=0.6)
     for i, pair in enumerate(pairs):
         step_us = asker_step_s(pair) * 1e6
         ys = [y for y, r in enumerate(rows) if r.pair == pair]
@@ -132,19 +156,21 @@ def ladder_panel(ax, ladders: list[Ladder], device: str, parameters: dict | None
         colour = FRAMEWORK_COLOURS.get(pair.split("-")[0], "#7f7f7f")
         style = ("--", ":")[i % 2]
         ax.vlines(step_us, *span, colors=colour, linestyles=style, label=f"asker, {pair}: {step_us:,.0f} µs")
-    if pairs:
-        ax.legend(fontsize=7, loc="best")
 
 
 def plot_ladders(machines: tuple[Machine, ...], path: Path, parameters: dict | None = None) -> None:
     """Each rung's time per optimiser step, the geometric mean over its runs with the 95% interval as whiskers
-    (none with one run), log scale: a row of panels per machine, one panel per device, rungs grouped by pair in
-    ladder order; rungs without a timed run are left out.
+    (none with one run) and its runs as grey dots, log scale: a row of panels per machine, one panel per device
+    some machine measured, rungs grouped by pair in ladder order; rungs without a timed run are left out, and a
+    device no machine measured is named under the axis instead of given a panel.
 
     With ``parameters`` (Report.parameters), each of the asker's pairs gets a line at the asker's per-step time
-    (asker_step_s), across its pair's rungs, or the whole panel where the pair has none.
+    (asker_step_s), across its pair's rungs, or the whole panel where the pair has none; the lines' legend is
+    below the panels, never over them.
     """
-    devices = [*DEVICES, *sorted({ladder.device for m in machines for ladder in m.ladders} - set(DEVICES))]
+    every = [*DEVICES, *sorted({ladder.device for m in machines for ladder in m.ladders} - set(DEVICES))]
+    measured = {ladder.device for m in machines for ladder in m.ladders if any(r.step for r in ladder.rungs)}
+    devices = [d for d in every if d in measured] or every[:1]
     rows = max(1, len(machines))
     most = max(
         (sum(len(ladder.rungs) for ladder in m.ladders if ladder.device == d) for m in machines for d in devices),
@@ -153,10 +179,11 @@ def plot_ladders(machines: tuple[Machine, ...], path: Path, parameters: dict | N
     fig, axes = plt.subplots(
         rows,
         len(devices),
-        figsize=(5.5 * len(devices), rows * max(2.5, 0.32 * most + 1.4)),
+        figsize=(6.5 * len(devices) + 2.2, rows * max(2.5, 0.32 * most + 1.4) + 0.8),  # the legend's room at right
         dpi=100,
         sharex=True,
         squeeze=False,
+        layout="constrained",
     )
     # Every panel shares the x-axis, wide enough for every whisker (every estimate where there is none).
     steps = [r.step for m in machines for ladder in m.ladders for r in ladder.rungs if r.step is not None]
@@ -166,8 +193,7 @@ def plot_ladders(machines: tuple[Machine, ...], path: Path, parameters: dict | N
     for row, machine in enumerate(machines):
         for col, device in enumerate(devices):
             ax = axes[row][col]
-            found = [ladder for ladder in machine.ladders if ladder.device == device]
-            ladder_panel(ax, found, device, parameters, most)
+            ladder_panel(ax, machine, device, parameters, most)
             ax.set_title(device if len(machines) == 1 else f"{machine.label}: {device}", fontsize=10)
     if not machines:
         for ax in axes[0]:
@@ -175,9 +201,16 @@ def plot_ladders(machines: tuple[Machine, ...], path: Path, parameters: dict | N
     for ax in axes[-1]:
         ax.set_xscale("log")
         if values:
-            ax.set_xlim(min(values) * 1e6 / 2, max(values) * 1e6 * 4)
-        ax.set_xlabel(f"µs per optimiser step ({INTERVAL}), log scale")
-    fig.suptitle("Variant ladder: time per optimiser step of every rung, cpu and cuda side by side", fontsize=11)
+            ax.set_xlim(min(values) * 1e6 / 2, max(values) * 1e6 * 6)
+    unmeasured = [d for d in every if d not in devices]
+    note = f"\nnot measured on any machine here: {', '.join(unmeasured)}" if unmeasured else ""
+    fig.supxlabel(f"µs per optimiser step, log scale\n{INTERVAL}; grey dots: each run{note}", fontsize=9)
+    lines = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels(), strict=True)}
+    if lines:
+        fig.legend(
+            lines.values(), lines.keys(), loc="outside right upper", fontsize=7, title="the asker", title_fontsize=7
+        )
+    fig.suptitle("Time per optimiser step of every rung", fontsize=11)
     save(fig, path)
 
 
@@ -223,5 +256,11 @@ def plot_crossover(points: pd.DataFrame, path: Path, parameters: dict | None = N
         ax.legend(fontsize=8)
     ax.set_xlabel("batch size")
     ax.set_ylabel("ms per training step (median block)")
-    ax.set_title("Crossover map: torch sync_free, cpu (solid) vs cuda (dashed)")
+    # The title says what is drawn: a device without a sweep point gets no line, and is named as missing.
+    drawn = [
+        f"{d} ({'solid' if d == 'cpu' else 'dashed'})" for d in ("cpu", "cuda") if d in set(points.get("device", ()))
+    ]
+    missing = [d for d in ("cpu", "cuda") if d not in set(points.get("device", ()))]
+    title = f"Crossover map: torch sync_free per step on {' and '.join(drawn) or 'no device'}"
+    ax.set_title(title + (f"; no {' or '.join(missing)} sweep here" if missing else ""), fontsize=10)
     save(fig, path)

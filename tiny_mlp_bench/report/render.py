@@ -52,7 +52,9 @@ def parse_args(argv=None, prog=None) -> argparse.Namespace:
     parser.add_argument("--report", type=Path, required=True, help="Markdown report to write")
     parser.add_argument("--timings", type=Path, required=True, help="tidy Parquet table to write")
     parser.add_argument("--headline", type=Path, help="CSV file to write: the first screen's table, as numbers")
-    parser.add_argument("--plot", type=Path, required=True, help="PNG bar chart to write")
+    parser.add_argument(
+        "--plot", type=Path, required=True, help="PNG chart of the original loops' times to result to write"
+    )
     parser.add_argument(
         "--ladder-plot", type=Path, help="PNG chart of the variant ladders to write; default: ladder.png beside --plot"
     )
