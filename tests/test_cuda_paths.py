@@ -117,6 +117,25 @@ def test_a_machine_shows_a_gpu_driver_by_any_one_of_its_paths_and_by_no_variable
     assert machine.gpu_driver_absent() is None
 
 
+@pytest.mark.parametrize(("device", "driver", "level"), [("cpu", False, "3"), ("cpu", True, "2"), ("cuda", False, "2")])
+def test_a_cpu_keras_run_on_a_machine_without_a_gpu_driver_keeps_tensorflows_cuinit_error_out(
+    monkeypatch, tmp_path, device, driver, level
+):
+    # TensorFlow's CUDA build logs its search for a driver as an error ("failed call to cuInit") where there
+    # is none: a cpu run there turns TF's error messages off before the import; elsewhere only its chatter.
+    from tiny_mlp_bench.backends import keras_runtime
+
+    sign = tmp_path / "proc-driver-nvidia"
+    if driver:
+        sign.touch()
+    monkeypatch.setattr(machine, "GPU_DRIVER_PATHS", (str(sign),))
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL", raising=False)
+    for name in ("tensorflow", "tf_keras"):  # stand-ins: what load() does before the import is under test
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    keras_runtime.loader("tensorflow", "tf_keras")(device)
+    assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == level
+
+
 def test_installed_versions_are_keyed_by_the_name_asked_and_leave_out_what_is_not_installed():
     assert installed_versions(["numpy", "no-such-distribution-here"]) == {"numpy": np.__version__}
 

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 
 from tiny_mlp_bench.backends.contract import RunSpec
-from tiny_mlp_bench.machine import nvidia_driver
+from tiny_mlp_bench.machine import gpu_driver_absent, nvidia_driver
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,10 @@ def loader(backend: str, keras_module: str = "keras"):
         that before it starts (JAX, torch); TensorFlow allows it later, in prepare()."""
         os.environ["KERAS_BACKEND"] = backend
         if backend == "tensorflow":
-            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TF's start-up chatter out of the logs
+            # TF's start-up chatter stays out of the logs; on a cpu run where the machine has no GPU driver,
+            # its error messages too: TensorFlow's CUDA build logs its search for one (cuInit) as an error.
+            quiet = "3" if device == "cpu" and gpu_driver_absent() else "2"
+            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", quiet)
             import tensorflow as lib
         elif backend == "jax":
             import jax as lib
