@@ -78,6 +78,19 @@ RUN_PRIORITY = {
 }
 
 
+# At the start of a run: what its timed jobs are expected to take, from archived studies of a machine
+# like this one (tiny_mlp_bench/gpu_study/plan.py), or that none has measured them. The jobs to run are
+# read from Snakemake's DAG (pinned Snakemake: needrun_jobs is not a documented interface).
+onstart:
+    from tiny_mlp_bench.gpu_study.plan import expected_line
+    from tiny_mlp_bench.machine import gpu_driver_absent, nvidia_smi
+
+    _to_run = {str(f) for job in workflow.dag.needrun_jobs() for f in job.output}
+    _pending = [job for job in _RUN_ORDER if job.output in _to_run]
+    _gpu = None if gpu_driver_absent() else nvidia_smi("name")
+    print(expected_line(config, ARCHIVES, _pending, _gpu), file=sys.stderr)
+
+
 def run_order_priority(rule_name):
     """The priority function of a timed rule: its job's place in the run order (0 for one outside it)."""
 

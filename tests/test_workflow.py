@@ -89,8 +89,10 @@ def test_tiny_study_end_to_end(tiny_run):
     assert "### Where the time goes: the variant ladders" in report
     assert ["[`sync_free`](#the-variants)"] in [row[:1] for row in rows]
     assert "Where the GPU starts to win: not measured, no cuda sweep completed." in report
-    # No archive in this clone: the answer says no archived GPU run qualified (gpu_answer_archive: auto).
+    # No archive in this clone: the answer says no archived GPU run qualified (gpu_answer_archive: auto),
+    # and the run's start said it had no estimate of its time rather than guess one.
     assert "No archive holds a completed GPU run of it either." in report
+    assert "Expected: no estimate; no archived study ran these jobs on a machine like this one (" in output
     numbers = json.loads((directory / "results" / "report" / "model.json").read_text())
     assert numbers["model"]["records"] == len(records) and numbers["model"]["no_archive_qualifies"] is True
     # The fixed-cost probes ran where the runs did: measured on cpu, skipped with the reason on cuda.

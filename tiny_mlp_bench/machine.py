@@ -128,11 +128,11 @@ def not_imported(packages) -> dict:
     return {"versions": installed_versions(packages), "threads": {}, "cuda": dict(NO_CUDA), "gpu_name": None}
 
 
-def nvidia_driver() -> str | None:
-    """The NVIDIA driver version from nvidia-smi (frameworks do not report it), or None."""
+def nvidia_smi(field: str) -> str | None:
+    """``field`` of the first GPU as nvidia-smi reports it, or None where there is no nvidia-smi or GPU."""
     try:
         out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            ["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader"],
             capture_output=True,
             text=True,
             check=True,
@@ -141,6 +141,11 @@ def nvidia_driver() -> str | None:
         return out.stdout.splitlines()[0].strip()
     except (OSError, subprocess.SubprocessError, IndexError):
         return None
+
+
+def nvidia_driver() -> str | None:
+    """The NVIDIA driver version (frameworks do not report it), or None."""
+    return nvidia_smi("driver_version")
 
 
 def collect_environment(

@@ -149,6 +149,40 @@ def archived_seconds(
     return found
 
 
+def expected_line(config: dict, archives: Path, pending: list[jobs.Job], gpu: str | None) -> str:
+    """What a run's ``pending`` timed jobs are expected to take, for the start of the run: the sum of the
+    newest archived record of each on a machine of this kind (its CPU model and count, and GPU), cuda jobs
+    where there is no GPU counted as the moment their skip takes. What no archive measured on such a
+    machine is named and left out, not guessed."""
+    if not pending:
+        return "Expected: no timed job in this run."
+    machine = this_machine(gpu)
+    like = f"{machine['cpu_model']}, {machine['logical_cpus']} logical CPUs, {gpu or 'no GPU'}"
+    steady_s = STEADY_MARGIN * config.get("steady_window_s", 0.0)
+    seconds = archived_seconds(list(archived(archives)), machine, config["epochs"], steady_s)
+    total, sources, unmeasured = 0.0, set(), []
+    for job in pending:
+        if job.device == "cuda" and gpu is None:
+            total += JOB_OVERHEAD_S  # skipped as soon as it starts: there is no GPU
+        elif found := seconds.get(measure_key(job)):
+            total += found[0]
+            sources.add(found[1])
+        else:
+            unmeasured.append(job.name)
+    if not sources:
+        return f"Expected: no estimate; no archived study ran these jobs on a machine like this one ({like})."
+    counted = len(pending) - len(unmeasured)
+    about = f"{total:.0f} s" if total < 90 else f"{total / 60:.0f} min"
+    line = (
+        f"Expected: about {about} for {counted} of the {len(pending)} timed jobs to run, from "
+        f"{', '.join(sorted(sources))}, whose machine is like this one ({like})"
+    )
+    if unmeasured:
+        line += f"; no archived run of the other {len(unmeasured)} on such a machine ({', '.join(unmeasured[:3])}"
+        line += ", ...)" if len(unmeasured) > 3 else ")"
+    return line + "."
+
+
 def estimate(job: jobs.Job, estimates: dict[str, float]) -> tuple[float, str]:
     matching = [pattern for pattern in estimates if fnmatch.fnmatchcase(job.name, pattern)]
     if not matching:
