@@ -155,15 +155,17 @@ def test_the_newest_archive_without_cuda_and_the_newest_with_cuda_are_quoted(arc
 def test_a_stale_readme_is_found_and_rewritten_between_the_markers(archives, tmp_path, capsys):
     stale = tmp_path / "README.md"
     answer = f"{findings.ANSWER_BEGIN}\nan answer copied by hand\n{findings.ANSWER_END}"
-    stale.write_text(f"intro\n{answer}\n{findings.BEGIN}\nnumbers copied by hand\n{findings.END}\nafter\n")
+    took = f"{findings.RUN_TIME_BEGIN}\na time copied by hand\n{findings.RUN_TIME_END}"
+    stale.write_text(f"intro\n{answer}\n{took}\n{findings.BEGIN}\nnumbers copied by hand\n{findings.END}\nafter\n")
     argv = ["--readme", str(stale), "--archives", str(archives)]
     assert findings.main(["--check", *argv]) == 1
     assert "the findings differ from the archives' report models; run: make findings" in capsys.readouterr().out
     assert findings.main(argv) == 0
     loaded = findings.load_archives(archives)
     answer = f"{findings.ANSWER_BEGIN}\n{findings.short_answer(loaded)}\n{findings.ANSWER_END}"
+    took = f"{findings.RUN_TIME_BEGIN}\n{findings.run_time(loaded)}\n{findings.RUN_TIME_END}"
     generated = f"{findings.BEGIN}\n{findings.findings(loaded)}\n{findings.END}"
-    assert stale.read_text() == f"intro\n{answer}\n{generated}\nafter\n"
+    assert stale.read_text() == f"intro\n{answer}\n{took}\n{generated}\nafter\n"
     assert findings.main(["--check", *argv]) == 0
 
 
@@ -193,6 +195,17 @@ def test_the_short_answer_orders_only_what_the_runs_resolve(tmp_path):
     )
     assert "the reverse of the asker's order, where Keras was fastest" in cpu_part
     assert cpu_part.endswith("the same arithmetic compiled into one numba loop, 4.1 µs (3.7–4.5).")
+
+
+def test_the_run_time_is_the_newest_timed_archives_and_says_whether_it_met_the_aim(archives):
+    assert findings.run_time(findings.load_archives(archives)) == "No archived study timed its `make run` as a whole."
+    took = {"total_s": 1112, "setup_s": 166, "study_s": 946}
+    (archives / "old-cpu" / "logs").mkdir()
+    (archives / "old-cpu" / "logs" / "make_run_time.json").write_text(json.dumps(took))
+    said = findings.run_time(findings.load_archives(archives))
+    assert said.startswith("`make run` of the default study took 18 min 32 s from a fresh clone on a machine with ")
+    assert "(one run): 2 min 46 s to set up `.venv`, 15 min 46 s for the study and its report" in said
+    assert "[`results/archive/old-cpu`](results/archive/old-cpu/README.md)): over the 15 minutes" in said
 
 
 def test_an_archive_rendered_before_the_headline_is_refused(archives):
