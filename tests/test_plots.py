@@ -64,7 +64,7 @@ def drawn(monkeypatch):
                     point_whisker(c)
                     for ax in axes
                     for c in ax.containers
-                    if isinstance(c, ErrorbarContainer) and c.has_xerr is not None and not ax.patches
+                    if isinstance(c, ErrorbarContainer) and not c.has_yerr and not ax.patches
                 ],
                 "bars": sum(len(ax.patches) for ax in axes),
                 "runs": [
@@ -174,8 +174,23 @@ def test_crossover_marks_the_asker_run_per_device(tmp_path, drawn):
         star = lines[f"asker's run ({device}), width 20"]
         assert star.get_marker() == "*"
         assert list(star.get_xdata()) == [64] and list(star.get_ydata()) == [pytest.approx(seconds / 12000 * 1e3)]
+    # Each point's bar spans its blocks: a sweep is one run, so the range of its blocks, not an interval.
+    points = report.sweep_points
+    assert (points["low_s"] <= points["step_s"]).all() and (points["step_s"] <= points["high_s"]).all()
+    assert "bars its blocks' range" in drawn[0]["ylabels"][0]
     plots.plot_crossover(report.sweep_points, tmp_path / "crossover.png")  # callers without parameters: no stars
     assert not [label for label in drawn[1]["labels"] if label.startswith("asker")]
+
+
+def test_a_sweep_points_range_is_its_fastest_and_slowest_block():
+    from tiny_mlp_bench.report.crossover_map import sweep_frame
+
+    (sweep, *_) = synthetic_sweeps()
+    sweep["points"][0] |= {"block_step_s": [3e-4, 1e-4, 2e-4], "step_s": 2e-4}
+    del sweep["points"][1]["block_step_s"]  # a record from before blocks were kept: its step alone
+    first, second = sweep_frame([sweep]).iloc[:2].itertuples()
+    assert (first.low_s, first.step_s, first.high_s) == (1e-4, 2e-4, 3e-4)
+    assert second.low_s == second.step_s == second.high_s
 
 
 def test_seed_chart_shows_each_run_and_names_what_did_not_run(tmp_path, drawn):

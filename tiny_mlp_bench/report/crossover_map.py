@@ -32,14 +32,21 @@ class Sweep:
 
 
 def sweep_frame(sweeps: list[dict]) -> pd.DataFrame:
-    """One row per measured sweep point: device, batch_size, hidden_units, step_s."""
+    """One row per measured sweep point: device, batch_size, hidden_units, step_s (its blocks' median), and
+    low_s and high_s, the fastest and slowest of its blocks (a sweep is one run: a range, not an interval over
+    runs); a record without its blocks gives its step_s for both."""
     rows = [
-        {"device": s["device"], **{k: p[k] for k in ("batch_size", "hidden_units", "step_s")}}
+        {
+            "device": s["device"],
+            **{k: p[k] for k in ("batch_size", "hidden_units", "step_s")},
+            "low_s": min(p.get("block_step_s") or [p["step_s"]]),
+            "high_s": max(p.get("block_step_s") or [p["step_s"]]),
+        }
         for s in sweeps
         if s["status"] == "ok"
         for p in s["points"]
     ]
-    return pd.DataFrame(rows, columns=["device", "batch_size", "hidden_units", "step_s"])
+    return pd.DataFrame(rows, columns=["device", "batch_size", "hidden_units", "step_s", "low_s", "high_s"])
 
 
 def sweep_table(points: pd.DataFrame) -> pd.DataFrame:

@@ -217,11 +217,12 @@ def plot_ladders(machines: tuple[Machine, ...], path: Path, parameters: dict | N
 def plot_crossover(points: pd.DataFrame, path: Path, parameters: dict | None = None) -> None:
     """Time per optimiser step against batch size, one colour per width, solid cpu and dashed cuda.
 
-    ``points`` is the report's sweep_points: device, batch_size, hidden_units, step_s. With ``parameters``
+    ``points`` is the report's sweep_points: device, batch_size, hidden_units, step_s, and its blocks' range
+    (low_s, high_s) as error bars: one run per device, so a range, not an interval over runs. With ``parameters``
     (Report.parameters), stars mark the asker's run: at its batch size, the asker's per-step time on each device
     (asker_step_s of torch-cpu and torch-cuda), at its width (given in the legend).
     """
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    fig, ax = plt.subplots(figsize=(9, 4.5), dpi=100, layout="constrained")
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     widths = sorted(points["hidden_units"].unique())
     for i, width in enumerate(widths):
@@ -229,11 +230,14 @@ def plot_crossover(points: pd.DataFrame, path: Path, parameters: dict | None = N
             rows = points[(points["hidden_units"] == width) & (points["device"] == device)]
             if not rows.empty:
                 rows = rows.sort_values("batch_size")
-                ax.plot(
+                ax.errorbar(
                     rows["batch_size"],
                     rows["step_s"] * 1e3,
-                    style,
+                    yerr=[(rows["step_s"] - rows["low_s"]) * 1e3, (rows["high_s"] - rows["step_s"]) * 1e3],
+                    fmt=style,
                     color=colours[i % len(colours)],
+                    capsize=2,
+                    elinewidth=0.8,
                     label=f"{device}, width {width}",
                 )
     if parameters and not points.empty:
@@ -253,9 +257,9 @@ def plot_crossover(points: pd.DataFrame, path: Path, parameters: dict | None = N
     else:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.legend(fontsize=8)
+        fig.legend(loc="outside right upper", fontsize=8)  # beside the lines, never over them
     ax.set_xlabel("batch size")
-    ax.set_ylabel("ms per training step (median block)")
+    ax.set_ylabel("ms per training step: median block, bars its blocks' range")
     # The title says what is drawn: a device without a sweep point gets no line, and is named as missing.
     drawn = [
         f"{d} ({'solid' if d == 'cpu' else 'dashed'})" for d in ("cpu", "cuda") if d in set(points.get("device", ()))
