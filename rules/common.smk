@@ -79,16 +79,23 @@ RUN_PRIORITY = {
 
 
 # At the start of a run: what its timed jobs are expected to take, from archived studies of a machine
-# like this one (tiny_mlp_bench/gpu_study/plan.py), or that none has measured them. The jobs to run are
-# read from Snakemake's DAG (pinned Snakemake: needrun_jobs is not a documented interface).
+# like this one (tiny_mlp_bench/gpu_study/plan.py), or that none has measured them; then, as each one's
+# record appears, the time left. The jobs to run are read from Snakemake's DAG (pinned Snakemake:
+# needrun_jobs is not a documented interface).
 onstart:
-    from tiny_mlp_bench.gpu_study.plan import expected_line
+    from tiny_mlp_bench.gpu_study import plan
     from tiny_mlp_bench.machine import gpu_driver_absent, nvidia_smi
 
     _to_run = {str(f) for job in workflow.dag.needrun_jobs() for f in job.output}
     _pending = [job for job in _RUN_ORDER if job.output in _to_run]
     _gpu = None if gpu_driver_absent() else nvidia_smi("name")
-    print(expected_line(config, ARCHIVES, _pending, _gpu), file=sys.stderr)
+    print(plan.expected_line(config, ARCHIVES, _pending, _gpu), file=sys.stderr)
+    _expected = plan.expected_seconds(config, ARCHIVES, _pending, _gpu)
+    if any(found and found[1] for found in _expected.values()):
+        plan.follow(
+            _expected,
+            lambda text: print(f"Time left: {text}", file=sys.stderr, flush=True),
+        )
 
 
 def run_order_priority(rule_name):

@@ -620,6 +620,25 @@ def test_a_run_expects_its_time_from_archives_of_a_like_machine_and_says_where_t
     )
 
 
+def test_the_time_left_is_said_as_each_timed_record_appears(tmp_path):
+    from tiny_mlp_bench.gpu_study import plan
+
+    first, second, third = (str(tmp_path / f"{name}.json") for name in ("a", "b", "c"))
+    expected = {first: (120.0, "archive"), second: (60.0, "archive"), third: None}
+    assert plan.time_left(expected, set()) == "about 3 min left (0 of 3 timed jobs done; 1 more not estimated)"
+    said = []
+    watcher = plan.follow(expected, said.append, every_s=0.01)
+    Path(first).write_text("{}")
+    deadline = time.monotonic() + 10
+    while not said and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert said == ["about 60 s left (1 of 3 timed jobs done; 1 more not estimated)"]
+    for path in (second, third):
+        Path(path).write_text("{}")
+    watcher.join(timeout=10)
+    assert not watcher.is_alive() and said[-1] == "about 0 s left (3 of 3 timed jobs done)"
+
+
 def test_the_plan_refuses_a_config_file_that_is_not_as_run_and_says_how_to_make_one():
     command = [
         sys.executable,

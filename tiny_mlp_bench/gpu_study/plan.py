@@ -42,6 +42,8 @@ import fnmatch
 import json
 import os
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,38 +151,73 @@ def archived_seconds(
     return found
 
 
+def expected_seconds(config: dict, archives: Path, pending: list[jobs.Job], gpu: str | None) -> dict:
+    """Per pending timed job's output, what it is expected to take: the newest archived record of it on a
+    machine of this kind (its CPU model and count, and GPU) as (seconds, archive), a cuda job where there is
+    no GPU as the moment its skip takes, and None where no archive measured it on such a machine."""
+    machine = this_machine(gpu)
+    steady_s = STEADY_MARGIN * config.get("steady_window_s", 0.0)
+    seconds = archived_seconds(list(archived(archives)), machine, config["epochs"], steady_s)
+    skipped = (JOB_OVERHEAD_S, "")  # no GPU: skipped as soon as it starts
+    return {
+        job.output: skipped if job.device == "cuda" and gpu is None else seconds.get(measure_key(job))
+        for job in pending
+    }
+
+
+def about(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
 def expected_line(config: dict, archives: Path, pending: list[jobs.Job], gpu: str | None) -> str:
-    """What a run's ``pending`` timed jobs are expected to take, for the start of the run: the sum of the
-    newest archived record of each on a machine of this kind (its CPU model and count, and GPU), cuda jobs
-    where there is no GPU counted as the moment their skip takes. What no archive measured on such a
-    machine is named and left out, not guessed."""
+    """What a run's ``pending`` timed jobs are expected to take, for the start of the run (expected_seconds);
+    what no archive measured on a machine of this kind is named and left out, not guessed."""
     if not pending:
         return "Expected: no timed job in this run."
     machine = this_machine(gpu)
     like = f"{machine['cpu_model']}, {machine['logical_cpus']} logical CPUs, {gpu or 'no GPU'}"
-    steady_s = STEADY_MARGIN * config.get("steady_window_s", 0.0)
-    seconds = archived_seconds(list(archived(archives)), machine, config["epochs"], steady_s)
-    total, sources, unmeasured = 0.0, set(), []
-    for job in pending:
-        if job.device == "cuda" and gpu is None:
-            total += JOB_OVERHEAD_S  # skipped as soon as it starts: there is no GPU
-        elif found := seconds.get(measure_key(job)):
-            total += found[0]
-            sources.add(found[1])
-        else:
-            unmeasured.append(job.name)
+    expected = expected_seconds(config, archives, pending, gpu)
+    sources = {found[1] for found in expected.values() if found and found[1]}
     if not sources:
         return f"Expected: no estimate; no archived study ran these jobs on a machine like this one ({like})."
-    counted = len(pending) - len(unmeasured)
-    about = f"{total:.0f} s" if total < 90 else f"{total / 60:.0f} min"
+    unmeasured = [job.name for job in pending if expected[job.output] is None]
+    total = sum(found[0] for found in expected.values() if found)
     line = (
-        f"Expected: about {about} for {counted} of the {len(pending)} timed jobs to run, from "
-        f"{', '.join(sorted(sources))}, whose machine is like this one ({like})"
+        f"Expected: about {about(total)} for {len(pending) - len(unmeasured)} of the {len(pending)} timed jobs "
+        f"to run, from {', '.join(sorted(sources))}, whose machine is like this one ({like})"
     )
     if unmeasured:
         line += f"; no archived run of the other {len(unmeasured)} on such a machine ({', '.join(unmeasured[:3])}"
         line += ", ...)" if len(unmeasured) > 3 else ")"
     return line + "."
+
+
+def time_left(expected: dict, done: set[str]) -> str:
+    """The time the timed jobs not yet ``done`` (outputs) are expected to take, of ``expected``'s."""
+    left = [found for output, found in expected.items() if output not in done]
+    line = (
+        f"about {about(sum(found[0] for found in left if found))} left ({len(done)} of {len(expected)} timed jobs done"
+    )
+    unmeasured = sum(1 for found in left if found is None)
+    return line + (f"; {unmeasured} more not estimated)" if unmeasured else ")")
+
+
+def follow(expected: dict, say, every_s: float = 5.0) -> threading.Thread:
+    """Say time_left each time a timed job's output appears (the programs publish a record only whole), from
+    a daemon thread that ends when every job is done or with the run's process."""
+
+    def watch() -> None:
+        done: set[str] = set()
+        while len(done) < len(expected):
+            time.sleep(every_s)
+            now = {output for output in expected if Path(output).exists()}
+            if now != done:
+                done = now
+                say(time_left(expected, done))
+
+    thread = threading.Thread(target=watch, name="time-left", daemon=True)
+    thread.start()
+    return thread
 
 
 def estimate(job: jobs.Job, estimates: dict[str, float]) -> tuple[float, str]:
