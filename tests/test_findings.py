@@ -184,17 +184,17 @@ def test_the_short_answer_orders_only_what_the_runs_resolve(tmp_path):
     write_archive(tmp_path, "cpu-study", "2026-12-03T10:00:00", [cpu])
     write_archive(tmp_path, "gpu-study", "2026-12-04T10:00:00", [gpu])
     said = findings.short_answer(findings.load_archives(tmp_path))
-    gpu_part, cpu_part = said.split(" On a CPU ")
+    gpu_part, cpu_part = said.split("; on a CPU ")
     assert (
-        "On a GPU (Some GPU, [`gpu-study`](results/archive/gpu-study/report.md)), the torch loop took 27 s" in gpu_part
+        "on a GPU (Some GPU, [`gpu-study`](results/archive/gpu-study/report.md)), the torch loop took 27 s" in gpu_part
     )
-    assert gpu_part.endswith("1.1× (0.7–1.3) as long, but 3 runs against 4 cannot order the two.")
+    assert gpu_part.endswith("1.1× (0.7–1.3) as long, but 3 runs against 4 cannot order the two")
     assert (
         "took 37 s (33–41) to a result and the asker's torch loop 16 s (14–18): Keras was slower, 2.1× (1.6–2.4)"
         in cpu_part
     )
     assert "the reverse of the asker's order, where Keras was fastest" in cpu_part
-    assert cpu_part.endswith("the same arithmetic compiled into one numba loop, 4.1 µs (3.7–4.5).")
+    assert cpu_part.endswith("the same arithmetic compiled into one numba loop 4.1 µs (3.7–4.5).")
 
 
 def test_the_run_time_is_the_newest_timed_archives_and_says_whether_it_met_the_aim(archives):

@@ -283,9 +283,9 @@ def keras_sentence(archive: Archive, machine: dict) -> str | None:
         f"Keras was faster, {as_long}, as the asker saw",
     )
     return (
-        f"On a CPU ({cpus(machine)}, [`{archive.name}`](results/archive/{archive.name}/report.md)), the asker's "
+        f"on a CPU ({cpus(machine)}, [`{archive.name}`](results/archive/{archive.name}/report.md)), the asker's "
         f"Keras, Keras 2's `fit`, took {duration(interval(keras['view']['result']))} to a result and the asker's torch "
-        f"loop {duration(interval(torch['view']['result']))}: {said}."
+        f"loop {duration(interval(torch['view']['result']))}: {said}"
     )
 
 
@@ -299,9 +299,9 @@ def gpu_sentence(archive: Archive, machine: dict) -> str | None:
     gpus = ", ".join(name for name in machine["environment"]["gpu"] if name)
     said = order(found, f"the GPU was slower, {times(found)} as long, as the asker saw", "the GPU was faster")
     return (
-        f"On a GPU ({gpus}, [`{archive.name}`](results/archive/{archive.name}/report.md)), the torch loop took "
+        f"on a GPU ({gpus}, [`{archive.name}`](results/archive/{archive.name}/report.md)), the torch loop took "
         f"{duration(interval(cuda['view']['result']))} against {duration(interval(cpu['view']['result']))} on the "
-        f"same machine's CPU: {said}."
+        f"same machine's CPU: {said}"
     )
 
 
@@ -321,8 +321,8 @@ def step_sentence(machine: dict) -> str | None:
     if not floors:
         return None
     return (
-        f"Why: a step this small is fixed cost. The torch loop's step took {duration(interval(torch['view']['step']))} "
-        f"there; the same arithmetic compiled into one numba loop, {duration(interval(floors[0]['step']))}."
+        f"Why: a step this small is fixed cost; the torch loop's step took {duration(interval(torch['view']['step']))} "
+        f"on that CPU, the same arithmetic compiled into one numba loop {duration(interval(floors[0]['step']))}."
     )
 
 
@@ -337,8 +337,10 @@ def short_answer(archives: list[Archive]) -> str:
             else:
                 keras.append(keras_sentence(archive, machine))
                 why.append(step_sentence(machine))
-    found = " ".join(sentence for sentence in [*gpu, *keras, *why] if sentence)
-    return f"**In short** (times to a result, each with its 95% interval over runs; [terms](#terms)): {found}"
+    # Two sentences: what the runs show, then why.
+    shown = "; ".join(part for part in [*gpu, *keras] if part)
+    why = " ".join(part for part in why if part)
+    return f"**In short** (times to a result, each with its 95% interval over runs; [terms](#terms)): {shown}. {why}"
 
 
 def minutes(seconds: float) -> str:
