@@ -82,7 +82,7 @@ def not_the_question(parameters: dict) -> str:
     askers = ASKERS_RUN | {"n_train": train_rows(ASKERS_RUN["n_rows"])}
     differ = [
         f"{parameters[key]:,} {what}, not {askers[key]:,}"
-        for key, what in (("epochs", "epochs"), ("n_train", "training rows"), ("batch_size", "a batch"))
+        for key, what in (("epochs", "epochs"), ("n_train", "training rows"), ("batch_size", "rows a batch"))
         if parameters[key] != askers[key]
     ]
     differ += [
