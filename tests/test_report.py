@@ -4,6 +4,7 @@ identical on reruns, and bad records refused before anything is written."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import random
@@ -182,6 +183,15 @@ def test_keras_backends_stand_side_by_side_in_the_answer():
         "JAX 1.00 ms (1.00–1.00), PyTorch 4.00 ms (1 run)."
     ]
     assert sentences.keras_backends_line(only_machine(synthetic_study())) == []  # TensorFlow alone
+
+
+def test_the_why_line_sets_the_torch_step_beside_the_floor_only_where_the_floor_has_one():
+    machine = only_machine(synthetic_study())
+    assert "compiled into one numba loop, takes 5.00 µs" in sentences.why_line(machine)
+    # A study of a few epochs times the floor's many-epoch call in one block: no steady step.
+    stepless = tuple(dataclasses.replace(v, step=None) if v.variant == "fused" else v for v in machine.views)
+    line = sentences.why_line(dataclasses.replace(machine, views=stepless))
+    assert line.endswith("on the CPU; this study timed no steady step of the numba loop to set beside it.")
 
 
 def test_a_target_the_floor_rules_out_says_so():

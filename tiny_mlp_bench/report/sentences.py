@@ -185,10 +185,17 @@ def why_line(m: Machine) -> str:
     cpu = seed_view(m, TORCH, "cpu")
     floor = floor_view(m, "cpu")
     parts = []
-    if cpu and floor and cpu.step:
+    floor_said = bool(cpu and cpu.step and floor and floor.step)
+    if floor_said:
         parts.append(
             f"the torch loop's step takes {duration(cpu.step)} on the CPU, while the whole step's arithmetic, "
             f"compiled into one numba loop, takes {duration(floor.step)}."
+        )
+    elif cpu and cpu.step:
+        # The floor's loop runs many epochs a call: a study of a few epochs times it in one block, no step.
+        parts.append(
+            f"the torch loop's step takes {duration(cpu.step)} on the CPU; "
+            "this study timed no steady step of the numba loop to set beside it."
         )
     gpu = m.answer.gpu
     if gpu.launch_s:
@@ -199,6 +206,8 @@ def why_line(m: Machine) -> str:
     if not parts:
         return "not measured here: no completed run of the numba floor or of the original torch loop."
     parts[0] = parts[0][0].lower() + parts[0][1:]
+    if len(parts) == 1 and not floor_said:  # a torch step alone shows no rest to attribute
+        return parts[0]
     return " ".join(parts) + " The rest is fixed cost: calls, dispatch and Python between them."
 
 
