@@ -173,7 +173,7 @@ def test_crossover_marks_the_asker_run_per_device(tmp_path, drawn):
     for device, seconds in (("cpu", 11), ("cuda", 17)):
         star = lines[f"asker's run ({device}), width 20"]
         assert star.get_marker() == "*"
-        assert list(star.get_xdata()) == [64] and list(star.get_ydata()) == [pytest.approx(seconds / 12000 * 1e3)]
+        assert list(star.get_xdata()) == [64] and list(star.get_ydata()) == [pytest.approx(seconds / 12000 * 1e6)]
     # Each point's bar spans its blocks: a sweep is one run, so the range of its blocks, not an interval.
     points = report.sweep_points
     assert (points["low_s"] <= points["step_s"]).all() and (points["step_s"] <= points["high_s"]).all()

@@ -16,6 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import matplotlib.ticker as ticker
 import pandas as pd
 
 from tiny_mlp_bench import catalogue
@@ -142,7 +143,10 @@ def ladder_panel(ax, machine: Machine, device: str, parameters: dict | None, slo
         ax.errorbar(r.step.estimate * 1e6, y, xerr=xerr, fmt="o", color=colour, capsize=2, elinewidth=0.8)
         # The label goes past the whisker's and the runs' end, so that they never overlap.
         end = max(extent(r.step)[1] * 1e6, *runs) if runs else extent(r.step)[1] * 1e6
-        ax.text(end * 1.15, y, f"{approx(r.step.estimate * 1e6, 3)} µs", va="center", fontsize=7)
+        label = f"{approx(r.step.estimate * 1e6, 3)} µs"
+        ax.text(
+            end * 1.15, y, label, va="center", fontsize=7, bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5}
+        )
     ax.set_yticks(range(len(rows)), [f"{r.pair} · {r.variant}" for r in rows], fontsize=8)
     if not rows:
         ax.set_yticks([])
@@ -173,7 +177,12 @@ def plot_ladders(machines: tuple[Machine, ...], path: Path, parameters: dict | N
     devices = [d for d in every if d in measured] or every[:1]
     rows = max(1, len(machines))
     most = max(
-        (sum(len(ladder.rungs) for ladder in m.ladders if ladder.device == d) for m in machines for d in devices),
+        # Rows for the rungs drawn (those with a timed step), so that no panel keeps empty rows.
+        (
+            sum(r.step is not None for ladder in m.ladders if ladder.device == d for r in ladder.rungs)
+            for m in machines
+            for d in devices
+        ),
         default=0,
     )
     fig, axes = plt.subplots(
@@ -232,8 +241,8 @@ def plot_crossover(points: pd.DataFrame, path: Path, parameters: dict | None = N
                 rows = rows.sort_values("batch_size")
                 ax.errorbar(
                     rows["batch_size"],
-                    rows["step_s"] * 1e3,
-                    yerr=[(rows["step_s"] - rows["low_s"]) * 1e3, (rows["high_s"] - rows["step_s"]) * 1e3],
+                    rows["step_s"] * 1e6,
+                    yerr=[(rows["step_s"] - rows["low_s"]) * 1e6, (rows["high_s"] - rows["step_s"]) * 1e6],
                     fmt=style,
                     color=colours[i % len(colours)],
                     capsize=2,
@@ -244,7 +253,7 @@ def plot_crossover(points: pd.DataFrame, path: Path, parameters: dict | None = N
         for device, face in (("cpu", "black"), ("cuda", "white")):
             ax.plot(
                 parameters["batch_size"],
-                asker_step_s(pair_name(TORCH, device)) * 1e3,
+                asker_step_s(pair_name(TORCH, device)) * 1e6,
                 "*",
                 markersize=14,
                 markerfacecolor=face,
@@ -257,9 +266,15 @@ def plot_crossover(points: pd.DataFrame, path: Path, parameters: dict | None = N
     else:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        # Plain numbers on both log axes ("600", not "6e2" in mathtext): the measured batch sizes, and µs.
+        batches = sorted({*points["batch_size"], *([parameters["batch_size"]] if parameters else [])})
+        ax.set_xticks(batches, [f"{b:,}" for b in batches])
+        ax.xaxis.set_minor_locator(ticker.NullLocator())
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+        ax.yaxis.set_minor_formatter(ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
         fig.legend(loc="outside right upper", fontsize=8)  # beside the lines, never over them
     ax.set_xlabel("batch size")
-    ax.set_ylabel("ms per training step: median block, bars its blocks' range")
+    ax.set_ylabel("µs per training step: median block,\nbars its blocks' range")
     # The title says what is drawn: a device without a sweep point gets no line, and is named as missing.
     drawn = [
         f"{d} ({'solid' if d == 'cpu' else 'dashed'})" for d in ("cpu", "cuda") if d in set(points.get("device", ()))
