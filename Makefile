@@ -46,9 +46,11 @@ test: $(BIN)/.dev-installed lint
 
 # While working: the tests that need no real Snakemake study, cluster, container, network or long
 # compilation (the markers in pyproject.toml).
+# They are independent, so they run on every core (TEST_WORKERS=0 runs them in one process).
 FAST_TESTS := not slow and not workflow and not network and not containers and not slurm
+TEST_WORKERS ?= auto
 test-fast: $(BIN)/.dev-installed lint
-	pytest -m "$(FAST_TESTS)" --durations=10
+	pytest -m "$(FAST_TESTS)" -n $(TEST_WORKERS) --durations=10
 
 docs: $(BIN)/.runtime-installed
 	python -m tiny_mlp_bench docs
