@@ -30,6 +30,7 @@ of PyPI serves PyPI's files, so a lock is the same through either.
 """
 
 import argparse
+import concurrent.futures
 import dataclasses
 import difflib
 import hashlib
@@ -389,13 +390,21 @@ def main(argv=None, prog=None) -> None:
         parser.error("--kit and --check are kit-table's options")
     if any(option is not None for option in (args.python, args.into, args.present, args.max_mib)):
         parser.error("--python, --into, --present and --max-mib are fetch-kit's options")
-    stale = []
-    for name in args.targets or TARGETS:
-        target = TARGETS[name]
-        print(f"resolving {name} on {index_name()} for CPython {target.python}", file=sys.stderr)
-        path = target.lock_path()
+    names = args.targets or list(TARGETS)
+    for name in names:
+        print(f"resolving {name} on {index_name()} for CPython {TARGETS[name].python}", file=sys.stderr)
+
+    def resolved(name: str) -> str:
+        path = TARGETS[name].lock_path()
         # A check holds pip to the lock's versions: a newer release on the index does not make it stale.
-        text = lock_text(name, target, held=path if args.action == "check" and path.exists() else None)
+        return lock_text(name, TARGETS[name], held=path if args.action == "check" and path.exists() else None)
+
+    # Each target is a pip resolution of its own, mostly waiting on the index: all of them in one pass.
+    with concurrent.futures.ThreadPoolExecutor(len(names)) as pool:
+        texts = dict(zip(names, pool.map(resolved, names), strict=True))
+    stale = []
+    for name, text in texts.items():
+        path = TARGETS[name].lock_path()
         if args.action == "lock":
             path.write_text(text)
             print(f"wrote {path.relative_to(ROOT)}: {text.count('--hash')} packages", file=sys.stderr)
