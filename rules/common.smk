@@ -89,8 +89,8 @@ onstart:
     _to_run = {str(f) for job in workflow.dag.needrun_jobs() for f in job.output}
     _pending = [job for job in _RUN_ORDER if job.output in _to_run]
     _gpu = None if gpu_driver_absent() else nvidia_smi("name")
-    print(plan.expected_line(config, ARCHIVES, _pending, _gpu), file=sys.stderr)
     _expected = plan.expected_seconds(config, ARCHIVES, _pending, _gpu)
+    print(plan.expected_line(_expected, _pending, _gpu), file=sys.stderr)
     if any(found and found[1] for found in _expected.values()):
         plan.follow(
             _expected,

@@ -601,7 +601,7 @@ def test_a_run_expects_its_time_from_archives_of_a_like_machine_and_says_where_t
     like = {"cpu_model": env["cpu_model"], "logical_cpus": env["logical_cpus"]}
     monkeypatch.setattr(plan, "this_machine", lambda gpu: like | {"gpu_name": gpu})
     pending = jobs.run_order(config)
-    line = plan.expected_line(config, archive.parent, pending, None)
+    line = plan.expected_line(plan.expected_seconds(config, archive.parent, pending, None), pending, None)
     minutes = float(re.match(r"Expected: about (\d+) min for \d+ of the 73 timed jobs", line).group(1))
     assert f"from 2026-12-03-cpu-2core, whose machine is like this one ({env['cpu_model']}, 2 logical CPUs" in line
     # The probes and the sweep left no record of their time: named, not guessed.
@@ -614,7 +614,7 @@ def test_a_run_expects_its_time_from_archives_of_a_like_machine_and_says_where_t
     monkeypatch.setattr(
         plan, "this_machine", lambda gpu: {"cpu_model": "Other CPU", "logical_cpus": 64, "gpu_name": gpu}
     )
-    assert plan.expected_line(config, archive.parent, pending, None) == (
+    assert plan.expected_line(plan.expected_seconds(config, archive.parent, pending, None), pending, None) == (
         "Expected: no estimate; no archived study ran these jobs on a machine like this one "
         "(Other CPU, 64 logical CPUs, no GPU)."
     )

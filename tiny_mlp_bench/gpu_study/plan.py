@@ -169,14 +169,13 @@ def about(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
-def expected_line(config: dict, archives: Path, pending: list[jobs.Job], gpu: str | None) -> str:
-    """What a run's ``pending`` timed jobs are expected to take, for the start of the run (expected_seconds);
-    what no archive measured on a machine of this kind is named and left out, not guessed."""
+def expected_line(expected: dict, pending: list[jobs.Job], gpu: str | None) -> str:
+    """What a run's ``pending`` timed jobs are ``expected`` to take (expected_seconds), for the start of the
+    run; what no archive measured on a machine of this kind is named and left out, not guessed."""
     if not pending:
         return "Expected: no timed job in this run."
     machine = this_machine(gpu)
     like = f"{machine['cpu_model']}, {machine['logical_cpus']} logical CPUs, {gpu or 'no GPU'}"
-    expected = expected_seconds(config, archives, pending, gpu)
     sources = {found[1] for found in expected.values() if found and found[1]}
     if not sources:
         return f"Expected: no estimate; no archived study ran these jobs on a machine like this one ({like})."
