@@ -73,11 +73,12 @@ def save(fig, path: Path) -> None:
     plt.close(fig)
 
 
-def completed(machine: Machine, pair: str, variant: str, column: str) -> list[float]:
-    """``column`` of each completed run of ``pair``'s ``variant`` on ``machine``, lowest first."""
-    runs = machine.runs
-    done = runs[(runs["pair"] == pair) & (runs["variant"] == variant) & (runs["status"] == "ok")]
-    return sorted(float(value) for value in done[column].dropna())
+def run_values(machine: Machine, pair: str, variant: str, column: str) -> list[float]:
+    """Each run's value behind ``pair``'s ``variant``'s interval on ``machine`` (the summary's ``column``,
+    result_values or step_values), lowest first."""
+    summary = machine.summary
+    found = summary[(summary["pair"] == pair) & (summary["variant"] == variant)][column]
+    return sorted(found.iloc[0]) if len(found) else []
 
 
 def spread(x: float, count: int, width: float) -> list[float]:
@@ -106,9 +107,9 @@ def plot_seed_times(machines: tuple[Machine, ...], path: Path) -> None:
             label = "this run" if len(machines) == 1 else machine.label
             bar = {"yerr": whisker(result), "capsize": 3, "color": colours[(j - 1) % 6]}
             ax.bar(x, result.estimate, width, label=f"{label} ({INTERVAL})", **bar)
-            seconds = completed(machine, pair, askers_rung(pair.rsplit("-", 1)[0]), "fit_predict_s")
+            seconds = run_values(machine, pair, askers_rung(pair.rsplit("-", 1)[0]), "result_values")
             ax.plot(spread(x, len(seconds), width / 2), seconds, "o", color="black", markersize=3, label="one run")
-            top = max(extent(result)[1], *seconds) if seconds else extent(result)[1]
+            top = max([extent(result)[1], *seconds])
             ax.annotate(
                 f"{result.estimate:.3g} s", (x, top), xytext=(0, 3), textcoords="offset points", ha="center", fontsize=7
             )
@@ -137,12 +138,12 @@ def ladder_panel(ax, machine: Machine, device: str, parameters: dict | None, slo
     pairs = [p for p in ASKER_SECONDS if p.endswith(f"-{device}")] if parameters else []
     for y, r in enumerate(rows):
         colour = FRAMEWORK_COLOURS.get(r.framework, "#7f7f7f")
-        runs = [s * 1e6 for s in completed(machine, r.pair, r.variant, "step_s")]
+        runs = [s * 1e6 for s in run_values(machine, r.pair, r.variant, "step_values")]
         ax.plot(runs, spread(y, len(runs), 0.4), ".", color="#888888", markersize=3)
         xerr = whisker(r.step, 1e6)
         ax.errorbar(r.step.estimate * 1e6, y, xerr=xerr, fmt="o", color=colour, capsize=2, elinewidth=0.8)
         # The label goes past the whisker's and the runs' end, so that they never overlap.
-        end = max(extent(r.step)[1] * 1e6, *runs) if runs else extent(r.step)[1] * 1e6
+        end = max([extent(r.step)[1] * 1e6, *runs])
         label = f"{approx(r.step.estimate * 1e6, 3)} µs"
         ax.text(
             end * 1.15, y, label, va="center", fontsize=7, bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5}
