@@ -66,8 +66,7 @@ def asker_step_s(pair: str) -> float | None:
 
 
 def save(fig, path: Path) -> None:
-    if fig.get_layout_engine() is None:  # a figure with a legend outside its axes lays itself out
-        fig.tight_layout()
+    """``fig`` as a PNG at ``path``; every chart lays itself out (constrained), its legend outside its axes."""
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", metadata={"Software": None})
     plt.close(fig)
@@ -171,7 +170,7 @@ def plot_ladders(machines: tuple[Machine, ...], path: Path, parameters: dict | N
 
     With ``parameters`` (Report.parameters), each of the asker's pairs gets a line at the asker's per-step time
     (asker_step_s), across its pair's rungs, or the whole panel where the pair has none; the lines' legend is
-    below the panels, never over them.
+    beside the panels, never over them.
     """
     every = [*DEVICES, *sorted({ladder.device for m in machines for ladder in m.ladders} - set(DEVICES))]
     measured = {ladder.device for m in machines for ladder in m.ladders if any(r.step for r in ladder.rungs)}
