@@ -47,6 +47,21 @@ def small_dataset(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def question_dataset(tmp_path_factory) -> Path:
+    """A 1000-row dataset file: the question's 750 training rows, 12 batches an epoch."""
+    path = tmp_path_factory.mktemp("question") / "dataset.parquet"
+    write_dataset(make_dataset(seed=42, n_rows=1000), path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def compile_cache(tmp_path_factory) -> Path:
+    """One compiler cache for the session's compiled rungs: a graph one test compiled cold, a later
+    test with the same shapes loads (the cache's own behaviour is tested with caches of its own)."""
+    return tmp_path_factory.mktemp("compile-cache")
+
+
+@pytest.fixture(scope="session")
 def kit_for_this_python(tmp_path_factory) -> Path:
     """The GPU kit for the Python that runs the tests (make gpu-kit KIT_PYTHON=<it>), resolved and
     fetched from PyPI once a session, as CI can."""

@@ -436,7 +436,9 @@ def write_config(directory, name: str, **changes) -> str:
 TRAJECTORY_EPOCHS = 3
 
 
-def spec_for(variant: str, data, seed: int = 5, device: str = "cpu", epochs: int = TRAJECTORY_EPOCHS) -> RunSpec:
+def spec_for(
+    variant: str, data, seed: int = 5, device: str = "cpu", epochs: int = TRAJECTORY_EPOCHS, compile_cache=None
+) -> RunSpec:
     return RunSpec(
         device=device,
         variant=variant,
@@ -448,4 +450,5 @@ def spec_for(variant: str, data, seed: int = 5, device: str = "cpu", epochs: int
         learning_rate=0.01,  # larger than the question's, so three epochs move the weights visibly
         hidden_units=20,
         threads=1,
+        compile_cache=None if compile_cache is None else str(compile_cache),
     )

@@ -14,6 +14,7 @@ import types
 import numpy as np
 import pytest
 
+import helpers
 from helpers import (
     A_GPU_DRIVER,
     ROOT,
@@ -275,13 +276,16 @@ def spec_for(variant: str, device: str = "cpu", epochs: int = 2) -> RunSpec:
 
 
 @pytest.mark.slow
-def test_the_compiled_rungs_counted_epoch_trains_and_compiles_nothing_new(monkeypatch):
+def test_the_compiled_rungs_counted_epoch_trains_and_compiles_nothing_new(monkeypatch, question_dataset, compile_cache):
     from torch._dynamo.utils import counters
 
     from tiny_mlp_bench.backends import torch_common
+    from tiny_mlp_bench.dataset import read_dataset
 
     torch = torch_common.load("cpu")
-    loop = backends.loop("torch", "compiled")(torch, spec_for("compiled"), question_sized_data(), Clock())
+    data = read_dataset(question_dataset)  # the trajectory tests' run of this rung: its graphs come from the cache
+    spec = helpers.spec_for("compiled", data, epochs=2, compile_cache=compile_cache)
+    loop = backends.loop("torch", "compiled")(torch, spec, data, Clock())
     loop.fit(Clock(), 2)
     loop.predict_test_batch()  # as the driver does before counting: the model is left in eval mode
     assert not loop.model.training

@@ -557,11 +557,12 @@ def test_numpy_reference_on_cuda_is_skipped(small_dataset, tmp_path):
         ("fused_epoch", {"forward": "broadcast products and sums in place of matmuls"}),
     ],
 )
-def test_torch_variants_train_the_same_model(small_dataset, tmp_path, variant, detail):
+def test_torch_variants_train_the_same_model(small_dataset, tmp_path, variant, detail, compile_cache):
     out = tmp_path / f"{variant}.json"
-    result = train(
-        "torch", "--dataset", small_dataset, "--output", out, "--variant", variant, "--epochs", 200, "--repeat", 3
-    )
+    # A later repeat keeps the cache it is given; the other compiled tests' learning rate lets it reuse their graphs.
+    shared = ["--compile-cache", compile_cache, "--learning-rate", 0.01]
+    flags = ["--variant", variant, "--epochs", 200, "--repeat", 3, *shared]
+    result = train("torch", "--dataset", small_dataset, "--output", out, *flags)
     assert result.returncode == 0, result.stderr
     record = read_record(out)
     assert record["identity"]["variant"] == variant and record["status"] == "ok"

@@ -37,11 +37,13 @@ def injected_orders(data) -> list[np.ndarray]:
     return [rng.permutation(len(data.train)) for _ in range(EPOCHS)]
 
 
-def train(framework: str, variant: str, data, orders, monkeypatch, epochs: int = EPOCHS) -> list[np.ndarray]:
+def train(
+    framework: str, variant: str, data, orders, monkeypatch, epochs: int = EPOCHS, compile_cache=None
+) -> list[np.ndarray]:
     """Build the rung, feed it ``orders`` as its epochs' permutations, train; its parameters as x @ w."""
     chosen = backend(framework)
     fw = chosen.load("cpu")
-    spec = spec_for(variant, data)
+    spec = spec_for(variant, data, compile_cache=compile_cache)
     clock = Clock(label=f"{framework}-{variant}", planned_epochs=EPOCHS)
     chosen.start_device(fw, spec)  # not prepare(): thread pools are set once per process, and cpu needs no sync
     training = loop(framework, variant)(fw, spec, data, clock)
@@ -72,12 +74,8 @@ def train(framework: str, variant: str, data, orders, monkeypatch, epochs: int =
 
 
 @pytest.fixture(scope="module")
-def dataset_file(tmp_path_factory) -> Path:
-    from tiny_mlp_bench.dataset import make_dataset, write_dataset
-
-    path = tmp_path_factory.mktemp("trajectory") / "dataset.parquet"
-    write_dataset(make_dataset(seed=42, n_rows=1000), path)  # the question's 750 training rows: 12 batches an epoch
-    return path
+def dataset_file(question_dataset) -> Path:
+    return question_dataset
 
 
 @pytest.fixture(scope="module")
@@ -100,9 +98,9 @@ CPU_RUNGS = [
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("framework", "variant"), CPU_RUNGS, ids=[f"{f}-{v}" for f, v in CPU_RUNGS])
-def test_every_rung_follows_torch_seed(data, torch_seed_parameters, framework, variant, monkeypatch):
+def test_every_rung_follows_torch_seed(data, torch_seed_parameters, framework, variant, monkeypatch, compile_cache):
     start = spec_for(variant, data).weights.as_list()
-    ours = train(framework, variant, data, injected_orders(data), monkeypatch)
+    ours = train(framework, variant, data, injected_orders(data), monkeypatch, compile_cache=compile_cache)
     for name, got, expected, initial in zip(("w1", "b1", "w2", "b2"), ours, torch_seed_parameters, start, strict=True):
         assert not np.allclose(expected, initial), f"{name} did not move: the test would prove nothing"
         np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL, err_msg=f"{framework} {variant}: {name}")
