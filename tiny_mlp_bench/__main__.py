@@ -1,8 +1,4 @@
-"""The one program: ``python -m tiny_mlp_bench COMMAND``, installed as ``tiny-mlp-bench``.
-
-Each command is a ``main(argv, prog)`` in the module that does its work, imported only when it runs,
-so that ``--help`` or a report never waits for torch or TensorFlow to load.
-"""
+"""The one program: ``python -m tiny_mlp_bench COMMAND``, installed as ``tiny-mlp-bench``."""
 
 from __future__ import annotations
 

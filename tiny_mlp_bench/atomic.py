@@ -1,16 +1,4 @@
-"""Write files so that a reader never sees a half-written one.
-
-Every output (records, the dataset, the report and its charts) is written to a temporary dot-file
-beside its target, ``.NAME.<random>.part``, and renamed onto NAME only when complete. Readers and
-Snakemake look at NAME alone, so they see the whole file or none. A writer that fails removes its
-temporary file; one killed outright (SIGKILL, a lost node) cannot, and the next successful write of
-the same NAME removes such leftovers. That assumes one writer per NAME at a time, as Snakemake's
-directory lock ensures: a second writer of the same NAME would lose its temporary file and fail.
-
-Fault injection, for the fault tests (tests/test_faults.py): with the environment variable
-TINY_MLP_BENCH_FAULT=before_publish, a process SIGKILLs itself after writing a temporary file and
-before renaming it into place, as a crash at the worst moment would.
-"""
+"""Write files so that a reader never sees a half-written one."""
 
 from __future__ import annotations
 
@@ -41,11 +29,7 @@ def _remove_leftovers(path: Path) -> None:
 
 @contextlib.contextmanager
 def atomic_path(path: Path):
-    """Yield a temporary path beside ``path``; rename it into place only if the block succeeds.
-
-    An OSError that names no file (a full disk: ``[Errno 28] No space left on device``) is raised
-    again naming ``path``, so that the message says which output could not be written.
-    """
+    """Yield a temporary path beside ``path``; rename it into place only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)

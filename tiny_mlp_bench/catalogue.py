@@ -1,12 +1,4 @@
-"""The catalogue of frameworks and their training-loop variants: the one list everything reads.
-
-The rules expand runs from it, the config check validates against it, the training driver refuses
-and skips by it, the report orders its ladders and names its frameworks from it, the report and the
-GPU study's plan find the rungs they single out by their role, and the README's table is generated
-from it (``make variant-table``). The frameworks are listed here; each framework's rungs are declared
-beside their loops, in its backend module's ``RUNGS``, and gathered here (``rungs``): a new rung is
-one entry in its backend module (docs/adding-a-rung.md).
-"""
+"""The catalogue of frameworks and their training-loop variants: the one list everything reads."""
 
 from __future__ import annotations
 

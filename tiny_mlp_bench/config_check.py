@@ -1,8 +1,4 @@
-"""Check a workflow config against its JSON schema and the catalogue, and say, key by key, what is wrong.
-
-Snakemake's own ``validate`` (which also fills defaults) reports one error with the whole
-config dumped; this finds every error first and names each key in one line.
-"""
+"""Check a workflow config against its JSON schema and the catalogue, and say, key by key, what is wrong."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""Steps in Docker or Podman images: find the engine and the image, and build the `<engine> run` command.
-
-Snakemake drives Apptainer itself (``--sdm apptainer``) but not Docker or Podman; with
-``container_engine: docker|podman`` each rule's command goes through scripts/container_run.py,
-which uses this module: it checks that the engine and the image exist (and says how to fix it when
-not), runs the command as the calling user with the directories mounted at the same paths,
-forwards the thread and Slurm variables, passes the engine's GPU flag for cuda steps only, and
-tells the step which engine and image ID it runs in so that its record can name them.
-"""
+"""Steps in Docker or Podman images: find the engine and the image, and build the `<engine> run` command."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""Make, write and read the question's dataset as a self-describing Parquet file.
-
-The generation follows the question step by step: ``x`` and ``y`` drawn with
-``randint(10, 1000)``, target ``4*x + 3*y + 10``, the rows shuffled, all three
-columns MinMax-scaled together, then scikit-learn's default 75/25 split. A seeded
-``RandomState`` stands in for the asker's global NumPy generator, so the same seed
-gives the same rows the asker would have drawn after ``np.random.seed(seed)``.
-"""
+"""Make, write and read the question's dataset as a self-describing Parquet file."""
 
 from __future__ import annotations
 
@@ -47,11 +40,7 @@ class Dataset:
 
 
 def make_dataset(seed: int, n_rows: int) -> pa.Table:
-    """Return the question's dataset as an Arrow table with a ``split`` column.
-
-    Train rows come first, then test rows, each in the order scikit-learn's
-    ``train_test_split`` returned them (the order the asker's loaders saw).
-    """
+    """Return the question's dataset as an Arrow table with a ``split`` column."""
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import MinMaxScaler
 

@@ -1,11 +1,4 @@
-"""A training run: set up, trained and predicted inside the asker's timing point, scored, recorded.
-
-The framework's backend (tiny_mlp_bench.backends) imports it, starts the device and describes it; the
-variant's registered loop is the rest of the set-up and the training. This module times them with the
-timing module's :class:`~tiny_mlp_bench.timing.Clock`, scores the trained model, and shapes the run
-record; the job envelope (tiny_mlp_bench.envelope) does what every job does around it: the skips, the
-failures, the environment and the load, and writing the record.
-"""
+"""A training run: set up, trained and predicted inside the asker's timing point, scored, recorded."""
 
 from __future__ import annotations
 
@@ -113,16 +106,8 @@ def per_step_window(
 def time_and_score(
     backend: Backend, loop: Loop, fw, spec: RunSpec, data: Dataset, clock: Clock, min_r2: float, window: tuple
 ):
-    """Set up, train and predict inside the timing point, then score; returns (quality, details, steps
-    taken, per-step window). ``window`` is the per-step window's seconds and its blocks' target seconds.
-
-    The quality and the optimiser's steps are the asker's epochs': read before the per-step window, which
-    trains again from the initial weights. Host syncs are counted, and what a loop measures of itself
-    after timing is measured, after the window, since both train further.
-
-    Device start-up is the set-up's first part: the check that the device is there starts the
-    runtime, so it runs inside the clock. Raises DeviceMissing when it is not there.
-    """
+    """Set up, train and predict inside the timing point, then score; returns (quality, details, steps taken, per-step
+    window). ``window`` is the per-step window's seconds and its blocks' target seconds."""
     clock.sync = backend.prepare(fw, spec)
     with clock.timing_point():
         with clock.phase("setup"):

@@ -1,23 +1,4 @@
-"""The job envelope: what every timed job (a training run, a probe, a sweep) does around what it measures.
-
-A job's program parses its command line, then hands :func:`run_job` a :class:`Measurement`, which
-supplies only what that kind of job measures and how its record is shaped. The envelope does the rest,
-the same way for every kind:
-
-1. the job's start time and the machine's load before anything else, and the dataset where the job
-   reads one;
-2. a job the catalogue does not run on its device is skipped before anything is imported;
-3. a cuda job on a machine with no GPU driver at all is skipped without paying its framework's import
-   (seconds) only to find no GPU, or fails with ``--require-gpu``;
-4. the measurement: a :class:`DeviceMissing` it raises is a skip (a failure with ``--require-gpu``),
-   any other exception a ``failed`` record, so the other jobs finish;
-5. the record: the measurement's fields, its status and reason, the method that timed it, the
-   environment, and the load (the job's start and end, the machine's load and what the kernel counted
-   over the job), validated and written atomically. Where it cannot be written (a full disk), one line
-   names it.
-
-Every line the job logs goes through :meth:`Measurement.say`, prefixed with the job's label.
-"""
+"""The job envelope: what every timed job (a training run, a probe, a sweep) does around what it measures."""
 
 from __future__ import annotations
 

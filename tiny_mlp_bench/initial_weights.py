@@ -1,14 +1,4 @@
-"""A run's initial weights: one live draw, shared by every framework and rung.
-
-The question's network ends in a ReLU. When its pre-activation is negative on every training row
-the network predicts 0 everywhere, gets no gradient, and never trains: "dead at start". With
-torch's default initialisation that happens often on this dataset (the torch-cpu probe counts how
-often over 1,000 draws), so a benchmark that kept such draws would compare runs that learn with
-runs that cannot. Every run therefore starts from weights drawn here: torch.nn.Linear's default
-scheme, from the run's seed, drawn again while the output unit is dead on every training row; the
-number of draws thrown away is recorded. Every framework loads the same weights, so the rungs of
-a ladder, and the frameworks, start from the same point; the loops themselves are unchanged.
-"""
+"""A run's initial weights: one live draw, shared by every framework and rung."""
 
 from __future__ import annotations
 

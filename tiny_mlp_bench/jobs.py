@@ -315,12 +315,8 @@ def run_order(config: dict) -> list[Job]:
 
 
 def in_rounds(timed: list[Job], seed: int) -> list[list[Job]]:
-    """The jobs in rounds, round r holding every job's r-th repeat (a sweep or a probe, which has none,
-    in the first), each round in an order drawn from ``seed`` and the round's number.
-
-    Run round by round, every rung's runs spread over the study's time, so that a repeat's number
-    and the time of day go with no rung; the seed, recorded, makes the order again.
-    """
+    """The jobs in rounds, round r holding every job's r-th repeat (a sweep or a probe, which has none, in the first),
+    each round in an order drawn from ``seed`` and the round's number."""
     rounds: dict[int, list[Job]] = {}
     for job in timed:
         rounds.setdefault(job.repeat or 1, []).append(job)

@@ -1,12 +1,7 @@
-"""The machine a job ran on, for its record: what it is (the ``environment`` block: CPU, Python,
-packages, threads, GPU and driver, container, Slurm, commit) and what it did while the job ran (the
-``load`` block: the job's span in UTC, load average, CPU clock, peak memory, and what the kernel
-counted: stolen time, CPU pressure, run-queue wait, involuntary context switches).
-
-The machines this runs on are often shared; a record that carries the load lets a reader tell a
-disturbed run from a slow one. Each reading is None where the system does not offer it: unknown,
-never guessed.
-"""
+"""The machine a job ran on, for its record: what it is (the ``environment`` block: CPU, Python, packages, threads, GPU
+and driver, container, Slurm, commit) and what it did while the job ran (the ``load`` block: the job's span in UTC,
+load average, CPU clock, peak memory, and what the kernel counted: stolen time, CPU pressure, run-queue wait,
+involuntary context switches)."""
 
 from __future__ import annotations
 
@@ -64,11 +59,7 @@ def thread_env(environ=os.environ) -> dict[str, str]:
 
 
 def container(environ=os.environ) -> dict | None:
-    """The engine, image and image ID the step runs in; None when it runs on the host.
-
-    Docker and Podman steps are told by container_run.py; Apptainer says so itself (the image
-    file, no ID); an engine's marker file without either still records that there was one.
-    """
+    """The engine, image and image ID the step runs in; None when it runs on the host."""
     if environ.get(ENGINE_ENV):
         return {"engine": environ[ENGINE_ENV], "image": environ.get(IMAGE_ENV), "image_id": environ.get(IMAGE_ID_ENV)}
     apptainer_image = environ.get("APPTAINER_CONTAINER") or environ.get("SINGULARITY_CONTAINER")

@@ -1,9 +1,5 @@
-"""The question's facts, in one place: which frameworks the asker ran, the wall times the asker saw,
-and how many optimiser steps a run takes.
-
-The report sets its runs beside these numbers (report/question_table.py, the charts, the answer),
-and the GPU study's plan (plan.py) runs the asker's loops first.
-"""
+"""The question's facts, in one place: which frameworks the asker ran, the wall times the asker saw, and how many
+optimiser steps a run takes."""
 
 from __future__ import annotations
 

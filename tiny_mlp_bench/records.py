@@ -118,12 +118,7 @@ def upgrade(record: dict) -> dict:
 
 
 def method_timed_with(record: dict) -> dict:
-    """The method an older record was timed with (timing.METHOD_PARTS), from what it holds.
-
-    Before version 4 every block was one epoch and compiled rungs shared the compiler's default
-    cache. Version 5 brought cold caches and blocks of several epochs for rungs whose call runs
-    several; on a GPU, blocks of several epochs came later in version 5, so a version-5 cuda run is
-    judged by its blocks. Until version 6 the clock's own work ran inside the next block."""
+    """The method an older record was timed with (timing.METHOD_PARTS), from what it holds."""
     method = {"block": "call", "sync": "block end", "compile_cache": "cold", "own_work": "next block"}
     if record.get("schema_version", 0) < 5:
         return method | {"block": "epoch", "compile_cache": "shared"}

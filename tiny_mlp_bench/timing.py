@@ -1,15 +1,4 @@
-"""The one owner of the clock: every time a run or a sweep records is read here.
-
-A training run is timed in phases (PHASES, in the order they run) and its fit in *blocks*: one
-epoch per block for loops that run an epoch per call, several for rungs that run several epochs
-per call and for every loop on a GPU (backends.contract.GPU_EPOCHS_PER_BLOCK), and one per ``fit`` epoch for
-Keras, through a callback that closes a block (backends/keras_fit.py). Callers say what to run; they
-never read a clock or pass readings around. Where the device runs asynchronously the caller sets
-``sync``, which is called before every reading.
-
-Adding a phase is one edit: name it in PHASES and wrap the code in ``clock.phase(name)``, once: a clock
-refuses to time a phase twice.
-"""
+"""The one owner of the clock: every time a run or a sweep records is read here."""
 
 from __future__ import annotations
 
@@ -67,14 +56,7 @@ METHOD = {"block": "call", "sync": "block end", "compile_cache": "cold", "own_wo
 
 
 class Clock:
-    """Reads the time for one run (or one sweep point) and keeps what it read.
-
-    ``sync`` waits for the device before each reading (None on a synchronous device). It is called
-    before the ``startup`` phase too, so it must do nothing until that phase has started the device:
-    otherwise the first sync would start it, outside the clock.
-    ``label`` and ``planned_epochs``, when given, make it print a progress line about every tenth
-    of the epochs, so a log shows a run is alive.
-    """
+    """Reads the time for one run (or one sweep point) and keeps what it read."""
 
     def __init__(self, sync: Callable[[], object] | None = None, label: str | None = None, planned_epochs: int = 0):
         self.sync = sync
@@ -96,11 +78,7 @@ class Clock:
 
     @contextlib.contextmanager
     def phase(self, name: str):
-        """Time the block of code inside as phase ``name``; blocks started inside it count from its start.
-
-        Each phase is timed once per clock: a second timing would silently replace the first, so that the
-        record kept only part of the phase's work (a rung whose subclass times its parent's phase again).
-        """
+        """Time the block of code inside as phase ``name``; blocks started inside it count from its start."""
         if name not in PHASES:
             raise ValueError(f"unknown phase '{name}'; add it to timing.PHASES")
         if name in self._entered or name in self.phases_s:
@@ -121,10 +99,7 @@ class Clock:
         self.timing_point_s = self.now() - start
 
     def run_blocks(self, run: Callable[[int], object], total: int, per_block: int) -> None:
-        """Call ``run(n)`` until ``total`` units (epochs, or steps in a sweep) ran, ``per_block`` at most a call.
-
-        Each call is one block, timed from the end of the one before.
-        """
+        """Call ``run(n)`` until ``total`` units (epochs, or steps in a sweep) ran, ``per_block`` at most a call."""
         self._lap, self._lap_cpu = self.now(), time.process_time()
         done = 0
         while done < total:
@@ -134,13 +109,7 @@ class Clock:
             done += size
 
     def block_done(self, epochs: int) -> None:
-        """Close a block of ``epochs`` epochs (or steps) that ends now, and start the next one.
-
-        The block is what lies between two pairs of readings, wall and CPU time: our own bookkeeping and
-        progress line come after the end's and before the next start's, in neither block, and take the
-        same few operations whatever the block's number. The next start needs no sync: the device
-        finished its work at this end, and nothing since gave it more.
-        """
+        """Close a block of ``epochs`` epochs (or steps) that ends now, and start the next one."""
         end, end_cpu = self.now(), time.process_time()
         self.block_s.append(end - self._lap)
         self.block_cpu_s.append(end_cpu - self._lap_cpu)
@@ -150,11 +119,7 @@ class Clock:
         self._lap_cpu, self._lap = time.process_time(), time.perf_counter()
 
     def since_last_block(self, name: str) -> None:
-        """Record phase ``name`` as the time from the last block's end (after the clock's own work) to now.
-
-        Keras's ``fit`` returns some time after its last epoch ends (Keras 2 at times many seconds
-        later); called when it returns, inside the fit phase, this makes that pause a phase of its own.
-        """
+        """Record phase ``name`` as the time from the last block's end (after the clock's own work) to now."""
         if name not in PHASES:
             raise ValueError(f"unknown phase '{name}'; add it to timing.PHASES")
         if not self.block_s:
@@ -203,17 +168,11 @@ def canary() -> float:
 
 
 class SteadyClock(Clock):
-    """The clock of a run's per-step window, after its timing point: it closes a block at the end of the
-    first of the rung's own calls that ends ``block_target_s`` or more after the block began, so that
-    blocks last about as long whatever a rung's call (one epoch, or fifty), and a fast rung's per-step
-    time rests on as many blocks as a slow one's. Whether a block is over is read from the host's clock
-    alone: on a GPU the device is waited for only where a block closes, as in the timing point.
-
-    The window runs in passes (:meth:`start_pass`), each from the initial weights. A pass's first call is
-    its warm-up and no block; a call that ends the pass before its block is full ends the pass's last,
-    short block, which is dropped, so every block kept is about ``block_target_s`` long. After every
-    block kept the canary runs, outside any block, and its time is kept beside the block's.
-    """
+    """The clock of a run's per-step window, after its timing point: it closes a block at the end of the first of the
+    rung's own calls that ends ``block_target_s`` or more after the block began, so that blocks last about as long
+    whatever a rung's call (one epoch, or fifty), and a fast rung's per-step time rests on as many blocks as a slow
+    one's. Whether a block is over is read from the host's clock alone: on a GPU the device is waited for only where
+    a block closes, as in the timing point."""
 
     def __init__(self, sync: Callable[[], object] | None, block_target_s: float):
         super().__init__(sync)

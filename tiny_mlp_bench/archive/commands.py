@@ -1,16 +1,4 @@
-"""The archive's three commands: `tiny-mlp-bench archive`, `verify` and `reseal` (make archive, make verify).
-
-archive  results/ and logs/ into results/archive/<date>-<gpu model or host>/: records, sweeps,
-         probes, logs, dataset, config as run, lock files, the report rendered from the records
-         with its numbers (report/model.json), the code that rendered it (workflow.tar.gz),
-         provenance.json, RO-Crate metadata and a SHA-256 manifest. Refuses a modified tree
-         unless --allow-modified (then the archive says so).
-verify   each archive's manifest, then its report rendered again with the code in its tarball
-         (no git needed): its numbers compared with model.json's, and where the versions that
-         rendered it are the ones here, its files byte for byte; names the first difference.
-reseal   an archive sealed by older code: render its report again with this commit's code and
-         write its code tarball, provenance, RO-Crate metadata and manifest, in place.
-"""
+"""The archive's three commands: `tiny-mlp-bench archive`, `verify` and `reseal` (make archive, make verify)."""
 
 from __future__ import annotations
 

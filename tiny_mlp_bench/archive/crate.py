@@ -1,8 +1,4 @@
-"""The archive's RO-Crate metadata (ro-crate-metadata.json), written with the ``rocrate`` library.
-
-It describes the archive as a Workflow Run Crate: the workflow's code tarball, one CreateAction for
-the study, and that action's inputs (dataset, lock files, config) and results (everything else).
-"""
+"""The archive's RO-Crate metadata (ro-crate-metadata.json), written with the ``rocrate`` library."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""What an archive holds: the names of its files and folders, and reading them.
-
-Every other archive module names an archive's parts through these constants, so that packing,
-sealing and verifying agree on one layout; ArchiveError is the one error they all raise.
-"""
+"""What an archive holds: the names of its files and folders, and reading them."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""The archive's SHA-256 manifest (MANIFEST.sha256): writing it when sealing, checking it when verifying.
-
-It lists every file of the archive but itself and the notes, in the format ``sha256sum -c`` reads.
-"""
+"""The archive's SHA-256 manifest (MANIFEST.sha256): writing it when sealing, checking it when verifying."""
 
 from __future__ import annotations
 

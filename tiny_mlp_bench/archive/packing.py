@@ -1,9 +1,4 @@
-"""Packing a finished study into a new archive, and resealing an existing one with this commit's code.
-
-Both fill a partial folder (the study's results/ and logs/ with Snakemake's logs of its
-invocations, or the archive as it is) with the records of any archive whose GPU answer the report
-quotes, and hand it to sealing.build.
-"""
+"""Packing a finished study into a new archive, and resealing an existing one with this commit's code."""
 
 from __future__ import annotations
 

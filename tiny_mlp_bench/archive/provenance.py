@@ -1,8 +1,4 @@
-"""Where and from what code a study's records were made, as the records themselves say.
-
-These facts go into provenance.json's ``study``; the commit most records name is the one the
-study is traced to.
-"""
+"""Where and from what code a study's records were made, as the records themselves say."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Rendering an archive's report from its records: the command, and running it with some code.
-
-Sealing renders with the repository's code, verifying with the code in the archive's tarball; both
-run the same command, the one provenance.json keeps.
-"""
+"""Rendering an archive's report from its records: the command, and running it with some code."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""The git repository a study is archived from: its changed files, and its code at a commit.
-
-Only sealing asks git anything; verifying an archive needs neither git nor the repository.
-"""
+"""The git repository a study is archived from: its changed files, and its code at a commit."""
 
 from __future__ import annotations
 

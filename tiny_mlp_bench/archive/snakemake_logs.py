@@ -1,26 +1,4 @@
-"""Snakemake's own logs of a study's invocations, which packing copies into the archive's logs/snakemake/.
-
-Snakemake writes a log of each invocation (Snakemake 9 none of a dry run) to
-``.snakemake/log/<its start>.snakemake.log``, the start in the machine's local time
-(``2026-12-02T131500.123456``), and writes to it until the invocation ends: the name gives the
-invocation's start, the file's modification time its end. The study's invocations are
-picked by time, from the study's own records:
-
-- the records' span runs from the earliest start to the latest end of the records in results/runs/,
-  results/sweep/ and results/probes/. A record's start is its ``load.started_at``, else (records
-  older than version 6) its ``identity.started_at`` (run records), else its file's modification
-  time; its end its ``load.ended_at``, else its file's modification time (a record is written as its
-  job ends). Times without a zone are UTC, as records write them;
-- an invocation is the study's where its span overlaps the records' span, or holds the moment
-  results/report.md was last written (a ``--forcerun render_report`` after the records were made);
-- a log that says it was a dry run never is.
-
-So an earlier study's invocations (they ended before this study's records began), a dry run or a
-second ``snakemake`` after the study (they began after its report was written), and a call that
-made no record and no report (the GPU study's preparing call, whose output is in
-logs/gpu_study/prepare.log) are left out. The names are read in the time zone of the process that
-packs, which must be the one the study ran in (it packs the .snakemake/ beside it).
-"""
+"""Snakemake's own logs of a study's invocations, which packing copies into the archive's logs/snakemake/."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""The backends' registry: which :class:`~tiny_mlp_bench.backends.contract.Backend` runs a framework, and
-the loop of each of its rungs.
-
-The catalogue names each framework's backend module. That module declares the framework's rungs with
-their loops (``RUNGS``, which the catalogue gathers) and registers its backends when imported
-(``register_backend``); it imports no framework, so the keras image never imports torch and the torch
-image never imports TensorFlow.
-"""
+"""The backends' registry: which :class:`~tiny_mlp_bench.backends.contract.Backend` runs a framework, and the loop of
+each of its rungs."""
 
 from __future__ import annotations
 

@@ -1,15 +1,4 @@
-"""The backend contract: what a framework's backend module gives the job that runs it.
-
-A backend module supplies two things, and registers both when it is imported (tiny_mlp_bench.backends):
-
-- one :class:`Backend` per framework: importing the framework, threads and seeds, starting the device,
-  describing the environment and the GPU memory the run used;
-- one loop per variant: a callable ``(fw, spec, data, clock) -> Training`` whose call is the run's
-  set-up and whose result the clock runs (:class:`EpochLoop` is the base of most of them).
-
-Nothing here imports a framework: the module that registers a loop imports its framework inside
-``load``, so the keras image never imports torch and a skipped job imports nothing.
-"""
+"""The backend contract: what a framework's backend module gives the job that runs it."""
 
 from __future__ import annotations
 
@@ -70,10 +59,7 @@ class Training(Protocol):
         """What the loop measures of itself after the timed run and the scoring, for its details."""
 
     def restart(self) -> bool:
-        """Back to the initial weights and a fresh optimizer, untimed, before a pass of the per-step window.
-
-        In place, keeping whatever was compiled or captured, where the loop can; False where it cannot,
-        and the driver sets the loop up anew instead."""
+        """Back to the initial weights and a fresh optimizer, untimed, before a pass of the per-step window."""
 
 
 # A variant's loop: called inside the run's set-up phase, it builds what the clock then runs.

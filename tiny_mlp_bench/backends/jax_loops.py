@@ -1,13 +1,5 @@
-"""JAX with optax: the question's MLP as one small pure function, trained two ways (RUNGS, at the end).
-In ``scan`` the first block holds the compilation (its excess over the later ones).
-
-Both start from the run's shared initial weights and use Adam with torch's constants (optax's
-defaults are the same formula), the MSE of the ReLU output, and the question's batches: the rows in
-one permutation per epoch, in batches of batch_size, the last one short. The permutations come from
-JAX's own generator (``draw_orders``), seeded by the run's seed; a test injects its own. XLA's CPU
-runtime sizes its own thread pool (JAX has no supported setting for it), so a JAX record names no
-framework thread count.
-"""
+"""JAX with optax: the question's MLP as one small pure function, trained two ways (RUNGS, at the end). In ``scan`` the
+first block holds the compilation (its excess over the later ones)."""
 
 from __future__ import annotations
 

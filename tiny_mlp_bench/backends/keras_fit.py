@@ -1,17 +1,5 @@
-"""Keras 2 and Keras 3: the question's MLP trained with the asker's ``compile`` and ``fit``, and the
-Keras rungs (RUNGS, at the end).
-
-One framework per Keras and backend, so both are in every run id: ``tf_keras`` is Keras 2 (the
-tf-keras package) on TensorFlow, the asker's ``tf.keras`` in 2020; ``keras`` is Keras 3 on
-TensorFlow, today's ``tf.keras``; ``keras_jax`` and ``keras_torch`` are Keras 3 on JAX and on
-PyTorch. The same code runs on all four. Keras 3 resolves the asker's default ``jit_compile="auto"``
-by backend and device, Keras 2 compiles with XLA only when asked; the record states what each run used.
-
-The asker's ``fit`` call is unchanged: a callback (epoch_clock) closes a block at every epoch's end,
-and when ``fit`` returns the pause since the last epoch's end is timed as the fit_end phase (inside
-fit; Keras 2 at times pauses there for seconds). What each backend needs around the training is
-keras_runtime's.
-"""
+"""Keras 2 and Keras 3: the question's MLP trained with the asker's ``compile`` and ``fit``, and the Keras rungs (RUNGS,
+at the end)."""
 
 from __future__ import annotations
 
@@ -148,14 +136,8 @@ class FitRun:
 
 
 class AutotuneOffRun(FitRun):
-    """autotune_off (Keras 2): the asker's ``fit``, its dataset built by tf-keras's own array adapter with
-    tf.data autotuning turned off, the one option changed: the same pipeline and steps.
-
-    With autotuning on, the one iterator Keras 2's ``fit`` makes for all its epochs runs a model thread
-    that sleeps for periods doubling up to 60 s; deleting the iterator when ``fit`` ends can miss its
-    wake-up and wait out the sleep (docs/keras2-pause.md). Beside ``seed``, the difference in their
-    ``fit_end`` phases is that pause's cause.
-    """
+    """autotune_off (Keras 2): the asker's ``fit``, its dataset built by tf-keras's own array adapter with tf.data
+    autotuning turned off, the one option changed: the same pipeline and steps."""
 
     def fit(self, clock, epochs: int) -> None:
         from tf_keras.src.engine import data_adapter
@@ -175,14 +157,7 @@ class AutotuneOffRun(FitRun):
 
 
 class EpochBlocksRun(FitRun):
-    """epoch_blocks: EPOCHS_PER_BLOCK epochs per ``fit`` epoch, all of a block's steps in one XLA-compiled call.
-
-    ``fit`` pays a fixed cost at every epoch's end (its callbacks, logs and iterator bookkeeping)
-    whatever ran inside it. Here one ``fit`` epoch holds a block of real epochs: a ``tf.data``
-    pipeline gathers the rows in each epoch's own permutation and batches them, the last batch
-    short, so the steps are the question's. The permutations are drawn with NumPy from the run's
-    seed (``draw_orders``, which a test replaces) at the start of fit, inside the timing point.
-    """
+    """epoch_blocks: EPOCHS_PER_BLOCK epochs per ``fit`` epoch, all of a block's steps in one XLA-compiled call."""
 
     epochs_per_block = EPOCHS_PER_BLOCK  # one fit epoch's epochs: fit's own calls, a block each
 

@@ -1,11 +1,5 @@
-"""Keras around a run, Keras 3 on TensorFlow, JAX or PyTorch and Keras 2 (tf-keras) on TensorFlow:
-importing the backend and Keras on it, pinning threads and devices, starting the device and waiting
-for it, and describing what ran.
-
-A cpu run hides the GPUs from its backend before they start, and a cuda run is skipped (or fails
-with --require-gpu) when the backend sees none. JAX and PyTorch are described and started as their
-own backends (jax_loops, torch_common) do it; TensorFlow, which only Keras runs here, is handled here.
-"""
+"""Keras around a run, Keras 3 on TensorFlow, JAX or PyTorch and Keras 2 (tf-keras) on TensorFlow: importing the backend
+and Keras on it, pinning threads and devices, starting the device and waiting for it, and describing what ran."""
 
 from __future__ import annotations
 

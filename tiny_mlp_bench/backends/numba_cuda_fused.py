@@ -1,20 +1,4 @@
-"""The GPU's own floor: the numpy ``fused`` rung on cuda, the whole training in numba CUDA kernel launches.
-
-One thread block trains the network: each thread holds one row of the batch, runs its forward and
-backward, and writes its share of the gradient to shared memory; after a barrier, each of the
-first threads sums one parameter's column and takes Adam's step on it (torch.optim.Adam's formula,
-as the cpu floor rung writes it). A launch runs a block of epochs, all their steps, in order: the
-rows and every epoch's permutation (drawn in NumPy from the run's seed, as the cpu rung draws them)
-are copied to the device in set-up, and the weights and Adam's state stay there between launches.
-No framework, no per-step launch, no copy: what is left is the arithmetic and the barriers of one
-block, what the GPU itself needs for this network. Numba compiles the kernel at its first launch,
-inside the first block (no on-disk cache: every run compiles cold). Adam runs per element in float32, as
-torch's does; only the step's scalars (the bias-corrected step size and second-moment correction) are
-computed in float64, as torch computes them on the host.
-
-Under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) the same kernel runs on the CPU, in Python;
-the trajectory test uses it. A run never takes the simulator for a GPU (``simulated``).
-"""
+"""The GPU's own floor: the numpy ``fused`` rung on cuda, the whole training in numba CUDA kernel launches."""
 
 from __future__ import annotations
 
@@ -63,13 +47,7 @@ def threads_for(batch_size: int, hidden: int) -> int:
 
 
 def fused_kernel(hidden: int, threads: int):
-    """The kernel ``train(w1, b1, w2, b2, m, v, step, loss, rows, orders, batch_size, lr)`` for one width.
-
-    ``hidden`` and ``threads`` size its shared and local arrays, so they are compile-time constants.
-    ``step`` (one int64) and ``loss`` (one float32) are device arrays it updates: Adam's step count
-    and the last batch's loss. ``lr`` is a float64, as the reference's learning rate is: each step's
-    step size is made from it in float64.
-    """
+    """The kernel ``train(w1, b1, w2, b2, m, v, step, loss, rows, orders, batch_size, lr)`` for one width."""
     params = 4 * hidden + 1  # w1 (2 x hidden), b1, w2 (hidden x 1), b2
     columns = params + 1  # each row's gradient of every parameter, and its squared error
     row = row_length(threads)

@@ -1,15 +1,4 @@
-"""The arithmetic floor: the question's step with nothing but its arithmetic, compiled by numba.
-
-Variant ``fused``: forward, backward and Adam for every step of a block of epochs in one
-numba-compiled loop over scalars — no framework, no per-operation call, no temporary array. It
-computes what the NumPy reference computes (the same initial weights, permutations, batches,
-float32 parameters and torch's Adam formula), so its time per step is what the step's arithmetic
-costs on this CPU when every fixed cost is gone: the floor the report judges the cpu rungs against.
-Adam runs per element in float32, as torch's does; only the step's scalars (the bias-corrected step
-size and second-moment correction) are computed in float64, as torch computes them on the host.
-Numba compiles the loop at its first call, inside the first block (no on-disk cache: every run
-compiles cold); the permutations are drawn in NumPy, one per epoch, as the other rungs draw theirs.
-"""
+"""The arithmetic floor: the question's step with nothing but its arithmetic, compiled by numba."""
 
 from __future__ import annotations
 
@@ -22,11 +11,7 @@ EPOCHS_PER_BLOCK = FUSED_EPOCHS_PER_CALL
 
 
 def fused_epochs(numba):
-    """The compiled loop: ``train(w1, b1, w2, b2, m, v, step, rows, orders, batch_size, lr)``.
-
-    It updates the weights, Adam's moments and step count in place and returns the last batch's loss.
-    ``lr`` is a float64, as the reference's learning rate is: each step's step size is made from it in float64.
-    """
+    """The compiled loop: ``train(w1, b1, w2, b2, m, v, step, rows, orders, batch_size, lr)``."""
 
     @numba.njit(cache=False)
     def train(w1, b1, w2, b2, m, v, step, rows, orders, batch_size, lr):

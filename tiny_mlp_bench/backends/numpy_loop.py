@@ -63,11 +63,7 @@ class Adam:
 
 
 class ReferenceRun(EpochLoop):
-    """One NumPy run; its constructor is the rest of the set-up: float32 rows, weights from the run's seed, Adam.
-
-    Each part of the set-up is a method, timed here in its phase: the fused rungs extend or replace these
-    methods, since a phase timed again after this constructor would replace its first timing.
-    """
+    """One NumPy run; its constructor is the rest of the set-up: float32 rows, weights from the run's seed, Adam."""
 
     def __init__(self, fw, spec: RunSpec, data, clock):
         self.fw, self.spec, self.data = fw, spec, data

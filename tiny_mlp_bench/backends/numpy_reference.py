@@ -1,9 +1,4 @@
-"""NumPy and numba, the hand-written loops: the framework's backend and its rungs (RUNGS, at the end).
-
-``reference`` is the question's MLP written out in float32 NumPy (numpy_loop.py), on the CPU only;
-the floor rung, ``fused``, is the same arithmetic compiled by numba: on cpu one loop (numpy_fused.py),
-on cuda one kernel (numba_cuda_fused.py), each imported only when it runs.
-"""
+"""NumPy and numba, the hand-written loops: the framework's backend and its rungs (RUNGS, at the end)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""scikit-learn: what a user might pick instead, ``MLPRegressor`` with the question's settings.
-
-Variant ``mlp_regressor``: one hidden layer of hidden_units ReLUs, Adam with the question's
-learning rate and batch size, no L2 penalty (``alpha=0``; its default adds one), no early
-stopping. ``partial_fit`` runs one epoch per call (shuffling the rows each time), so its epochs
-are timed like every other rung's. What still differs from the question's model, and is said in
-the report: its output layer is linear, not a ReLU (so it cannot die at start); its loss is half
-the MSE; it draws its own initial weights (Glorot-uniform) and its own shuffles, from the run's seed.
-"""
+"""scikit-learn: what a user might pick instead, ``MLPRegressor`` with the question's settings."""
 
 from __future__ import annotations
 

@@ -14,13 +14,7 @@ ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-8  # torch.optim.Adam's defaults
 
 
 def use_compiler_cache(study_cache: str | None) -> tempfile.TemporaryDirectory | None:
-    """Point Inductor (and Triton) at the rung's cache in the study, or at an empty one of this run's own.
-
-    Never the compiler's default cache, which outlives a study: there a run's first epoch would
-    measure a hit on whatever an earlier study compiled (seen on an NVIDIA H200: 20.9, 8.0, 5.3 s
-    for three repeats). The study's cache holds what its first run of the rung compiled
-    (driver.prepare_compile_cache); a run's own is removed with the object returned (the run).
-    """
+    """Point Inductor (and Triton) at the rung's cache in the study, or at an empty one of this run's own."""
     own = None if study_cache else tempfile.TemporaryDirectory(prefix="tiny-mlp-bench-compile-")
     directory = study_cache or own.name
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = directory
@@ -36,12 +30,7 @@ def compiler_cache_detail(spec) -> str:
 
 
 class FunctionalAdam:
-    """torch.optim.Adam's formula as torch ops on plain tensors, updated in place, so a compiled graph holds it.
-
-    ``loss.backward()`` and ``optimizer.step()`` break a compiled graph (measured here: a plainly
-    compiled step was slower than sync_free), so the compiled rungs take gradients from
-    ``torch.func`` and step with this.
-    """
+    """torch.optim.Adam's formula as torch ops on plain tensors, updated in place, so a compiled graph holds it."""
 
     def __init__(self, torch, params: dict, learning_rate: float):
         self.params, self.lr = params, learning_rate
@@ -67,11 +56,8 @@ class FunctionalAdam:
 
 
 class FunctionalLoop(TorchLoop):
-    """What the compiled rungs share: resident rows, the compiler cache (use_compiler_cache), and
-    FunctionalAdam stepping the model's own parameter storage; ``compile`` builds what they call.
-
-    Nothing compiles here: torch.compile compiles at the first call, in the first timed epoch.
-    """
+    """What the compiled rungs share: resident rows, the compiler cache (use_compiler_cache), and FunctionalAdam
+    stepping the model's own parameter storage; ``compile`` builds what they call."""
 
     def __init__(self, torch, spec, data, clock):
         super().__init__(torch, spec, data, clock)
@@ -95,12 +81,7 @@ class FunctionalLoop(TorchLoop):
 
 
 class CompiledLoop(FunctionalLoop):
-    """compiled: whole runs of steps as one ``torch.compile(fullgraph=True)`` graph.
-
-    The step is functional (gradients from ``torch.func.grad_and_value``, then FunctionalAdam). Up
-    to COMPILED_STEPS_PER_CALL steps are unrolled into one call, so per-call overhead (guards,
-    wrapper) is paid once per call, not once per step.
-    """
+    """compiled: whole runs of steps as one ``torch.compile(fullgraph=True)`` graph."""
 
     def compile(self) -> None:
         """The functional step with Adam in place, unrolled over a chunk of batches, wrapped by torch.compile."""
@@ -143,11 +124,7 @@ class CompiledLoop(FunctionalLoop):
 
 
 class GraphedLoop(TorchLoop):
-    """graphed: the whole step captured once per batch shape in a CUDA graph, then replayed.
-
-    Capture needs a few warm-up steps on a side stream; they would change the weights, so
-    weights and Adam state are put back in place (same tensors, as the graphs require) after.
-    """
+    """graphed: the whole step captured once per batch shape in a CUDA graph, then replayed."""
 
     def __init__(self, torch, spec, data, clock):
         super().__init__(torch, spec, data, clock)

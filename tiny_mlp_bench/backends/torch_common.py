@@ -1,9 +1,4 @@
-"""PyTorch: what every torch rung and the crossover sweep share.
-
-Importing torch (a cpu job hides the GPUs first), threads and seeds, device start-up and the sync
-the clock calls, the question's model, and :class:`TorchLoop`, the base of every torch rung (its
-constructor is the rest of the set-up, each part in its own phase).
-"""
+"""PyTorch: what every torch rung and the crossover sweep share."""
 
 from __future__ import annotations
 
@@ -82,10 +77,7 @@ def start_device(torch, spec: RunSpec) -> str | None:
 
 
 def build_model(torch, hidden_units: int, weights=None):
-    """Linear(2, h) -> ReLU -> Linear(h, 1) -> ReLU, as in the question (the last ReLU can die).
-
-    With ``weights`` (an InitialWeights) the layers start from them instead of torch's own draw.
-    """
+    """Linear(2, h) -> ReLU -> Linear(h, 1) -> ReLU, as in the question (the last ReLU can die)."""
 
     class QuestionMLP(torch.nn.Module):
         def __init__(self):
@@ -190,13 +182,7 @@ class TorchLoop(EpochLoop):
         return int(self.optimizer.state[first]["step"])
 
     def host_syncs_per_epoch(self) -> int | None:
-        """On CUDA, the host synchronisations of one more epoch, run after the timed ones and the scoring.
-
-        torch warns at each synchronisation in sync debug mode "warn"; counting them in the timed
-        epochs would add a Python warning to every one, so they are counted in an extra epoch. It is
-        a training epoch, as the timed ones were: the closing prediction left the model in eval mode,
-        in which a compiled rung may compile anew, inside the counted epoch.
-        """
+        """On CUDA, the host synchronisations of one more epoch, run after the timed ones and the scoring."""
         if not self.on_gpu:
             return None
         self.model.train()

@@ -1,12 +1,4 @@
-"""PyTorch rungs that run a whole epoch per call: fused_epoch (one compiled call) and graphed_epoch (one graph replay).
-
-Both write the model's forward as broadcast products and sums instead of matrix multiplications:
-the same arithmetic, but the compiler can fuse it with the rest of the step instead of calling a
-matmul library routine for each of the step's five products (on cpu Inductor then emits the whole
-epoch as one C++ loop nest). The epoch's gather by its permutation and all its steps, the last one
-short, are one compiled graph; the permutation itself is drawn with ``torch.randperm`` per epoch,
-as every torch rung draws it (a test injects its own).
-"""
+"""PyTorch rungs that run a whole epoch per call: fused_epoch (one compiled call), graphed_epoch (one replay)."""
 
 from __future__ import annotations
 
@@ -89,12 +81,7 @@ class FusedEpochLoop(FunctionalLoop):
 
 
 class GraphedEpochLoop(FusedEpochLoop):
-    """graphed_epoch (cuda): the fused epoch captured once in a CUDA graph and replayed once per epoch.
-
-    The graph reads the epoch's permutation from a static tensor; each epoch draws a new one into
-    it and replays. Compilation and capture need warm-up epochs, which would change the weights,
-    so weights and Adam's state are put back in place (same tensors, as the graph requires) after.
-    """
+    """graphed_epoch (cuda): the fused epoch captured once in a CUDA graph and replayed once per epoch."""
 
     def __init__(self, torch, spec, data, clock):
         super().__init__(torch, spec, data, clock)

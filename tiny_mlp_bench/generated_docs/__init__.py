@@ -1,10 +1,6 @@
-"""The project's generated passages: text written into a README or doc page between two marker lines,
-from the one source it comes from, and the write-or-check every generator runs (`tiny-mlp-bench docs`
-writes, the test suite checks with --check), so that a number or table in the docs is never copied by hand.
-
-Each generator is a module here with its own ``main``; docs/gpu-kit.md's table is the locks' (it reads
-a fetched kit: `tiny-mlp-bench locks kit-table`).
-"""
+"""The project's generated passages: text written into a README or doc page between two marker lines, from the one
+source it comes from, and the write-or-check every generator runs (`tiny-mlp-bench docs` writes, the test suite
+checks with --check), so that a number or table in the docs is never copied by hand."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""The config's defaults and meanings, written from its schema: config/config.yaml and docs/running.md's table.
-
-    tiny-mlp-bench docs config-table            # rewrite the table and config/config.yaml
-    tiny-mlp-bench docs config-table --check    # exit 1, saying so, when either is stale
-
-`make config-table` runs the first; the test suite runs the check, so neither the documented nor the
-loaded defaults can drift from the schema, which Snakemake's `validate` fills them in from.
-"""
+"""The config's defaults and meanings, written from its schema: config/config.yaml and docs/running.md's table."""
 
 from __future__ import annotations
 

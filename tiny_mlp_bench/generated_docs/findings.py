@@ -1,16 +1,4 @@
-"""The README's short answer, `make run`'s time and "What it found", written from the newest archives.
-
-    tiny-mlp-bench docs findings            # rewrite the findings between the README's markers
-    tiny-mlp-bench docs findings --check    # exit 1, saying so, when the README's findings are stale
-
-`make findings` runs the first; the test suite runs the check. The run time is the newest archive's that
-timed its `make run` (logs/make_run_time.json). Two archives of results/archive/ are quoted in the answer
-and the findings, each from its own `report/model.json` and `provenance.json` only: the newest (by its first
-run) whose machines completed no cuda run, and the newest with a completed run of the original torch
-loop on cuda. Every number written is read from those files; a GPU is set against a CPU only within
-one archive's machine, never across archives. A ratio whose runs do not resolve it is written as
-such: the study cannot tell the two apart.
-"""
+"""The README's short answer, `make run`'s time and "What it found", written from the newest archives."""
 
 from __future__ import annotations
 

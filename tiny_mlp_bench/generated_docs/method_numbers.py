@@ -1,14 +1,4 @@
-"""docs/method.md's numbers of the study design, written from an archive's run records.
-
-    tiny-mlp-bench docs method-numbers            # rewrite them between docs/method.md's markers
-    tiny-mlp-bench docs method-numbers --check    # exit 1, saying so, where they are stale
-
-Each begin marker names the archive its numbers come from; `make method-numbers` runs the first,
-the test suite the check. The design numbers: the A/A control's ratio to the rung whose code it runs,
-with its interval and the exact rank test, and each rung's per-step time over its runs with its
-interval (tiny_mlp_bench/report/inference.py): what this machine fakes, and what the runs can tell
-apart. The estimator numbers: how each candidate per-step estimator of the window held on those runs.
-"""
+"""docs/method.md's numbers of the study design, written from an archive's run records."""
 
 from __future__ import annotations
 

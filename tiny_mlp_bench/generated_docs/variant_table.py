@@ -1,11 +1,4 @@
-"""The README's table of variants, written from the catalogue (tiny_mlp_bench/catalogue.py).
-
-    tiny-mlp-bench docs variant-table            # rewrite the table between the README's markers
-    tiny-mlp-bench docs variant-table --check    # exit 1, saying so, when the README's table is stale
-
-`make variant-table` runs the first; the test suite runs the check, so the table cannot drift from
-the one list the workflow reads.
-"""
+"""The README's table of variants, written from the catalogue (tiny_mlp_bench/catalogue.py)."""
 
 from __future__ import annotations
 

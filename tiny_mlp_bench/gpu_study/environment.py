@@ -1,12 +1,7 @@
-"""The study's Python on a GPU machine (scripts/gpu_study.py): .venv-gpu/, a virtual environment
-over the machine's own packages (its torch and JAX built for CUDA, and the .pth hooks beside them)
-with the carried kit installed into it, the check that it has everything the study needs, and what
-the pre-flight reads of the machine itself: the CUDA toolkit and the GPU's state.
-
-Standard library only, as the command that uses it: it runs on the machine's bare Python, before
-any of the study's packages is installed. StudyError and say are the command's own, defined here
-because a module cannot import them from a script.
-"""
+"""The study's Python on a GPU machine (scripts/gpu_study.py): .venv-gpu/, a virtual environment over the machine's own
+packages (its torch and JAX built for CUDA, and the .pth hooks beside them) with the carried kit installed into it,
+the check that it has everything the study needs, and what the pre-flight reads of the machine itself: the CUDA
+toolkit and the GPU's state."""
 
 from __future__ import annotations
 

@@ -1,15 +1,5 @@
-"""Lanes of timed jobs for the GPU study (scripts/gpu_study.py): each lane runs its jobs one after
-another, each as a Snakemake call of its own, and starts none that no longer fits the time left.
-
-The study runs in stages (plan.stages): the question's pair alone, one job at a time with nothing
-beside it, then a cpu lane and a cuda lane side by side, as two Snakemake processes (``--nolock``:
-their outputs are disjoint, and the dataset both read is made before they start), each pinned to its
-own share of the physical cores: a cuda job is bound by its host thread, and a cpu job's threads or a
-cold compilation's workers on the same core, or on its hyper-thread sibling, would slow it. Each job's
-outcome says on which cores it ran, what ran beside it and, for a cuda job, the GPU's clocks, power
-state and throttle reasons before and after. Standard library only: the GPU study's command runs
-on a machine's bare Python.
-"""
+"""Lanes of timed jobs for the GPU study (scripts/gpu_study.py): each lane runs its jobs one after another, each as a
+Snakemake call of its own, and starts none that no longer fits the time left."""
 
 from __future__ import annotations
 

@@ -1,39 +1,5 @@
-"""The GPU study's plan: its timed jobs in the order that matters most, each with its expected time,
-in the stages it runs in, and which of them fit its time.
-
-A GPU machine may be had for minutes, so scripts/gpu_study.py runs what matters first and starts
-no job that no longer fits its time limit. The jobs run in rounds, round r holding every job's r-th
-repeat (jobs.in_rounds). The first round runs in three tiers:
-
-1. the question: the asker's torch loop and the asker's Keras ``fit`` (Keras 2, on TensorFlow, where
-   the study runs it, else Keras 3 on JAX), on each device;
-2. what no archived record from a GPU has measured: a rung, a probe, a sweep, on each device (the
-   cpu twin gives the same machine's comparison), the cheapest first;
-3. the rest, the cheapest first: rungs measured on a GPU before and rungs that run on cpu only.
-
-After the question's pair, two jobs of tier 2 go before every other job of their lane, tier 1's
-included: the floor's first run and then torch's probe, on each device, where no GPU has measured
-them. A problem only they have (the numba CUDA kernel, the kernel costs the computed floor needs)
-shows in the study's first minutes.
-
-Later rounds run in the order a recorded seed shuffles them into, so that neither a repeat's number
-nor the time of day goes with a rung. In every round the question's pair, the asker's torch loop on
-cpu and on cuda, runs alone (lane ``alone``): nothing else runs while the GPU-against-CPU answer is
-timed. Then a cpu lane and a cuda lane run the round's other jobs side by side (lanes.py).
-
-A job's expected time comes from the newest archived record of the same kind of machine (the same
-CPU model and count and, for a cuda job, the same GPU): the phases its record times, the fit scaled
-to this study's epochs. Where there is none, the config's ``plan_estimates_s`` says: job-name
-patterns (``torch-cuda-*``, ``probe-*``) to seconds, the most specific that matches (the one
-with the most characters besides ``*``: a config as run is written with its keys sorted).
-
-    tiny-mlp-bench plan --config results/config.yaml --archives results/archive [--gpu NAME]
-        [--time-limit S --setup-s S] [--order N] [--cpu-model M --logical-cpus N]
-
-prints the plan as JSON: the order seed, the time for jobs and one object per job (name, output, device,
-round, tier, lane, expected_s, expected_from and, with a time limit, whether it fits and when it
-would start). ``--cpu-model`` and ``--logical-cpus`` plan for another machine than this one.
-"""
+"""The GPU study's plan: its timed jobs in the order that matters most, each with its expected time, in the stages it
+runs in, and which of them fit its time."""
 
 from __future__ import annotations
 
@@ -272,13 +238,7 @@ def leads_its_lane(planned: Planned) -> int:
 
 
 def plan(config: dict, archives: Path, gpu: str | None, seed: int = 0, machine: dict | None = None) -> list[Planned]:
-    """The config's timed jobs in the order to run them, each with its expected time, round and lane.
-
-    The first round runs the question's pair first, then by tier, the cheapest first within tiers 2
-    and 3, after the floor's run and torch's probe where no GPU measured them (leads_its_lane); later
-    rounds in ``seed``'s order.
-    ``machine`` (this_machine's keys) plans for another machine than this one.
-    """
+    """The config's timed jobs in the order to run them, each with its expected time, round and lane."""
     first = question(config["frameworks"])
     ok_records = list(archived(archives))  # read once: both questions are asked of every record
     measured = measured_on_gpus(ok_records)

@@ -1,13 +1,4 @@
-"""What the GPU study would use, asked of the study's own Python before anything is timed.
-
-    python -m tiny_mlp_bench.gpu_study.preflight NEED [NEED ...]
-
-prints one JSON object: the Python; each package the study needs, its version and whether the kit or
-the machine gave it; torch and the GPU it sees; numba and which CUDA target ``numba.cuda`` is; where
-libNVVM was found; and, on a GPU with numba-cuda, the floor kernel compiled for that GPU and run for
-two epochs of a small dataset. scripts/gpu_study.py shows it and stops on what would stop the study.
-A part that fails says why in its place; the program itself does not fail.
-"""
+"""What the GPU study would use, asked of the study's own Python before anything is timed."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""How tiny_mlp_bench/locks/wheels.py runs pip: against one package index and nothing else.
-
-A lock holds each file's hash as the index has it, so pip must resolve and download from that
-index alone: none of this machine's find-links (local wheel folders, whose wheels may be built
-here, with hashes no index has), extra indexes or constraint files. The index is the one this
-machine's pip is configured with (PIP_INDEX_URL, else index-url in its config files), so that a
-user behind an organisation's mirror of PyPI resolves through that mirror; where none is set, no
---index-url is passed and pip takes its own default, PyPI.
-"""
+"""How tiny_mlp_bench/locks/wheels.py runs pip: against one package index and nothing else."""
 
 import ast
 import functools

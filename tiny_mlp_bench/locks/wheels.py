@@ -1,33 +1,4 @@
-"""Exact locks, a hash for every file, of the environments that are not this machine's.
-
-The local environment and the CPU images install from requirements/runtime.txt, which holds
-torch's CPU build, for machines without a GPU. Three environments need other sets:
-
-- torch-cuda, keras-cuda: the CUDA images (`make images`). On top of their requirement lists,
-  torch's nvidia-* wheels and JAX's CUDA plugin, or TensorFlow's CUDA libraries, for CPython 3.11.
-- gpu-kit: what a GPU machine without a package registry lacks (scripts/gpu_study.py installs
-  it there from wheelhouse/gpu-kit/), for CPython 3.12: requirements/gpu-kit.in, less what such a
-  machine already has (requirements/gpu-present.txt) and everything that needs.
-
-pip resolves each on one package index alone (tiny_mlp_bench/locks/pip_index.py: the index-url this machine's
-pip is configured with, else PyPI; never its find-links), for manylinux x86_64 whatever machine
-runs this, held to runtime.txt's versions wherever runtime.txt pins a package; resolving reads the
-index's metadata files, no wheel is downloaded. A package PyPI has only as a source archive is
-locked by that archive's hash and built into a pure-Python wheel when the kit is fetched. A mirror
-of PyPI serves PyPI's files, so a lock is the same through either.
-
-  tiny-mlp-bench locks lock [TARGET ...]               (make lock-cuda, make lock-gpu-kit)
-  tiny-mlp-bench locks check [TARGET ...]              exit 1 when pip, held to a committed lock's versions,
-                                                     does not resolve to exactly that lock: a package
-                                                     missing or extra, or a hash not the index's
-  tiny-mlp-bench locks fetch-kit [--python X.Y] [--into DIR] [--present FILE] [--max-mib N]
-                                                     (make gpu-kit) the kit's files into wheelhouse/gpu-kit/:
-                                                     from the committed lock for CPython 3.12 and gpu-present.txt,
-                                                     else resolved on the index for that Python and present file
-  tiny-mlp-bench locks kit-table [--kit DIR] [--check]
-                                                     (make kit-table) docs/gpu-kit.md's table of the committed
-                                                     kit's wheels and sizes, from a kit fetched from its lock
-"""
+"""Exact locks, a hash for every file, of the environments that are not this machine's."""
 
 import argparse
 import concurrent.futures

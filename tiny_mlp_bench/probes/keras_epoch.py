@@ -47,14 +47,7 @@ def as_timed(per_epoch_us: list[tuple[float, float]]) -> dict:
 def keras_fit_epoch(
     fw, spec, data, found: dict, epochs: int = FIT_EPOCHS, rounds: int = FIT_ROUNDS, say: Say = quiet
 ) -> dict:
-    """The fixed cost of each ``fit`` epoch of the asker's model and compile; adds ``fit_epoch`` to ``found``.
-
-    Epochs of one step (batch_size rows) take t1, epochs of every train row (S steps) take tS, each
-    the median over ``rounds`` fits of ``epochs`` epochs, the two sizes alternated. A step inside
-    fit costs (tS - t1) / (S - 1) and an epoch's fixed cost is t1 less one step. Both sizes are
-    warmed up first (the short last batch traces its own train function). ``fw`` is what
-    keras_fit's loader returned, already prepared and started on the device.
-    """
+    """The fixed cost of each ``fit`` epoch of the asker's model and compile; adds ``fit_epoch`` to ``found``."""
     from tiny_mlp_bench.backends.keras_fit import FitRun
     from tiny_mlp_bench.timing import Clock
 

@@ -1,8 +1,4 @@
-"""What every probe shares: timing many calls of a function, and how a probe says what it measured.
-
-A probe's number is the median repeat, each repeat ``calls`` calls timed together, so that a call
-far shorter than the clock's resolution, or than one synchronize, still gets a per-call cost.
-"""
+"""What every probe shares: timing many calls of a function, and how a probe says what it measured."""
 
 from __future__ import annotations
 
@@ -27,12 +23,7 @@ def time_calls(
     sync: Callable[[], object] | None = None,
     kernels_per_call: int | None = None,
 ) -> dict:
-    """Median microseconds per call of ``fn`` over ``repeats`` repeats of ``calls`` calls each.
-
-    One untimed repeat warms up first. ``sync`` (the device's synchronize) runs before the clock
-    starts and before it stops, so on CUDA a repeat is ``calls`` launches and one wait. With
-    ``kernels_per_call`` the value is per kernel: a call's time divided by it.
-    """
+    """Median microseconds per call of ``fn`` over ``repeats`` repeats of ``calls`` calls each."""
     per = calls * (kernels_per_call or 1)
 
     def one_repeat() -> tuple[float, float]:

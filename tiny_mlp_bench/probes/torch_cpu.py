@@ -21,12 +21,7 @@ def dead_at_start(torch, model, features) -> bool:
 
 
 def count_dead_inits(torch, hidden_units: int, train_features: np.ndarray, draws: int = INIT_DRAWS) -> int:
-    """How many of the seeds 0..draws-1 give the asker's initialisation (manual_seed, build_model) dead at start.
-
-    Counted on one intra-op thread (the caller's count is restored after): the answer does not
-    depend on it, and a thousand tiny forwards on a pool of busy cores spend most of their time
-    waking the pool.
-    """
+    """How many of the seeds 0..draws-1 give the asker's initialisation (manual_seed, build_model) dead at start."""
     from tiny_mlp_bench.backends.torch_common import build_model
 
     features = torch.tensor(train_features, dtype=torch.float)

@@ -44,22 +44,7 @@ class SeedStep:
 
 
 def count_step_ops(torch, step: Callable[[], object], on_cuda: bool, steps: int = PROFILED_STEPS) -> dict:
-    """What ``steps`` calls of ``step`` run, per step, as torch.profiler records it.
-
-    Counted, each the rounded mean per step:
-    - aten_calls_per_step: every ``aten::`` operator event on the host, nested ones included (an
-      op that calls other ops counts once for itself and once for each it calls).
-    - leaf_aten_ops_per_step: the ``aten::`` events with no ``aten::`` event anywhere below them,
-      i.e. the operators that do their work themselves rather than through other operators.
-    - cuda only, kernels_per_step: device events of the profiler's "kernel" activity, i.e. the
-      CUDA kernels that ran (memcpys, memsets and the device spans of annotated ranges are not
-      kernels and are not counted: count_kernels).
-    - cuda only, kernel_launch_calls_per_step: host calls into the CUDA runtime or driver named in
-      LAUNCH_CALLS (cudaLaunchKernel and its kin), one per kernel launched outside a graph; a
-      library that launches through the driver API (cuBLAS: cuLaunchKernel) is counted only where
-      the profiler traces the driver API, so this can be below kernels_per_step.
-    The step must have been run before (warm-up), so Adam's state exists and nothing is first-time.
-    """
+    """What ``steps`` calls of ``step`` run, per step, as torch.profiler records it."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
@@ -115,10 +100,7 @@ def is_kernel(event, device_type) -> bool:
 def seed_step(
     torch, device, sync, batch_rows: np.ndarray, hidden_units: int, learning_rate: float, weights=None
 ) -> dict:
-    """Time of the asker's step on one batch on the device, and the ops it runs (count_step_ops).
-
-    The model starts from ``weights`` (an InitialWeights, as the runs do) or, without, from torch's own draw.
-    """
+    """Time of the asker's step on one batch on the device, and the ops it runs (count_step_ops)."""
     from tiny_mlp_bench.backends.torch_common import adam_implementation
 
     batch = torch.tensor(batch_rows, dtype=torch.float, device=device)

@@ -19,11 +19,7 @@ def torch_probes(
     found: dict,
     say: Say = quiet,
 ) -> dict:
-    """Run every torch probe of ``device``, adding each result to ``found`` as it is measured; returns ``found``.
-
-    Threads are the caller's to set; the timed step starts from ``weights`` (the runs' InitialWeights).
-    ``found`` keeps what was measured if a later probe raises.
-    """
+    """Run every torch probe of ``device``, adding each result to ``found`` as it is measured; returns ``found``."""
     from tiny_mlp_bench.backends.torch_common import device_sync
 
     on = torch.device("cuda:0" if device == "cuda" else "cpu")

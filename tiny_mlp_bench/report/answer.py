@@ -1,10 +1,6 @@
-"""The numbers behind the report's opening answer: the GPU against the CPU and Keras against torch,
-each as a ratio over runs with its interval; why the GPU is slower; the A/A control beside them; the
-rungs whose runs paused; the fastest choice on each device in both views. Each field is None where
-this run did not measure it; the sentences then say so.
-
-Numbers only: the wording is in sentences.py.
-"""
+"""The numbers behind the report's opening answer: the GPU against the CPU and Keras against torch, each as a ratio over
+runs with its interval; why the GPU is slower; the A/A control beside them; the rungs whose runs paused; the fastest
+choice on each device in both views. Each field is None where this run did not measure it; the sentences then say so."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""How the report writes a number or a range into a table cell or a sentence, and how it lays out a
-Markdown table of such cells (tabulate, through ``DataFrame.to_markdown``).
-
-A number measured over runs is written with its interval, to the digits the interval supports: the
-interval's half-width to one significant figure sets the last digit, never fewer than two significant
-figures of the estimate nor more than three. Times take the unit that keeps them between 1 and 1000.
-"""
+"""How the report writes a number or a range into a table cell or a sentence, and how it lays out a Markdown table of
+such cells (tabulate, through ``DataFrame.to_markdown``)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,4 @@
-"""This study against an archived one, rung by rung: did a new torch, driver or machine make it faster?
-
-Each side's rung is its runs' times to result and per-step times: their geometric means with a
-t-interval on their logs, and the ratio of this study's to the archive's by Hodges-Lehmann, with the
-interval from inverting the exact Mann-Whitney test (report/inference.py). A rung is called faster or
-slower only where that test resolves the ratio and the ratio lies outside the noise band: the largest
-ratio two studies of the same code showed on one kind of machine (NoiseBand, read from
-results/archive/noise-band.json, which `tiny-mlp-bench compare --write-noise-band` makes from two such
-studies). 3 runs against 3 never resolve anything (the exact test's least p is 0.10).
-
-Beside them, each Keras rung's pause at the end of ``fit`` (the fit_end phase, from the last
-epoch's end to ``fit`` returning, inside all epochs): Keras 2 at times pauses there for many seconds.
-"""
+"""This study against an archived one, rung by rung: did a new torch, driver or machine make it faster?"""
 
 from __future__ import annotations
 

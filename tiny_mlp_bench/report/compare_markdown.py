@@ -1,17 +1,4 @@
-"""Compare this study's run records with an archived study's, rung by rung, in time to result and per step.
-
-For every rung timed on either side, in each view: each side's geometric mean over its runs with a
-95% interval, the ratio of this study's to the archive's with its 95% interval and the exact
-Mann-Whitney p-value, and a verdict that says "faster" or "slower" only where the test resolves it and
-the ratio lies outside the noise band of results/archive/noise-band.json
-(compare.py). Then, for every Keras rung, its pause at the end of fit (the
-fit_end phase) on both sides. Writes Markdown to stdout, or to --output.
-
-With --write-noise-band, the two sides are taken as two studies of the same code, and the band they
-show is written to that file instead (docs/method.md says where the project's comes from).
-
-Usage: tiny-mlp-bench compare results/archive/<name>/runs [--this results/runs]   (make compare ARCHIVE=...)
-"""
+"""Compare this study's run records with an archived study's, rung by rung, in time to result and per step."""
 
 from __future__ import annotations
 

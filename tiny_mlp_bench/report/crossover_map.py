@@ -1,8 +1,4 @@
-"""The crossover map: where, per hidden width, cuda's per-step time first drops below cpu's.
-
-From the sweep records: each device's status and measured matmul rate, the measured points as one
-table, per width and batch size the seconds per step on each device, and the crossovers. Numbers only.
-"""
+"""The crossover map: where, per hidden width, cuda's per-step time first drops below cpu's."""
 
 from __future__ import annotations
 

@@ -1,20 +1,4 @@
-"""The fixed costs the probes measured, and the floor each device's rungs are judged against.
-
-A step of the question's network does about 24,000 floating-point operations: at any modern chip's
-rate that is a fraction of a microsecond, five orders under every measured step, so a FLOP count says
-nothing about this workload. A tiny step is bound by what each op, launch and call costs whatever its
-size. So the floors are of that kind:
-
-- cpu: the measured time per step of the floor rung (numpy ``fused``), forward, backward and Adam in
-  one numba-compiled loop: what the arithmetic costs on this CPU when every per-op call is gone.
-- cuda: measured where the floor rung ran there, one numba CUDA kernel for a block of epochs: what
-  the GPU itself needs for the step once launches, copies and the Python loop are gone.
-  Computed beside it, and the floor where the rung did not run: the kernels the asker's step runs
-  (counted by torch's profiler) times the cost of one kernel inside a CUDA graph, what the step's
-  kernels cost when launching them costs nothing more.
-
-Numbers only: no wording and no formatting.
-"""
+"""The fixed costs the probes measured, and the floor each device's rungs are judged against."""
 
 from __future__ import annotations
 

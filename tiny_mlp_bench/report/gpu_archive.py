@@ -1,10 +1,4 @@
-"""Which archived study gives the report its GPU answer where this run has no completed cuda run.
-
-The gpu_answer_archive config key says: ``auto`` (the default) takes the newest archive under
-results/archive/ with a completed torch ``seed`` run on cuda; ``none`` quotes none; any other value
-names an archive folder, which must qualify. The report quotes that archive's GPU numbers alone, never
-a ratio to this machine's cpu: two machines' times do not divide.
-"""
+"""Which archived study gives the report its GPU answer where this run has no completed cuda run."""
 
 from __future__ import annotations
 

@@ -1,19 +1,4 @@
-"""What a study's runs support: a rung's interval, a ratio's interval and the exact rank test.
-
-The run is the unit: the blocks inside one run are autocorrelated and share the machine's state, so
-every interval here is over runs' values (a run's steady step, its time to result), never over
-blocks. Times are compared on the log scale, where a ratio is a difference and the machine's
-slow episodes, which stretch a run by a factor, are roughly symmetric.
-
-- :func:`rung_interval`: the geometric mean of a rung's runs and a t-interval on their logs.
-- :func:`share_test`: Fisher's exact test of how often something happened in two rungs' runs.
-- :func:`ratio`: one rung's runs against another's: the Hodges-Lehmann estimate of their ratio (the
-  median of every pairing's log ratio), its interval from inverting the exact Mann-Whitney test,
-  and that test's two-sided p-value. Small studies get honest answers: 3 runs against 3 cannot
-  reach p below 0.10, so their ratio's 95% interval is unbounded.
-
-scipy.stats does the distributions and the test; nothing here re-derives them.
-"""
+"""What a study's runs support: a rung's interval, a ratio's interval and the exact rank test."""
 
 from __future__ import annotations
 
@@ -87,15 +72,8 @@ def share_test(happened_a: int, runs_a: int, happened_b: int, runs_b: int) -> fl
 
 
 def ratio(a, b, confidence: float = CONFIDENCE) -> Ratio:
-    """``a``'s runs over ``b``'s: Hodges-Lehmann on their logs, with the interval of every shift the exact
-    Mann-Whitney test does not reject at 1 - ``confidence``.
-
-    The test's p-value changes only where a shift equals one pairing's log ratio, so it is asked at
-    each pairing and once in each gap between consecutive pairings (and beyond both ends); the interval
-    runs between the pairings at or next to the shifts it accepts. At a pairing runs tie, which is where
-    runs of identical values are accepted. Where it accepts a shift beyond every pairing, that side is
-    unbounded (None).
-    """
+    """``a``'s runs over ``b``'s: Hodges-Lehmann on their logs, with the interval of every shift the exact Mann-Whitney
+    test does not reject at 1 - ``confidence``."""
     log_a, log_b = np.log(positive(a, "ratio: a")), np.log(positive(b, "ratio: b"))
     pairings = np.sort(np.subtract.outer(log_a, log_b).ravel())
     estimate = float(np.exp(np.median(pairings)))

@@ -1,10 +1,4 @@
-"""The variant ladders per framework-device pair, the floors under them and the targets judged from them.
-
-ladders() turns the per-pair, per-variant summary (model.summarize) into one Ladder per pair: its rungs
-with per-step medians, speed-ups and spread, and how far each is above its device's floor
-(fixed_costs.py). judge() measures a TargetSpec against the ladders; epoch_floors() states what a Keras step costs
-with a single train-function call per epoch. Numbers only: no wording and no formatting.
-"""
+"""The variant ladders per framework-device pair, the floors under them and the targets judged from them."""
 
 from __future__ import annotations
 
@@ -22,11 +16,7 @@ from tiny_mlp_bench.report.inference import Interval, Ratio, ratio
 
 @dataclass(frozen=True)
 class TargetSpec:
-    """One of the study's speed targets: a rung of ``pair`` against a baseline rung.
-
-    kind "speedup": baseline time / rung time ≥ goal; kind "within": rung time / baseline time ≤ goal.
-    variant None means the pair's fastest rung other than the asker's loop.
-    """
+    """One of the study's speed targets: a rung of ``pair`` against a baseline rung."""
 
     kind: str
     pair: str
@@ -162,11 +152,8 @@ def one_time_s(setup_s: float, first_block_excess_s: float) -> float | None:
 
 
 def break_even_epochs(rung_once: float, rung_epoch: float, seed_once: float, seed_epoch: float) -> int | None:
-    """The fewest epochs from which on a rung's time to result stays below the asker's loop's; None if it
-    falls behind for good.
-
-    Time to result ≈ one-time cost + epochs x epoch time, so the lines cross once at most.
-    """
+    """The fewest epochs from which on a rung's time to result stays below the asker's loop's; None if it falls behind
+    for good."""
     extra_once, saved_per_epoch = rung_once - seed_once, seed_epoch - rung_epoch
     if saved_per_epoch <= 0:
         return 1 if extra_once < 0 and saved_per_epoch == 0 else None

@@ -1,9 +1,5 @@
-"""The report model as Markdown: the tables (tabulate, through ``DataFrame.to_markdown``) and the
-sentences (sentences.py), laid out by report.md.j2.
-
-Nothing here computes a result or words one: the cells format what model.py computed, with the
-interval each number has (cells.py).
-"""
+"""The report model as Markdown: the tables (tabulate, through ``DataFrame.to_markdown``) and the sentences
+(sentences.py), laid out by report.md.j2."""
 
 from __future__ import annotations
 

@@ -1,13 +1,4 @@
-"""The report's numbers, computed once from run and sweep records: no wording and no formatting.
-
-build_report() gives a Report: the tidy runs table (one row per run, written as Parquet) and, per
-machine, the opening answer, the summaries, both views of every rung with the first screen's rows,
-the variant ladders with their floors, the question's table, the targets, the fixed costs and the
-crossover map; every value over runs with its interval, every comparison a ratio over runs
-(inference.py). sentences.py, markdown.py and plots.py only word and format what it holds.
-
-A *pair* is a framework and a device, such as torch-cpu; a *step* is always one optimiser step.
-"""
+"""The report's numbers, computed once from run and sweep records: no wording and no formatting."""
 
 from __future__ import annotations
 
@@ -125,10 +116,7 @@ def build_report(
     archived_gpu: ArchivedGpu | None = None,
     no_archive_qualifies: bool = False,
 ) -> Report:
-    """The whole report's numbers; the same records in any order give the same Report.
-
-    Records from several machines are summarised per machine: their timings are never averaged together.
-    """
+    """The whole report's numbers; the same records in any order give the same Report."""
     records = sorted(records, key=lambda r: r["identity"]["run_id"])
     sweeps = sorted(sweeps, key=lambda s: (repr(machine_key(s["environment"])), s["device"]))
     probes = sorted(probes, key=lambda p: (repr(machine_key(p["environment"])), p["framework"], p["device"]))

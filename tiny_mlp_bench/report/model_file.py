@@ -1,10 +1,5 @@
-"""The report model as a JSON file (report/model.json): every number the report states, and the
-versions of what computed and drew them.
-
-An archive keeps this file so it can be verified anywhere: the numbers recomputed from its records
-must match to a relative 1e-9 with any library versions, while the Markdown, chart and Parquet
-bytes are only expected to match where the versions are the same.
-"""
+"""The report model as a JSON file (report/model.json): every number the report states, and the versions of what
+computed and drew them."""
 
 from __future__ import annotations
 

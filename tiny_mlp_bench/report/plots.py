@@ -1,12 +1,4 @@
-"""The report's charts, drawn from the report model as PNG files without timestamps (same data, same bytes).
-
-plot_seed_times: whole-run wall time of the question's pairs beside the asker's; plot_ladders: every rung's time
-per optimiser step, a panel per device measured; plot_crossover: the sweep's time per step over batch size and width.
-The first two show what the Markdown report prints: each value's geometric mean over runs with its 95% interval
-(inference.Interval) as whiskers, and each run as a dot beside it, so that runs in two groups show as two groups; a
-value from one run has no interval, so no whisker. What did not run gets no slot or panel, only a note under the
-axis. The asker's per-step times are the asker's wall times spread over the asker's steps (asker_step_s).
-"""
+"""The report's charts, drawn from the report model as PNG files without timestamps (same data, same bytes)."""
 
 from __future__ import annotations
 
@@ -38,11 +30,7 @@ INTERVAL = "geometric mean, 95% interval over runs"  # what a bar or point and i
 
 
 def whisker(interval: Interval, scale: float = 1.0) -> list[list[float]] | None:
-    """``interval``'s error bar as matplotlib takes it, [[below], [above]] the estimate, times ``scale``.
-
-    None where a side is unbounded (one run): no whisker, rather than one of zero length that would read as
-    runs that agree exactly.
-    """
+    """``interval``'s error bar as matplotlib takes it, [[below], [above]] the estimate, times ``scale``."""
     if interval.low is None or interval.high is None:
         return None
     return [[(interval.estimate - interval.low) * scale], [(interval.high - interval.estimate) * scale]]
@@ -57,10 +45,7 @@ def extent(interval: Interval) -> tuple[float, float]:
 
 
 def asker_step_s(pair: str) -> float | None:
-    """The asker's wall time for ``pair`` over the asker's 12,000 steps; None where the asker has none.
-
-    An upper bound on the asker's step: the wall time also holds model build, device set-up and predictions.
-    """
+    """The asker's wall time for ``pair`` over the asker's 12,000 steps; None where the asker has none."""
     seconds = ASKER_SECONDS.get(pair)
     return None if seconds is None else seconds / ASKER_STEPS
 
@@ -163,15 +148,10 @@ def ladder_panel(ax, machine: Machine, device: str, parameters: dict | None, slo
 
 
 def plot_ladders(machines: tuple[Machine, ...], path: Path, parameters: dict | None = None) -> None:
-    """Each rung's time per optimiser step, the geometric mean over its runs with the 95% interval as whiskers
-    (none with one run) and its runs as grey dots, log scale: a row of panels per machine, one panel per device
-    some machine measured, rungs grouped by pair in ladder order; rungs without a timed run are left out, and a
-    device no machine measured is named under the axis instead of given a panel.
-
-    With ``parameters`` (Report.parameters), each of the asker's pairs gets a line at the asker's per-step time
-    (asker_step_s), across its pair's rungs, or the whole panel where the pair has none; the lines' legend is
-    beside the panels, never over them.
-    """
+    """Each rung's time per optimiser step, the geometric mean over its runs with the 95% interval as whiskers (none
+    with one run) and its runs as grey dots, log scale: a row of panels per machine, one panel per device some
+    machine measured, rungs grouped by pair in ladder order; rungs without a timed run are left out, and a device no
+    machine measured is named under the axis instead of given a panel."""
     every = [*DEVICES, *sorted({ladder.device for m in machines for ladder in m.ladders} - set(DEVICES))]
     measured = {ladder.device for m in machines for ladder in m.ladders if any(r.step for r in ladder.rungs)}
     devices = [d for d in every if d in measured] or every[:1]
@@ -224,13 +204,7 @@ def plot_ladders(machines: tuple[Machine, ...], path: Path, parameters: dict | N
 
 
 def plot_crossover(points: pd.DataFrame, path: Path, parameters: dict | None = None) -> None:
-    """Time per optimiser step against batch size, one colour per width, solid cpu and dashed cuda.
-
-    ``points`` is the report's sweep_points: device, batch_size, hidden_units, step_s, and its blocks' range
-    (low_s, high_s) as error bars: one run per device, so a range, not an interval over runs. With ``parameters``
-    (Report.parameters), stars mark the asker's run: at its batch size, the asker's per-step time on each device
-    (asker_step_s of torch-cpu and torch-cuda), at its width (given in the legend).
-    """
+    """Time per optimiser step against batch size, one colour per width, solid cpu and dashed cuda."""
     fig, ax = plt.subplots(figsize=(9, 4.5), dpi=100, layout="constrained")
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     widths = sorted(points["hidden_units"].unique())

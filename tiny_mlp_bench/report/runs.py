@@ -110,16 +110,7 @@ def scaled_to_fast(steps: np.ndarray, canaries: np.ndarray, machine_canary: floa
 
 
 def step_estimates(timings: dict, machine_canary: float | None = None) -> dict:
-    """A run's seconds per step (docs/method.md, "The per-step window"):
-
-    - ``step_s``, the code's own speed: the STEP_QUANTILE of the window's blocks, each scaled by the
-      machine's fast canary over its own canary (unscaled where the window has no canary; the timing
-      point's later blocks where there is no window);
-    - ``step_median_s``: the window's median block, unscaled: what a run typically saw on this machine;
-    - ``slow_share``: the share of the window's blocks the canary marked slow (None without a canary);
-    - ``step_mean_s``, what a user waits: the timing point's later blocks' time over their steps, the
-      mean block, which every extrapolation to other epochs uses (the median under-predicts a wait).
-    """
+    """A run's step_s, step_median_s, slow_share and step_mean_s (docs/method.md, "The per-step window")."""
     steps, blocks = timings.get("steps_per_epoch"), timings.get("block_s") or []
     block_epochs = timings.get("block_epochs") or []
     later_steps = sum(block_epochs[1:]) * steps if steps and len(block_epochs) == len(blocks) > 1 else 0
@@ -205,12 +196,7 @@ def result_runs(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def summarize(runs: pd.DataFrame) -> pd.DataFrame:
-    """Median, spread and CV over the completed runs of each pair and variant, in ladder order.
-
-    The steady-state steps pool every completed run. The time to result and the phases are the warm
-    runs' in a rung with a cold compilation and warm runs: a user's later runs, as the default cache
-    of the compiler makes them; the cold ones are ``cold_compile_s`` (their median time to result)
-    and ``cold_compile_runs`` beside it."""
+    """Median, spread and CV over the completed runs of each pair and variant, in ladder order."""
     done = runs[runs["status"] == "ok"].astype({"converged": bool})
     cold = first_compilations(done)
     result_runs = (

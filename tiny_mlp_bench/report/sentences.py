@@ -1,10 +1,4 @@
-"""The report's sentences, each a small function of the report model; report.md.j2 only lays them out.
-
-A sentence that says one thing is faster or slower than another says so only where the runs support
-it (inference.Ratio.resolved); otherwise it says the study does not resolve it, and with how many
-runs. Every number is written with its interval (cells.py). Plain words: "the original loop" is the
-question's own code, unchanged.
-"""
+"""The report's sentences, each a small function of the report model; report.md.j2 only lays them out."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Every completed rung in the two views a user chooses by, time to result and time per step, each
-over its runs with its interval; each rung's letters, shared with the rungs its runs cannot order;
-and the headline, the few rows the report's first screen shows.
-
-Numbers only: the wording and the cells are markdown.py's and sentences.py's.
-"""
+"""Every completed rung in the two views a user chooses by, time to result and time per step, each over its runs with
+its interval; each rung's letters, shared with the rungs its runs cannot order; and the headline, the few rows the
+report's first screen shows."""
 
 from __future__ import annotations
 
@@ -55,11 +52,8 @@ class HeadlineRow:
 
 
 def letters(values: list[tuple[float, ...]]) -> list[str]:
-    """A compact letter display of rungs already sorted fastest first: two rungs share a letter where the
-    exact test does not resolve them, so a letter never chains a rung to one it resolves from.
-
-    Each letter is a longest run of neighbours every two of which are unresolved, kept where no
-    earlier letter's run holds it; the first letter goes to the fastest."""
+    """A compact letter display of rungs already sorted fastest first: two rungs share a letter where the exact test
+    does not resolve them, so a letter never chains a rung to one it resolves from."""
 
     @functools.cache
     def unresolved(i: int, j: int) -> bool:  # asked for i < j only, each pair once: a ratio inverts its test
