@@ -1,13 +1,11 @@
-# tiny-mlp-bench: why is a tiny MLP slower on the GPU than on the CPU, and slower in
-# PyTorch than in Keras? Dataset -> one timed job per framework/device/variant/repeat
-# -> a Markdown report. Run: snakemake --cores all (the profiles/default profile applies).
+# tiny-mlp-bench: why is a tiny MLP slower on the GPU than the CPU, and in PyTorch than Keras?
+# Dataset -> timed jobs per framework/device/variant/repeat -> a Markdown report. Run: snakemake --cores all.
 
 
 import os
 
 
-# Found beside this file, so that `--directory` can put a study (its results, logs and Snakemake state)
-# in a folder of its own, as `make quick` does.
+# Found beside this file, so that `--directory` can put a study in a folder of its own (as `make quick` does).
 configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 

@@ -13,11 +13,8 @@ from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 min_version("9.0")
 
-# Where this checkout is, and the interpreter its jobs run: the interpreter that runs Snakemake (it has
-# the project's packages, activated or not, on this machine or on a Slurm node), or inside an Apptainer
-# image the image's python. Set here, in Snakemake's environment, which every job's shell inherits and
-# reads when it runs (on a Slurm node, Snakemake loads this file again): no absolute path goes into what
-# Snakemake compares between runs (params, shell commands), so a moved or copied checkout reruns nothing.
+# Set in Snakemake's environment, which every job's shell inherits (a Slurm node loads this file again): no absolute
+# path enters params or shell commands, so a moved or copied checkout reruns nothing.
 os.environ.update(
     TINY_MLP_BENCH_HOME=workflow.basedir,
     TINY_MLP_BENCH_PYTHON=(
@@ -36,15 +33,12 @@ def program(name):
 CONFIG_SCHEMA = Path(workflow.basedir) / "config" / "config.schema.yaml"
 ARCHIVES = Path("results/archive")  # archived studies (`tiny-mlp-bench archive`)
 
-# The library the programs share: the catalogue of variants, the config check, the engines. Snakemake
-# imports it from the workflow's folder, which it puts on its own path; the jobs get that folder as
-# PYTHONPATH from their launcher (get_launcher).
+# Snakemake imports the package from the workflow's folder; the jobs get it as PYTHONPATH from get_launcher.
 from tiny_mlp_bench import catalogue, jobs
 from tiny_mlp_bench.config_check import config_errors, set_by, with_catalogue_defaults
 from tiny_mlp_bench.containers import ContainerError, find_engine, image_id
 
-# Every config error, one line per key, before any job can run; then Snakemake's own
-# validate fills in the schema's defaults, and the catalogue the study's frameworks and variants.
+# Every config error, one line per key, before any job can run; then validate fills in the schema's defaults.
 _config_problems = config_errors(config, yaml.safe_load(CONFIG_SCHEMA.read_text()))
 if not _config_problems and config.get("gpu_answer_archive", "auto") not in (
     "auto",
@@ -58,8 +52,7 @@ if not _config_problems and config.get("gpu_answer_archive", "auto") not in (
     except GpuArchiveError as err:
         _config_problems.append(str(err))
 if _config_problems:
-    # Each problem with where its key was set; said and exited here, as Snakemake would add a
-    # traceback line to a raised error that is the user's config, not the workflow's code.
+    # Printed and exited, not raised: Snakemake would add a traceback to what is the user's config error.
     _settings = workflow.config_settings
     _cli_files = [str(f) for f in _settings.configfiles]
     _own_files = [str(f) for f in workflow.configfiles if str(f) not in _cli_files]
@@ -70,18 +63,15 @@ if _config_problems:
     sys.exit(1)
 validate(config, schema=str(CONFIG_SCHEMA))
 config.update(with_catalogue_defaults(config))
-# Each timed job's place in the study's seeded order, as a priority: the first the highest. Every timed
-# job takes every core it is given, so Snakemake starts them one at a time, in this order.
+# The seeded run order as priority: every timed job takes all its cores, so they start one at a time in this order.
 _RUN_ORDER = jobs.run_order(config)
 RUN_PRIORITY = {
     job.output: len(_RUN_ORDER) - place for place, job in enumerate(_RUN_ORDER)
 }
 
 
-# At the start of a run: what its timed jobs are expected to take, from archived studies of a machine
-# like this one (tiny_mlp_bench/gpu_study/plan.py), or that none has measured them; then, as each one's
-# record appears, the time left. The jobs to run are read from Snakemake's DAG (pinned Snakemake:
-# needrun_jobs is not a documented interface).
+# The timed jobs' expected time from archived studies of a like machine, then the time left as records appear.
+# The jobs come from Snakemake's DAG (needrun_jobs is undocumented: Snakemake is pinned).
 onstart:
     from tiny_mlp_bench.gpu_study import plan
     from tiny_mlp_bench.machine import gpu_driver_absent, nvidia_smi
@@ -201,11 +191,8 @@ def get_gres(wildcards):
     )
 
 
-# Every timed rule's resources (jobs.OUTPUTS names the rules). The single timed_slot (capped at 1
-# in profiles/default) keeps any two timed jobs off the machine at once while other rules run
-# freely; profiles/slurm gives each timed rule an exclusive node instead. A cuda job asks a
-# cluster for one GPU in the style config["gpu_request"] names. (The GPU study,
-# scripts/gpu_study.py, runs a cpu and a cuda job side by side as two Snakemake processes.)
+# timed_slot (capped at 1 in profiles/default) keeps timed jobs apart while other rules run freely; profiles/slurm
+# gives each timed rule an exclusive node. A cuda job asks for one GPU as config["gpu_request"] says.
 TIMED_RESOURCES = {"timed_slot": 1, "gpu": get_gpus, "gres": get_gres}
 
 
@@ -219,9 +206,7 @@ def get_image(wildcards):
     return config["images"][image_key(wildcards)]
 
 
-# A job's program imports tiny_mlp_bench from this workflow's folder, wherever it runs (here, in an
-# image, under Apptainer, on a Slurm node, in the GPU study's Python) and whichever copy is installed:
-# the code that runs is this checkout's. container_run.py passes the variable on into the image.
+# Jobs import this checkout's tiny_mlp_bench wherever they run, whichever copy is installed (container_run.py too).
 WITH_PACKAGE = 'env PYTHONPATH="$TINY_MLP_BENCH_HOME"'
 
 
@@ -239,8 +224,7 @@ def get_launcher(wildcards):
     )
 
 
-# What each timed job's program is asked: the job its wildcards name, with the config's values, as
-# the options its command parses (jobs.TrainingJob, SweepJob, ProbeJob).
+# Each timed job's options: its wildcards' job with the config's values (jobs.TrainingJob, SweepJob, ProbeJob).
 def get_train_args(wildcards, threads):
     return shlex.join(jobs.training_job(config, train_job(wildcards), threads).flags())
 

@@ -1,7 +1,5 @@
-# The tidy timings table, the Markdown report and its numbers (model.json): a pure function of the
-# run records and of the archived study whose GPU answer it quotes (gpu_answer_archive). The report,
-# the charts and every record are also items of `snakemake --report report.html`, each with the
-# caption in captions/.
+# The timings table, report and model.json: a pure function of the run records and the quoted GPU archive
+# (gpu_answer_archive). Report, charts and records are also items of `snakemake --report`, captioned in captions/.
 rule render_report:
     input:
         records=get_run_records(),
@@ -55,8 +53,7 @@ rule render_report:
         " --sweeps {input.sweeps} --probes {input.probes} -- {input.records} > {log} 2>&1"
 
 
-# The config as this study ran it, every default filled in: what an archive keeps of it
-# (`tiny-mlp-bench archive`). A changed config value reruns this rule alone (a params change).
+# The config as run, defaults filled in, for the archive; a changed value reruns this rule alone (a params change).
 localrules:
     config_as_run,
 

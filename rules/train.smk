@@ -1,5 +1,4 @@
-# The timed rules (tiny_mlp_bench/jobs.py lists them): a training run, a device's crossover sweep,
-# a framework's probe of fixed costs. Each takes TIMED_RESOURCES (rules/common.smk).
+# The timed rules: a training run, a device's crossover sweep, a framework's probe of fixed costs.
 
 
 rule train:
@@ -54,8 +53,7 @@ rule sweep_crossover:
         "exec {params.run} {params.script} {params.args} > {log} 2>&1"
 
 
-# The fixed costs a tiny step pays on one device (one eager op, a synchronize, a graph replay, ops
-# per step, Keras's cost per fit epoch), measured where the runs are, to explain the ladder.
+# The fixed costs a tiny step pays on one device, measured where the runs are, to explain the ladder.
 rule probe_fixed_costs:
     input:
         dataset=rules.make_dataset.output.dataset,

@@ -1,11 +1,6 @@
 #!/usr/bin/env python3
 """Run one workflow step inside a Docker or Podman image: `<engine> run --rm` with the working
-directory and this checkout mounted.
-
-    container_run.py --engine podman --image IMAGE [--gpu] [--mount DIR ...] -- python scripts/train.py ...
-
-The rules call it for every step when the config's container_engine is docker or podman.
-"""
+directory and this checkout mounted; the rules call it for every step when container_engine is docker or podman."""
 
 from __future__ import annotations
 
@@ -42,8 +37,7 @@ def main(argv=None) -> int:
         return 2
     gpu, why_not = gpu_flags(args.engine) if args.gpu else ([], None)
     if why_not:
-        # Like a run on a machine without a GPU: the step records itself as skipped (or fails
-        # with --require-gpu), and this says why the container saw none.
+        # As on a machine without a GPU: the step records itself as skipped (or fails with --require-gpu).
         print(f"warning: no GPU passed to the {args.engine} container: {why_not}", file=sys.stderr)
     checkout = Path(__file__).resolve().parent.parent  # where the step's programs and package are, found now
     command = run_command(args.engine, image, args.command, [Path.cwd(), checkout, *args.mount], gpu, identity)

@@ -3,32 +3,10 @@
     python3 scripts/gpu_study.py --check     # the pre-flight: what it would use, and what would stop it
     python3 scripts/gpu_study.py [--time-limit SECONDS] [--serial] [--allow-modified]
 
-It installs what the machine lacks from the carried kit (wheelhouse/gpu-kit/, made beforehand on a
-connected machine with `make gpu-kit`) into .venv-gpu/, a virtual environment that sees the
-machine's own packages (its torch and JAX built for CUDA; tiny_mlp_bench/gpu_study/environment.py); runs
-the GPU study (config/gpu.yaml: every rung that machine can run, on cuda and on cpu, once each, both
-sweeps and the probes) with Snakemake, one job at a time per device; and packs the result into
-results/archive/<date>-<gpu model>/, with a README whose every number comes from the archived
-records and logs. A copy of the repository that came without its .git gets one from the kit's git
-bundle, so that the records name their commit; a copy whose tracked files differ from that commit
-stops before anything runs, unless --allow-modified (the archive then says so).
-
-The jobs run in the order that matters most (tiny_mlp_bench/gpu_study/plan.py), round by round (a round
-holds every job's r-th repeat; rounds after the first in the order a recorded seed draws): the
-question first, then what no GPU has measured, then the rest, the cheapest first. The question's
-pair, torch's seed on cpu and on cuda, runs alone on every core; then two lanes, a cpu one and a cuda
-one, each on its own half of the physical cores, run the round's other jobs one after another as
-Snakemake calls of their own, whose jobs take every core of their lane (--serial: one lane for all,
-on every core). Each job's outcome says where it ran, what ran beside it and, for a cuda job, the
-GPU's clocks before and after. With
---time-limit, the whole command, set-up to sealed archive, ends within that many seconds: a job is
-not started when its expected time no longer fits, a running one is stopped when the time for jobs
-is up (it leaves no record), and the report and the archive are made of what finished. A failed job
-does not stop the study: the archive's README names it and quotes its log.
-
-This program itself runs on the machine's bare Python: it imports nothing beyond the standard
-library and tiny_mlp_bench's standard-library modules; what needs the study's packages (Snakemake,
-the plan, the report, the archive) runs in the study's Python.
+It installs what the machine lacks from the carried kit (wheelhouse/gpu-kit/) into .venv-gpu/, runs the study of
+config/gpu.yaml with Snakemake (the question's pair alone, then a cpu and a cuda lane on separate physical cores), and
+packs what finished into results/archive/<date>-<gpu model>/. A failed job does not stop the study.
+It runs on the machine's bare Python: it imports only the standard library and tiny_mlp_bench's stdlib-only modules.
 """
 
 import argparse
@@ -46,9 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if __name__ == "__main__" and os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != str(ROOT):
-    # On a GPU machine's bare Python nothing of this repository is installed: the command starts again
-    # with the repository first on PYTHONPATH, which every process it starts inherits (the study's
-    # Python, Snakemake and its jobs, the render), so that all of them run this copy's code.
+    # Nothing of this repository is installed here: restart with it first on PYTHONPATH, which every child inherits.
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     os.execve(
         sys.executable,
@@ -77,8 +53,7 @@ RESULTS = ROOT / "results"
 ARCHIVES = RESULTS / "archive"
 STUDY_LOG = Path(readme.STUDY_LOG)  # the plan, each job's outcome and the times
 LANE_LOGS = Path(readme.LANE_LOGS)  # each lane's Snakemake output
-# The pre-flight's own time at most: the study's Python imports torch and numba and, on a GPU, compiles
-# the floor kernel (seconds); a machine that takes longer is not fit to time anything.
+# Importing torch and numba and compiling the floor kernel takes seconds; a machine slower than this is unfit to time.
 PREFLIGHT_TIMEOUT_S = 120
 
 
@@ -90,8 +65,7 @@ def git(*args: str) -> subprocess.CompletedProcess:
 
 
 def check_checkout(kit: Path) -> str:
-    """The commit the records will name: the study needs a git checkout to trace them to. A copy
-    that came without its .git gets one from the kit's bundle (make gpu-kit writes it)."""
+    """The commit the records will name; a copy that came without its .git gets one from the kit's bundle."""
     top = git("rev-parse", "--show-toplevel")
     if top.returncode != 0 or Path(top.stdout.strip()).resolve() != ROOT:
         bundle = kit / BUNDLE
@@ -110,9 +84,7 @@ def check_checkout(kit: Path) -> str:
 
 
 def check_tree(commit: str, allow_modified: bool, kit: Path) -> list[str]:
-    """The tracked files (results/ aside) whose content differs from the commit, found before anything
-    runs: records made from them say -dirty, and an archive of them needs --allow-modified. A file
-    whose mode alone differs (a copy that lost or gained the run bit) gets the commit's mode back."""
+    """Tracked files whose content differs from the commit (mode-only ones get its mode back); raises unless allowed."""
     changed = restore_modes(modified_files(ROOT), commit)
     if not changed or allow_modified:
         if changed:
@@ -140,8 +112,7 @@ def kit_made_at(kit: Path) -> str | None:
 
 
 def restore_modes(changed: list[str], commit: str) -> list[str]:
-    """``changed`` less the files whose mode alone differs from the commit's, each given its mode back
-    (executable or not, as git keeps it)."""
+    """``changed`` less the files whose mode alone differs from the commit's, each given its mode back."""
     content = set(modified_files(ROOT, modes=False))
     mode_only = [name for name in changed if name not in content]
     for name in mode_only:
@@ -156,9 +127,8 @@ def restore_modes(changed: list[str], commit: str) -> list[str]:
 
 
 def preflight(python: Path, allow_no_gpu: bool, serial: bool) -> tuple[dict, list[str]]:
-    """Say what the study would use, asked of its Python (tiny_mlp_bench/gpu_study/preflight.py) and of the
-    machine; returns that and what would stop the study. Sets CUDA_HOME for the study's jobs where it
-    is unset and a toolkit with libNVVM is found, which numba-cuda compiles the floor kernel with."""
+    """Say what the study would use; returns the pre-flight's findings and what would stop the study.
+    Sets CUDA_HOME where unset and a toolkit with libNVVM is found: numba-cuda compiles the floor kernel with it."""
     toolkit, how = cuda_toolkit()
     if toolkit is not None and not os.environ.get("CUDA_HOME"):
         os.environ["CUDA_HOME"] = str(toolkit)  # the study's Snakemake calls and their jobs inherit it
@@ -185,8 +155,7 @@ def preflight(python: Path, allow_no_gpu: bool, serial: bool) -> tuple[dict, lis
         say(f"torch {seen['torch']} (CUDA build {seen['cuda_build']}): {gpu}")
         if not seen["gpu"] and not allow_no_gpu:
             problems.append("torch sees no GPU here: this command measures a GPU machine (make run studies a CPU)")
-    # What only the floor needs (numba's CUDA target, libNVVM, its kernel) never stops the study: the
-    # floor's job fails alone, with its reason in its record, and every other job runs.
+    # What only the floor needs never stops the study: the floor's job fails alone, with its reason in its record.
     floor_only = []
     numba = found["numba"]
     if "error" in numba:
@@ -239,8 +208,7 @@ def prepare_study(python: Path, config: Path, until: float | None) -> None:
 
 
 def make_plan(python: Path, gpu: str | None, seed: int, serial: bool) -> dict:
-    """The jobs in the order to run them, each with its expected time, and the stages they run in
-    (tiny_mlp_bench/gpu_study/plan.py)."""
+    """The jobs in the order to run them, each with its expected time, and the stages they run in."""
     command = [str(python), "-m", "tiny_mlp_bench", "plan", "--config", str(RESULTS / "config.yaml")]
     command += ["--archives", str(ARCHIVES), "--order", str(seed), *(["--gpu", gpu] if gpu else [])]
     done = subprocess.run([*command, *(["--serial"] if serial else [])], cwd=ROOT, capture_output=True, text=True)
@@ -252,8 +220,7 @@ def make_plan(python: Path, gpu: str | None, seed: int, serial: bool) -> dict:
 def run_study(
     python: Path, config: Path, serial: bool, until: float | None, t0: float, gpu: str | None, pip_check: dict | None
 ) -> dict:
-    """The study, stage by stage and lane by lane, each job its own Snakemake call; what happened, with
-    ``pip_check``'s verdict on the environment, in logs/gpu_study.json."""
+    """Run the study stage by stage, lane by lane; writes what happened to logs/gpu_study.json and returns it."""
     started = datetime.datetime.now(datetime.UTC)
     prepare_study(python, config, until)
     seed = random.SystemRandom().randrange(2**31)  # recorded below: the order can be made again
@@ -308,8 +275,7 @@ def seconds_left(deadline: float | None) -> float | None:
 
 
 def warm_matplotlib(python: Path) -> None:
-    """Build matplotlib's font cache in the study's Python before the jobs, not in the render after them,
-    where its first import on a new machine may take the seconds the archive was left."""
+    """Build matplotlib's font cache before the jobs: in the render it could eat the seconds left for the archive."""
     code = "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot"
     try:
         done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=300)
@@ -325,9 +291,7 @@ PACK_ELSEWHERE = "results/pack-elsewhere.sh"
 
 
 def keep_raw_records() -> str:
-    """One tarball of the study's raw records and logs, where the render or the pack could not finish,
-    with a script that renders and packs them on another machine: what the study measured always
-    comes back."""
+    """Tar the raw records and logs, with a script to render and pack them elsewhere: for a failed render or pack."""
     present = [name for name in RAW_RECORDS if (ROOT / name).exists()]
     if not (ROOT / "results" / "runs").is_dir():
         return "No record was written."
@@ -362,8 +326,7 @@ def render_what_finished(python: Path, deadline: float | None) -> None:
 
 
 def pack(python: Path, name: str | None, allow_modified: bool, deadline: float | None) -> Path:
-    """`tiny-mlp-bench archive` in the study's Python (the render and the RO-Crate need its packages), within
-    the time limit: stopped at it, it leaves no archive, partial or whole."""
+    """`tiny-mlp-bench archive` in the study's Python within the time limit: stopped at it, it leaves no archive."""
     before = set(ARCHIVES.iterdir()) if ARCHIVES.is_dir() else set()
     command = [str(python), "-m", "tiny_mlp_bench", "archive"]
     command += [*(["--name", name] if name else []), *(["--allow-modified"] if allow_modified else [])]
@@ -383,8 +346,7 @@ def pack(python: Path, name: str | None, allow_modified: bool, deadline: float |
 
 
 def check(args) -> int:
-    """The pre-flight: every check the study makes before its first job, each problem said, none fatal
-    to the next check; 1 where any would stop the study."""
+    """The pre-flight: every check the study makes before its first job, each problem said; 1 where any stops it."""
     problems = []
     try:
         check_tree(check_checkout(args.kit), args.allow_modified, args.kit)

@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""The report rule's program: `tiny-mlp-bench report` (tiny_mlp_bench/report/render.py). Archives
-render their reports again through this path (tiny_mlp_bench/archive/rendering.py)."""
+"""The report rule's program: `tiny-mlp-bench report`; archives render their reports again through this path."""
 
 import sys
 

@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""The train rule's program: `tiny-mlp-bench run` (tiny_mlp_bench/jobs.py), under the path the rule
-has always named, so that a finished study's runs stay current."""
+"""The train rule's program: `tiny-mlp-bench run`, under the path the rule always named: finished runs stay current."""
 
 import sys
 

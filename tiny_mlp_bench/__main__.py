@@ -11,8 +11,7 @@ from tiny_mlp_bench import CHECKOUT
 
 PROG = "tiny-mlp-bench"
 
-# name: (module:function, what it does). The first five are the workflow's steps, which its rules run
-# through scripts/ with every value from the config; the rest are run by hand or by make.
+# name: (module:function, what it does); the first five are the workflow's steps, the rest run by hand or by make.
 COMMANDS = {
     "run": ("tiny_mlp_bench.jobs:main", "train and time one run of one framework and variant: a run record"),
     "sweep": ("tiny_mlp_bench.crossover:main", "time torch per step over batch size x width on one device"),
@@ -55,8 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     command, rest = argv[0], argv[1:]
     target, _ = COMMANDS[command]
     if target is None:
-        # The GPU study must start on a node's bare Python, before this package's dependencies are
-        # there; its program sets them up and is the one to run, here too.
+        # The GPU study starts on a node's bare Python, without this package's dependencies; its script installs them.
         script = CHECKOUT / "scripts" / "gpu_study.py"
         os.execv(sys.executable, [sys.executable, str(script), *rest])
     module, function = target.split(":")

@@ -12,8 +12,7 @@ DEVICES = ("cpu", "cuda")
 
 
 class Role(Enum):
-    """What a rung is to the study, for the rungs the report and the GPU study's plan single out:
-    they look a rung up by its role, never by its name, so that renaming a rung is an edit here."""
+    """A rung's role: the report and the plan look rungs up by role, never by name, so renaming is an edit here."""
 
     ASKERS = "the asker's loop"  # the question's own loop (or its shape): each ladder's baseline
     REFERENCE = "the reference"  # the hand-written loop, no framework: forward, backward and Adam by hand
@@ -32,8 +31,7 @@ class Framework:
     label: str  # what the report calls it
     image: str  # the key in the config's `images` of the image its steps run in
     backend: str  # the module in tiny_mlp_bench.backends that implements its variants
-    # The distributions whose versions a record names; a run skipped before importing the framework
-    # (no GPU driver on the machine) reads them from the installed packages' metadata.
+    # Distributions a record names; a run skipped before importing the framework reads their metadata.
     packages: tuple[str, ...]
     probed: bool = False  # `tiny-mlp-bench probe` measures its fixed costs
     default: bool = True  # in the default study (a config without `frameworks`)
@@ -54,8 +52,7 @@ class Variant:
     role: Role | None = None  # what the report and the plan single it out as; None: an ordinary rung
     # Epochs one call into its loop runs: one number, or (device, number) pairs where it differs by device.
     call_epochs: int | tuple[tuple[str, int], ...] = 1
-    # Compiles with torch.compile, into Inductor's on-disk cache: a study's first run of the rung compiles
-    # cold, its later runs reuse that cache (jobs.Job.compile_cache), as a user's later runs would.
+    # torch.compile into Inductor's on-disk cache: a study's first run compiles cold, later runs reuse it.
     compiles: bool = False
     # What runs it: a callable (fw, spec, data, clock) -> Training (backends/contract.py).
     loop: Callable | None = field(default=None, compare=False, repr=False)
@@ -64,13 +61,11 @@ class Variant:
         return device in self.devices
 
     def epochs_per_call(self, device: str) -> int:
-        """How many epochs one call into this rung's loop runs on ``device``."""
         if not self.runs_on(device):
             raise ValueError(self.why_not_on(device))
         return self.call_epochs if isinstance(self.call_epochs, int) else dict(self.call_epochs)[device]
 
     def why_not_on(self, device: str) -> str:
-        """Why this variant cannot run on ``device``, for a skipped record."""
         where = " and ".join(self.devices)
         return f"{self.framework} {self.name} runs on {where} only"
 
@@ -88,8 +83,7 @@ FRAMEWORKS = (
         keras=2,
         keras_backend="TensorFlow",
     ),
-    # Keras 3 on TensorFlow: what tf.keras is today. Full study only: its fit took 60-82 s a run on a
-    # 2-core machine, and the default study's runs must fit in 15 minutes there.
+    # Keras 3 on TensorFlow, today's tf.keras. Full study only: 60-82 s a fit on 2 cores breaks the 15-minute default.
     Framework(
         "keras",
         "Keras 3 on TensorFlow",
@@ -101,9 +95,7 @@ FRAMEWORKS = (
         keras=3,
         keras_backend="TensorFlow",
     ),
-    # Keras 3 on its other backends: the torch image has JAX and torch, and Keras beside them. Full study
-    # only, as JAX below: neither is a framework of the question, and with their runs and probe (125 s
-    # of job time on a 2-core machine, README) the default study does not fit in 15 minutes there.
+    # Full study only, as JAX: not the question's frameworks, and their 125 s on 2 cores breaks the 15-minute default.
     Framework(
         "keras_jax",
         "Keras 3 on JAX",
@@ -140,9 +132,7 @@ FRAMEWORKS = (
 
 @functools.cache
 def rungs() -> tuple[Variant, ...]:
-    """Every rung, framework by framework in the catalogue's order, each ladder in its backend module's
-    order: gathered from the ``RUNGS`` of the modules the frameworks name, imported on first use (they
-    import no framework)."""
+    """Every rung in catalogue then ladder order, from the backend modules' ``RUNGS`` (imported on first use)."""
     found = []
     for f in FRAMEWORKS:
         module = importlib.import_module(f"tiny_mlp_bench.backends.{f.backend}")
@@ -206,18 +196,15 @@ def rung_with_role(framework_name: str, role: Role) -> Variant | None:
 
 
 def rungs_with_role(role: Role) -> list[Variant]:
-    """Every framework's rung with ``role``, in the catalogue's order."""
     return [v for v in rungs() if v.role == role]
 
 
 def sole_rung(role: Role) -> Variant:
-    """The one rung of all the catalogue with ``role`` (the reference, the floor, the compiled epoch)."""
     (found,) = rungs_with_role(role)
     return found
 
 
 def keras_frameworks(version: int) -> list[Framework]:
-    """The frameworks of one major version of Keras, in the catalogue's order."""
     return [f for f in FRAMEWORKS if f.keras == version]
 
 
@@ -227,12 +214,10 @@ def pair_name(framework_name: str, device: str) -> str:
 
 
 def default_frameworks() -> list[str]:
-    """The frameworks the default study runs."""
     return [f.name for f in FRAMEWORKS if f.default]
 
 
 def default_variants() -> dict[str, list[str]]:
-    """The variants the default study runs, per framework."""
     return {f.name: [v.name for v in ladder(f.name) if v.default] for f in FRAMEWORKS}
 
 
@@ -240,8 +225,7 @@ ALL = "all"  # a framework's `variants` in a config may be this word: every rung
 
 
 def study_variants(requested: dict[str, list[str] | str] | None) -> dict[str, list[str]]:
-    """The variants of a config's study, per framework: the config's list, every rung for `all`, and
-    the default rungs where it lists none (the config check has held the names to the catalogue)."""
+    """A config's variants per framework: its list, every rung for `all`, else the default rungs."""
     requested = requested or {}
     defaults = default_variants()
 

@@ -6,8 +6,7 @@ import argparse
 import dataclasses
 import math
 
-# The programs the rules run take every config value as a required option, with no default of their
-# own: the workflow's config schema is the one source of the defaults, and a second one could drift.
+# Config values are required options without defaults: the config schema is their one source, so none can drift.
 CONFIG_EPILOG = (
     "An option whose help names a config key (\"the config's epochs\") takes that value of the workflow's config: "
     "the rules pass every one, and config/config.schema.yaml gives its default."
@@ -47,8 +46,7 @@ def csv_ints(text: str) -> list[int]:
 
 
 def add_fields(parser: argparse.ArgumentParser, spec) -> None:
-    """An option for each field of the dataclass ``spec`` (jobs.TrainingJob): its help and type from the
-    field, required where the field has no default; a bool field is a flag."""
+    """An option per field of the dataclass ``spec``: help and type from it, required without a default, bool a flag."""
     for item in dataclasses.fields(spec):
         flag, kind, text = "--" + item.name.replace("_", "-"), item.metadata["type"], item.metadata["help"]
         if kind is bool:

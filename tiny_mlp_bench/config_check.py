@@ -33,8 +33,7 @@ def config_errors(config: dict, schema: dict) -> list[str]:
     return messages
 
 
-# What people write for a value, by what it is called here: difflib alone finds 'cpu' nearer to 'gpu'.
-# None: no value here means it (a TPU is not a CPU, however close the spelling).
+# What people write for a value (difflib alone finds 'cpu' nearer to 'gpu'); None: nothing here means it (a TPU).
 MEANT = {
     "gpu": "cuda",
     "cuda:0": "cuda",
@@ -59,8 +58,7 @@ def suggestion(value: str, known: list[str]) -> str:
 
 
 def set_by(message: str, command_line: dict, override_files: list, workflow_files: list) -> str:
-    """Where the key a config error names was set: ``--config``, else the last ``--configfile`` that
-    holds it, else the workflow's own config file (Snakemake's order: each overrides the ones after it)."""
+    """Where an error's key was set, in Snakemake's order: ``--config``, the last ``--configfile``, the workflow's."""
     key = message.split("'")[1].split(".")[0]  # every message begins "config key 'name..."
     if key in command_line:
         return "--config"
@@ -104,8 +102,7 @@ def catalogue_errors(config: dict) -> list[str]:
 
 
 def with_catalogue_defaults(config: dict) -> dict:
-    """The config with what it leaves to the catalogue filled in: the default frameworks, and per
-    framework its default variants (or every one, for `all`), as the study runs them."""
+    """The config with the catalogue's defaults filled in: frameworks, and each one's variants as the study runs."""
     return config | {
         "frameworks": config.get("frameworks", catalogue.default_frameworks()),
         "variants": catalogue.study_variants(config.get("variants")),

@@ -19,9 +19,7 @@ from tiny_mlp_bench.machine import (
 )
 
 ENGINES = ("docker", "podman")
-# Variables a step reads from its job's environment: thread counts, Slurm's job facts, and PYTHONPATH,
-# which names the workflow's own tiny_mlp_bench, mounted at the same path (the image's copy is not
-# installed).
+# PYTHONPATH names the workflow's own tiny_mlp_bench, mounted at the same path (the image's copy is not installed).
 FORWARDED_PREFIXES = (*THREAD_ENV_PREFIXES, "SLURM_", "SLURMD_NODENAME", "CUDA_VISIBLE_DEVICES", "PYTHONPATH")
 # Where Podman looks for CDI specs by default (containers.conf cdi_spec_dirs).
 CDI_SPEC_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
@@ -95,7 +93,6 @@ def gpu_flags(engine: str, cdi_dirs=CDI_SPEC_DIRS) -> tuple[list[str], str | Non
 
 
 def forwarded_names(environ=os.environ) -> list[str]:
-    """Names of the set variables the step needs from its job's environment, sorted."""
     return sorted(k for k in environ if k.startswith(FORWARDED_PREFIXES))
 
 
@@ -110,11 +107,9 @@ def run_command(
     uid: int | None = None,
     gid: int | None = None,
 ) -> list[str]:
-    """The full `<engine> run` command line for one step."""
     uid = os.getuid() if uid is None else uid
     gid = os.getgid() if gid is None else gid
-    # Files the step writes belong to the caller: rootless Podman maps the caller's uid only
-    # with keep-id; Docker and rootful Podman take the uid as it is.
+    # Files the step writes belong to the caller: rootless Podman maps the caller's uid only with keep-id.
     user = ["--userns=keep-id"] if engine == "podman" and uid != 0 else []
     user += ["--user", f"{uid}:{gid}"]
     volumes = [arg for d in dict.fromkeys(m.resolve() for m in mounts) for arg in ("--volume", f"{d}:{d}")]

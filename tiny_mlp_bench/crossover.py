@@ -1,14 +1,7 @@
 """Map where the GPU starts to win: steady-state time per training step over batch size x width.
 
-Each point trains the question's MLP shape (2 -> width -> 1, ReLU) with the ``sync_free`` step of
-the torch backend on random device-resident rows: WARMUP_STEPS untimed steps, then BLOCKS timed
-blocks of ``steps`` steps, timed by the timing module's clock; the point's time per step is the
-median block's. The device's measured float32 matmul rate is recorded too. `tiny-mlp-bench sweep`
-(the sweep rule's scripts/sweep_crossover.py) runs one device's grid and writes its sweep record:
-
-    tiny-mlp-bench sweep --device cpu --batch-sizes 64,1024 --hidden-units 20,256 --steps 10 --threads 2 \
-        --output results/sweep/cpu.json
-"""
+Each point times torch's ``sync_free`` step on device-resident random rows: WARMUP_STEPS untimed, then BLOCKS blocks of
+``steps`` steps, keeping the median block's time per step; the device's float32 matmul rate is recorded too."""
 
 from __future__ import annotations
 
@@ -84,7 +77,6 @@ def sweep_points(torch, device, sync, batch_sizes, widths, steps: int, progress=
 
 
 def parse_args(argv=None, prog=None) -> SweepJob:
-    """The sweep a command line asks for: its options are SweepJob's fields."""
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Time torch sync_free per step on one device over batch size x width; write a sweep record.",

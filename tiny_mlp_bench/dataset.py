@@ -71,8 +71,7 @@ def make_dataset(seed: int, n_rows: int) -> pa.Table:
 
 
 def train_rows(n_rows: int) -> int:
-    """The training rows of a dataset of ``n_rows``, without making it: scikit-learn's split rounds
-    the test rows up."""
+    """Training rows of a dataset of ``n_rows``, without making it: scikit-learn's split rounds the test rows up."""
     return n_rows - math.ceil(n_rows * TEST_SHARE)
 
 
@@ -83,7 +82,6 @@ def write_dataset(table: pa.Table, path: Path) -> None:
 
 
 def file_sha256(path: Path) -> str:
-    """Hex sha256 of a file's bytes."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 

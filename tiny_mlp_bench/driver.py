@@ -46,14 +46,12 @@ def score(training: Training, data: Dataset, min_r2: float) -> dict:
 
 # A window keeps at least this many blocks, whatever its seconds: its quantiles rest on them.
 MIN_WINDOW_BLOCKS = 20
-# A window ends with what it has once it has run this many times its aim (a rung whose passes are too
-# short to fill a block), or empty after this many passes that kept no block.
+# A window stops at this many times its aim (passes too short to fill a block), or empty after HOPELESS_PASSES.
 WINDOW_LIMIT = 5
 HOPELESS_PASSES = 3
 
 
-# A block is at most this share of one pass at the timing point's pace, so that a rung whose whole fit
-# is shorter than steady_block_s (the floor's, on a fast CPU) still keeps blocks from every pass.
+# At least this many blocks a pass, so a fit shorter than steady_block_s (the floor's) still keeps blocks every pass.
 BLOCKS_PER_PASS = 3
 
 
@@ -64,9 +62,8 @@ def timing_point_pace(clock: Clock, epochs: int) -> float:
 
 
 def pass_epochs(pace: float, window: SteadyClock, epochs: int, per_call: int, window_s: float) -> int:
-    """Epochs for the window's next pass: what its missing seconds and blocks take at the pace seen so far
-    (the window's own blocks; before any, ``pace``), with STEADY_MARGIN more, plus the warm-up call, in
-    whole calls; never more than the question's epochs."""
+    """Epochs for the next pass: the missing seconds and blocks at the pace so far (``pace`` before any block)
+    times STEADY_MARGIN, plus the warm-up call, in whole calls, at most ``epochs``."""
     if window.block_s:
         pace = window.window_s / sum(window.block_epochs)
     missing_blocks = MIN_WINDOW_BLOCKS - len(window.block_s)
@@ -78,13 +75,9 @@ def pass_epochs(pace: float, window: SteadyClock, epochs: int, per_call: int, wi
 def per_step_window(
     training: Training, rebuild: Callable[[], Training], clock: Clock, epochs: int, window_s: float, block_s: float
 ) -> tuple[dict, Training]:
-    """The per-step window, after the timing point and the scoring: the question's epochs again, from the
-    initial weights, in passes timed by a SteadyClock in blocks of about ``block_s`` (less where a pass
-    is shorter than BLOCKS_PER_PASS of them), until the window holds MIN_WINDOW_BLOCKS blocks and
-    ``window_s`` seconds. A pass never runs past the question's last epoch; where one is too short, the
-    next starts from the initial weights again. Returns the record's ``timings.steady`` and the
-    training the window ended with (``rebuild()`` sets one up anew where the loop cannot restart in
-    place)."""
+    """The question's epochs again from the initial weights, in passes timed in blocks of about ``block_s``, until
+    the window holds MIN_WINDOW_BLOCKS blocks and ``window_s`` seconds. Returns (``timings.steady``, the training
+    it ended with); ``rebuild()`` sets one up anew where the loop cannot restart in place."""
     per_call, pace = epochs_per_call(training), timing_point_pace(clock, epochs)
     window = SteadyClock(clock.sync, min(block_s, pace * epochs / BLOCKS_PER_PASS))
     started, ran = time.perf_counter(), 0
@@ -106,8 +99,7 @@ def per_step_window(
 def time_and_score(
     backend: Backend, loop: Loop, fw, spec: RunSpec, data: Dataset, clock: Clock, min_r2: float, window: tuple
 ):
-    """Set up, train and predict inside the timing point, then score; returns (quality, details, steps taken, per-step
-    window). ``window`` is the per-step window's seconds and its blocks' target seconds."""
+    """Time set-up, fit and predict, then score: (quality, details, steps, steady); ``window``: (window s, block s)."""
     clock.sync = backend.prepare(fw, spec)
     with clock.timing_point():
         with clock.phase("setup"):
@@ -136,10 +128,8 @@ def time_and_score(
 
 
 def prepare_compile_cache(cache: Path, first_run: bool) -> str:
-    """Make ``cache`` ready for the run and say what the run will find there (``method.compile_cache``):
-    the rung's first run in the study empties it, so that it compiles ``cold``; a later run finds what
-    the first compiled, ``warm``, or an empty cache (the first failed before compiling, or the cache
-    was deleted), ``cold`` again. Outside the timing point."""
+    """Ready ``cache`` and return what the run finds (``method.compile_cache``): the rung's first run empties it,
+    ``cold``; a later one finds the first's work, ``warm``, or an empty cache, ``cold``. Outside the timing point."""
     if first_run:
         shutil.rmtree(cache, ignore_errors=True)
     cache.mkdir(parents=True, exist_ok=True)
@@ -213,8 +203,7 @@ class TrainingRun(Measurement):
         imported = {"import": clock.phases_s["import"]} if "import" in clock.phases_s else {}
         timings = clock.timings() if status == "ok" else {"phases_s": imported}
         if self.quality is not None:
-            # Every loop takes the train rows in batches of batch_size, the last one short; the optimiser's
-            # own count shows it did, so that no rung is faster for doing less.
+            # The optimiser's own step count shows every batch ran, so that no rung is faster for doing less.
             timings["steps_per_epoch"] = math.ceil(len(data.train) / spec.batch_size)
             timings["steps_taken"] = self.steps_taken
             if self.steady is not None:

@@ -19,8 +19,7 @@ class DeviceMissing(Exception):
 
 
 class Measurement:
-    """What one kind of job measures. The envelope calls, in order: ``not_on_device``, ``load``,
-    ``measure`` and ``record``; a subclass overrides what its kind does differently."""
+    """What one kind of job measures; the envelope calls ``not_on_device``, ``load``, ``measure``, ``record``."""
 
     label: str  # the job's name in its log lines: the run id, probe-<pair>, sweep-<device>
     kind: str  # what its record is called in messages: "run", "probe", "sweep"

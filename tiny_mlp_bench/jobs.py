@@ -1,5 +1,4 @@
-"""The timed jobs a study's config asks for, and the files they write: one list for the rules
-(rules/common.smk expands the report's inputs from it) and for the GPU study's plan (plan.py)."""
+"""The timed jobs a study's config asks for and the files they write, for the rules and the GPU study's plan."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ from tiny_mlp_bench import catalogue, cli, question
 from tiny_mlp_bench.catalogue import Role
 
 DATASET = "results/data/dataset.parquet"  # rules/dataset.smk's output, which every training run reads
-# The timed rules' outputs (rules/train.smk).
 OUTPUTS = {
     "train": "results/runs/{framework}-{device}-{variant}-{repeat}.json",
     "sweep_crossover": "results/sweep/{device}.json",
@@ -20,9 +18,7 @@ OUTPUTS = {
 }
 
 
-# A compiling rung's compiler cache (catalogue.Variant.compiles), shared by the study's runs of it: its
-# first run empties it and compiles cold, each later run starts after the first and reuses what it
-# compiled. Each cold compilation is then measured once a study, and the other runs' records say warm.
+# Shared by a compiling rung's runs: the first compiles cold, later ones reuse it, so cold is measured once a study.
 COMPILE_CACHE = "results/compile_cache/{framework}-{device}-{variant}"
 
 
@@ -60,8 +56,7 @@ class Job:
 
     @property
     def compile_cache(self) -> str | None:
-        """The compiler cache a training run of a compiling rung shares with its rung's other runs; None
-        for every other job."""
+        """The compiler cache a compiling rung's training runs share; None for every other job."""
         if self.rule != "train" or not catalogue.variant(self.framework, self.variant).compiles:
             return None
         return COMPILE_CACHE.format(**asdict(self))
@@ -75,13 +70,11 @@ class Job:
 
 
 def about(help: str, kind=str, config: str | None = None, choices=None) -> dict:
-    """A job option's metadata: its command-line option's help, type and choices, and the config key it
-    takes, dotted where it is nested (a field without a default is a required option)."""
+    """A job option's metadata: help, type, choices and dotted config key (no default: a required option)."""
     return {"help": help, "type": kind, "config": config, "choices": choices}
 
 
-# The options more than one kind of job takes. threads names no config key: the rule passes the job's
-# threads, which are cpu_threads, or with 0 every core Snakemake gives the job.
+# threads names no config key: the rule passes cpu_threads, or with 0 every core Snakemake gives the job.
 SHARED = {
     "batch_size": about("rows per optimiser step: the config's batch_size", cli.positive_int, "batch_size"),
     "learning_rate": about("Adam's learning rate: the config's learning_rate", cli.positive_float, "learning_rate"),
@@ -93,9 +86,7 @@ SHARED = {
 
 
 class JobOptions:
-    """A timed job's options, each field one command-line option written once: ``flags`` is what its rule
-    passes, its command's parser is made from the fields (cli.add_fields), and ``of_config`` fills in
-    the fields that name a config key."""
+    """A timed job's options, one field per command-line option: its rule passes ``flags``, cli builds the parser."""
 
     def flags(self, leave_out: tuple[str, ...] = ()) -> list[str]:
         """The options that ask the job's command for this job (less the fields named in ``leave_out``)."""
@@ -183,12 +174,10 @@ class TrainingJob(JobOptions):
 
     @property
     def job(self) -> Job:
-        """Its identity: name (the run id), output, log and compile cache."""
         return Job("train", self.device, self.framework, self.variant, self.repeat)
 
 
 def training_job(config: dict, job: Job, threads: int) -> TrainingJob:
-    """The training run ``job`` is, with the config's values: what the train rule passes its program."""
     return TrainingJob.of_config(
         config,
         framework=job.framework,
@@ -228,7 +217,6 @@ class SweepJob(JobOptions):
 
 
 def sweep_job(config: dict, job: Job, threads: int) -> SweepJob:
-    """The sweep ``job`` is, with the config's values: what the sweep rule passes its program."""
     return SweepJob.of_config(config, device=job.device, output=Path(job.output), threads=threads)
 
 
@@ -252,7 +240,6 @@ class ProbeJob(JobOptions):
 
 
 def probe_job(config: dict, job: Job, threads: int) -> ProbeJob:
-    """The probe ``job`` is, with the config's values: what the probe rule passes its program."""
     return ProbeJob.of_config(
         config,
         framework=job.framework,
@@ -263,15 +250,12 @@ def probe_job(config: dict, job: Job, threads: int) -> ProbeJob:
     )
 
 
-# Besides the asker's loops: each device's floor, and the A/A control with the reference whose code it
-# runs, whose ratio is read against every claim's and so needs as many runs to be bounded.
+# Besides the asker's loops; the A/A ratio is read against every claim's, so it and its reference need as many runs.
 CLAIMED_ROLES = (Role.FLOOR, Role.AA_CONTROL, Role.REFERENCE)
 
 
 def rung_repeats(config: dict, framework: str, variant: str) -> int:
-    """How many runs a rung gets: ``claim_repeats`` for those the answer's claims compare (the asker's torch
-    loop, the asker's Keras ``fit``, each device's floor, and the A/A control's pair), where it is more
-    than ``repeats``, which every other rung gets."""
+    """Runs a rung gets: ``claim_repeats`` (if larger) for rungs the answer's claims compare, else ``repeats``."""
     role = catalogue.variant(framework, variant).role
     askers = framework in (question.TORCH, question.askers_keras(config["frameworks"])) and role is Role.ASKERS
     claimed = askers or role in CLAIMED_ROLES
@@ -309,14 +293,12 @@ def timed_jobs(config: dict) -> list[Job]:
 
 
 def run_order(config: dict) -> list[Job]:
-    """Every timed job of the config in the order the study runs them: round by round, each round in the
-    order ``run_order_seed`` draws (the rules give each job its place as its priority)."""
+    """Every timed job in study order: round by round, each shuffled by ``run_order_seed`` (the rules' priority)."""
     return [job for round_jobs in in_rounds(timed_jobs(config), config["run_order_seed"]) for job in round_jobs]
 
 
 def in_rounds(timed: list[Job], seed: int) -> list[list[Job]]:
-    """The jobs in rounds, round r holding every job's r-th repeat (a sweep or a probe, which has none, in the first),
-    each round in an order drawn from ``seed`` and the round's number."""
+    """Round r holds every job's r-th repeat (sweeps and probes in the first), shuffled by ``seed`` and r."""
     rounds: dict[int, list[Job]] = {}
     for job in timed:
         rounds.setdefault(job.repeat or 1, []).append(job)
@@ -329,7 +311,6 @@ def in_rounds(timed: list[Job], seed: int) -> list[list[Job]]:
 
 
 def parse_args(argv=None, prog=None) -> TrainingJob:
-    """The run a command line asks for: its options are TrainingJob's fields, each written once there."""
     ladders = "; ".join(f"{f}: {', '.join(catalogue.variant_names(f))}" for f in catalogue.framework_names())
     parser = argparse.ArgumentParser(
         prog=prog,

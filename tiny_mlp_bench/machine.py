@@ -1,7 +1,4 @@
-"""The machine a job ran on, for its record: what it is (the ``environment`` block: CPU, Python, packages, threads, GPU
-and driver, container, Slurm, commit) and what it did while the job ran (the ``load`` block: the job's span in UTC,
-load average, CPU clock, peak memory, and what the kernel counted: stolen time, CPU pressure, run-queue wait,
-involuntary context switches)."""
+"""A record's ``environment`` block (what the machine is) and ``load`` block (what it did while the job ran)."""
 
 from __future__ import annotations
 
@@ -16,7 +13,6 @@ import statistics
 import subprocess
 from pathlib import Path
 
-# Variables that change how many threads the numeric libraries start.
 THREAD_ENV_PREFIXES = ("OMP_", "MKL_", "OPENBLAS_", "GOTO_", "VECLIB_", "NUMEXPR_", "TF_NUM_")
 # Set by scripts/container_run.py for a step it runs with Docker or Podman.
 ENGINE_ENV = "TINY_MLP_BENCH_CONTAINER_ENGINE"
@@ -25,12 +21,9 @@ IMAGE_ID_ENV = "TINY_MLP_BENCH_IMAGE_ID"
 # The workspace's commit, read on the host by container_run.py: an image has no git to read it with.
 GIT_COMMIT_ENV = "TINY_MLP_BENCH_GIT_COMMIT"
 
-# Signs of a GPU driver on this machine. Where none of them exists, a cuda job is skipped before its
-# framework is imported; where any does, the framework's own check decides. No environment variable
-# counts: a CUDA simulator (NUMBA_ENABLE_CUDASIM) or CUDA_VISIBLE_DEVICES is no driver.
+# With none of these a cuda job is skipped before import; env vars (a CUDA simulator, CUDA_VISIBLE_DEVICES) don't count.
 GPU_DRIVER_PATHS = (
-    # The NVIDIA kernel driver's /proc entry: a container sees it even without GPU passthrough, so such
-    # a container falls back to the framework's own check.
+    # A container sees this even without GPU passthrough; it then falls back to the framework's own check.
     "/proc/driver/nvidia",
     # Its device nodes, which nvidia-modprobe creates lazily on some hosts (hence the /proc entry too).
     "/dev/nvidiactl",
@@ -38,7 +31,6 @@ GPU_DRIVER_PATHS = (
     "/dev/dxg",  # WSL2: CUDA reaches the Windows host's driver through it
     "/dev/kfd",  # AMD ROCm's kernel driver: torch's "cuda" device on a ROCm build
 )
-# What a framework that was never imported says of CUDA: nothing.
 NO_CUDA = {"build_cuda": None, "build_cudnn": None, "driver": None}
 
 
@@ -54,7 +46,6 @@ def cpu_model() -> str:
 
 
 def thread_env(environ=os.environ) -> dict[str, str]:
-    """The thread-count variables that are set, sorted by name."""
     return {k: environ[k] for k in sorted(environ) if k.startswith(THREAD_ENV_PREFIXES)}
 
 
@@ -72,8 +63,7 @@ def container(environ=os.environ) -> dict | None:
 
 
 def git_commit(directory: Path = Path(__file__).parent, environ=os.environ) -> str | None:
-    """The checked-out commit of the code that ran, with '-dirty' when it has local changes; where git
-    cannot tell (no git in an image), the one the step's launcher read on the host, else None."""
+    """The checked-out commit (+'-dirty'); without git (an image), the one the launcher read on the host, else None."""
     try:
 
         def git(*args):
@@ -161,7 +151,6 @@ def collect_environment(
         "gpu_name": gpu_name,
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
         "slurm_node": os.environ.get("SLURMD_NODENAME"),
-        # The GPUs Slurm gave the job: its own list, else the devices it made visible.
         "slurm_gpus": slurm_gpus(),
         "container": container(),
         "git_commit": git_commit(),
@@ -169,7 +158,6 @@ def collect_environment(
     }
 
 
-# The load block.
 CPU_SYSFS = Path("/sys/devices/system/cpu")
 CPUINFO = Path("/proc/cpuinfo")
 PROC = Path("/proc")
@@ -212,8 +200,7 @@ def stolen_s(proc: Path = PROC) -> float | None:
 
 
 def cpu_pressure_s(proc: Path = PROC) -> float | None:
-    """Time so far in which some runnable task waited for a CPU (the "some" total of /proc/pressure/cpu),
-    machine-wide, or for the job's cgroup where a container confines the view."""
+    """Seconds some runnable task waited for a CPU (/proc/pressure/cpu "some"); the cgroup's in a container."""
     try:
         for line in (proc / "pressure" / "cpu").read_text().splitlines():
             kind, *fields = line.split()
@@ -261,7 +248,6 @@ class JobWatch:
         self.started_at, self.before, self.counters = utc_now(), snapshot(), kernel_counters()
 
     def block(self, peak_gpu_memory_mb: float | None) -> dict:
-        """The job's span, the snapshots from its start and end, the kernel's counts over it, peak memory."""
         counters, after = kernel_counters(), snapshot()
         return {
             "started_at": self.started_at,

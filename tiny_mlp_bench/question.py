@@ -1,5 +1,4 @@
-"""The question's facts, in one place: which frameworks the asker ran, the wall times the asker saw, and how many
-optimiser steps a run takes."""
+"""The question's facts: the asker's frameworks, the wall times the asker saw, and a run's optimiser steps."""
 
 from __future__ import annotations
 
@@ -14,22 +13,19 @@ TODAYS_KERAS = "keras"  # Keras 3 on TensorFlow: what tf.keras is today
 # The Keras to run where the study has no TensorFlow (the torch image has JAX, not TensorFlow).
 KERAS_WITHOUT_TENSORFLOW = "keras_jax"
 
-# The asker's wall times in seconds, from the question ("~17 s", "~11 s", "~9 s"), per pair. The
-# question does not say which device Keras used, so its 9 s stands beside both.
+# The asker's wall times (s) per pair; the question doesn't say Keras's device, so its 9 s stands beside both.
 ASKER_SECONDS = {
     catalogue.pair_name(TORCH, "cuda"): 17.0,
     catalogue.pair_name(TORCH, "cpu"): 11.0,
     catalogue.pair_name(ASKERS_KERAS, "cpu"): 9.0,
     catalogue.pair_name(ASKERS_KERAS, "cuda"): 9.0,
 }
-# The asker's run: 1000 epochs of the 1000 rows' training split (750) in batches of 64, a hidden layer
-# of 20 units, Adam at its default learning rate. The config schema's defaults are these (test_question.py).
+# The asker's run (750 training rows, Adam's default rate); the config schema's defaults match (test_question.py).
 ASKERS_RUN = {"epochs": 1000, "n_rows": 1000, "batch_size": 64, "hidden_units": 20, "learning_rate": 0.001}
 
 
 def steps_per_run(config: dict) -> int:
-    """The optimiser steps of one run of ``config`` (its epochs, n_rows and batch_size): every epoch
-    runs the training rows in batches, the last one short."""
+    """Optimiser steps of one run of ``config``: its epochs of training rows in batches, the last one short."""
     return config["epochs"] * math.ceil(train_rows(config["n_rows"]) / config["batch_size"])
 
 
@@ -43,6 +39,5 @@ def askers_rung(framework: str) -> str | None:
 
 
 def askers_keras(frameworks: list[str]) -> str:
-    """The Keras that stands for the asker's in a study of ``frameworks``: the asker's own where the
-    study runs it, else the one that needs no TensorFlow."""
+    """The Keras standing for the asker's: the asker's own where the study runs it, else one needing no TensorFlow."""
     return ASKERS_KERAS if ASKERS_KERAS in frameworks else KERAS_WITHOUT_TENSORFLOW

@@ -18,18 +18,9 @@ PROBE_SCHEMA = "probe_record.schema.json"
 RECORD_TYPE = "tiny-mlp-bench.run"
 SWEEP_RECORD_TYPE = "tiny-mlp-bench.sweep"
 PROBE_RECORD_TYPE = "tiny-mlp-bench.probe"
-# 2: environment.container became {engine, image, image_id}.
-# 3: timings hold phases_s and blocks of epochs (block_s, block_epochs) instead of flat phase keys
-#    and epoch_s.
-# 4: a load block (load average and CPU clock before and after, peak memory). Older records are
-#    upgraded on reading.
-# 5: parameters.init says how the shared initial weights were drawn and how many dead draws were
-#    skipped (null before).
-# 6: a method (how the clock timed the record); per block CPU time (block_cpu_s, sweeps' block_cpu_step_s);
-#    the load block holds the job's start and end (UTC, to the microsecond) and what the kernel counted.
-# 7: a run's timings.steady: the steady window after the timing point (sweeps unchanged, as numbered).
-# 8: the window replays the question's epochs in passes from the initial weights, with a canary after
-#    each block (timings.steady's passes, canary_s and fit_end_s); version 7's window trained on.
+# 2: container {engine, image, image_id}. 3: phases_s and blocks (block_s, block_epochs). 4: a load block.
+# 5: parameters.init. 6: a method, per-block CPU time, the load block's span and kernel counts. 7: timings.steady.
+# 8: the window replays the epochs in passes from the initial weights, with a canary; 7's window trained on.
 SCHEMA_VERSION = 8
 # Probe records count their own versions. 2: a method, each repeat's CPU time, the load block of version 6.
 PROBE_SCHEMA_VERSION = 2
@@ -147,15 +138,12 @@ def read_sweep(path: Path) -> dict:
 
 
 def validate_probe(record: dict, source: str = "probe record") -> dict:
-    """Return ``record`` if it matches probe_record.schema.json; else raise RecordError naming the field."""
     return validate_record(record, source, PROBE_SCHEMA)
 
 
 def write_probe(record: dict, path: Path) -> None:
-    """Validate and write a probe record atomically, keys sorted so equal records give equal bytes."""
     write_record(record, path, PROBE_SCHEMA)
 
 
 def read_probe(path: Path) -> dict:
-    """Read and validate one probe record; errors name the file."""
     return read_record(path, PROBE_SCHEMA)

@@ -7,10 +7,8 @@ import sys
 import time
 from collections.abc import Callable
 
-# Every phase a run records, in the order they start, with the words the report uses for it.
-# The question's timing point holds setup, fit and predict (Clock.timing_point); import stays
-# outside. The set-up holds the phases in SETUP_PARTS; a run records those it goes through.
-# The fit holds those in FIT_PARTS, which only Keras runs record (Clock.since_last_block).
+# Every phase a run records, in start order, with the report's words. The timing point holds setup, fit and predict;
+# import stays outside. SETUP_PARTS lie inside setup, FIT_PARTS (Keras runs only) inside fit.
 PHASES = {
     "import": "import",
     "setup": "set-up",
@@ -24,14 +22,10 @@ PHASES = {
     "predict": "predict",
 }
 SETUP_PARTS = ("startup", "data", "model", "optimizer", "capture")
-# Inside the fit phase, which still holds all of fit, so the fit phase and the timing point mean what they did:
-# fit_end, from the end of Keras's last epoch (its last block) to fit returning.
+# fit_end (Keras's last epoch's end to fit returning) stays inside fit, so fit and the timing point keep their meaning.
 FIT_PARTS = ("fit_end",)
 
-# How the clock timed a record, kept in every record beside its schema_version (which says only how the
-# record is shaped): records timed by different methods measure different things and are never pooled
-# unawares. Each part takes one of its values here; records.upgrade() gives an older record the method
-# it was timed with, never this one.
+# How the clock timed a record, so records timed differently are never pooled unawares (records.upgrade() backfills).
 METHOD_PARTS = {
     "block": {
         "epoch": "one epoch a block, on every device",
@@ -93,7 +87,6 @@ class Clock:
 
     @contextlib.contextmanager
     def timing_point(self):
-        """Time the question's timing point around the phases inside it."""
         start = self.now()
         yield
         self.timing_point_s = self.now() - start
@@ -148,13 +141,9 @@ class Clock:
             print(f"{self.label}: epoch {done}/{self.planned_epochs}, {elapsed:.1f} s", file=sys.stderr, flush=True)
 
 
-# A pass of the window runs this much longer than its blocks need at the pace seen so far, so that a
-# slower episode during it still fills the window.
+# A pass runs this much longer than its blocks need at the pace so far, so a slower episode still fills the window.
 STEADY_MARGIN = 1.25
-# The canary: a fixed loop of pure Python, run between two blocks of the window and timed on its own.
-# The machine's slow state slows it as it slows the rungs, so its time marks each block fast or slow
-# (docs/method.md, "The per-step window"). 4,000 iterations take a few tenths of a millisecond on a
-# 2-core machine: under a hundredth of a block.
+# Timed between blocks, the canary slows with the machine's slow state (docs/method.md); under 1% of a block on 2 cores.
 CANARY_ITERATIONS = 4_000
 
 
@@ -168,11 +157,7 @@ def canary() -> float:
 
 
 class SteadyClock(Clock):
-    """The clock of a run's per-step window, after its timing point: it closes a block at the end of the first of the
-    rung's own calls that ends ``block_target_s`` or more after the block began, so that blocks last about as long
-    whatever a rung's call (one epoch, or fifty), and a fast rung's per-step time rests on as many blocks as a slow
-    one's. Whether a block is over is read from the host's clock alone: on a GPU the device is waited for only where
-    a block closes, as in the timing point."""
+    """The per-step window's clock: each block closes at the first call ending ``block_target_s`` past its start."""
 
     def __init__(self, sync: Callable[[], object] | None, block_target_s: float):
         super().__init__(sync)
@@ -209,12 +194,10 @@ class SteadyClock(Clock):
 
     @property
     def window_s(self) -> float:
-        """The wall time of the blocks kept so far."""
         return sum(self.block_s)
 
     def window(self) -> dict:
-        """The record's ``steady`` block: the target block length, the passes, and each block's wall time,
-        CPU time, epochs and the canary after it."""
+        """The record's ``steady`` block: target, passes, each block's wall and CPU time, epochs and canary."""
         found = {
             "block_target_s": self.block_target_s,
             "passes": self.passes,

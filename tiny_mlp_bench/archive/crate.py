@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tiny_mlp_bench.archive.layout import CODE, CRATE_METADATA, files_under, sha256
 
-PROFILES = {  # the RO-Crate profiles an archive conforms to, with their versions
+PROFILES = {
     "https://w3id.org/ro/wfrun/process/0.5": ("Process Run Crate", "0.5"),
     "https://w3id.org/ro/wfrun/workflow/0.5": ("Workflow Run Crate", "0.5"),
 }

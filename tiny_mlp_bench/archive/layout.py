@@ -27,7 +27,7 @@ CODE = "workflow.tar.gz"  # `git archive` of the tracked files outside results/ 
 OLD_CODE_FOLDER = "workflow"  # what archives held instead before: the code tree at the study's commit
 QUOTED = "gpu-archive"  # the records of the archive whose GPU answer the report quotes: QUOTED/<name>/runs/
 QUOTED_RECORDS = "runs/torch-*-seed-*.json"  # all the quoted answer reads of an archive
-SNAKEMAKE_LOGS = "logs/snakemake"  # Snakemake's own logs of the study's invocations (snakemake_logs.py)
+SNAKEMAKE_LOGS = "logs/snakemake"  # Snakemake's own logs of the study's invocations
 
 
 class ArchiveError(Exception):
@@ -57,7 +57,6 @@ def read_json(path: Path) -> dict:
 
 
 def record_files(folder: Path) -> dict[str, list[str]]:
-    """The archive's record files per kind, as paths relative to it."""
     return {
         kind: sorted(p.relative_to(folder).as_posix() for p in (folder / kind).glob("*.json"))
         for kind in RECORD_FOLDERS

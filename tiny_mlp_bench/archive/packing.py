@@ -63,9 +63,7 @@ def copy_quoted(archives: Path, name: str, folder: Path) -> None:
 
 
 def pack(repo: Path, archives: Path, *, name: str | None = None, allow_modified: bool = False) -> Path:
-    """Pack the finished study in ``repo``'s results/ and logs/ into ``archives``/<name>, with the
-    logs in .snakemake/log/ of the Snakemake invocations that made it (snakemake_logs.py); where
-    there are none, provenance.json's notes say so."""
+    """Pack the finished study in ``repo``'s results/ and logs/, with its Snakemake logs, into ``archives``/<name>."""
     results = repo / "results"
     needed = (results / "report.md", results / MODEL, results / "runs", results / "config.yaml")
     missing = [p for p in needed if not p.exists()]
@@ -97,8 +95,7 @@ def pack(repo: Path, archives: Path, *, name: str | None = None, allow_modified:
             copy_quoted(archives, quoted, folder)
 
     def same_report(folder: Path) -> None:
-        # The report the study showed must be the one its records render to: otherwise results/
-        # holds records of another config, or a report of other code.
+        # The shown report must be what its records render to; else results/ mixes configs or code.
         if (folder / "report.md").read_bytes() != (results / "report.md").read_bytes():
             raise ArchiveError(
                 "results/report.md is not what this commit renders from the records in results/: results/ "
@@ -120,9 +117,8 @@ def pack(repo: Path, archives: Path, *, name: str | None = None, allow_modified:
 
 
 def reseal(folder: Path, repo: Path, *, allow_modified: bool = False, notes=()) -> dict:
-    """Re-render and re-seal an existing archive in place with this commit's code, keeping its notes
-    and adding ``notes``. An archive that quotes no other's GPU answer is given the newest qualifying
-    one of its neighbours, as the report's gpu_answer_archive default does."""
+    """Re-render and re-seal an archive in place with this commit's code, keeping its notes and adding ``notes``; one
+    quoting no GPU answer gets its newest qualifying neighbour's, as the report's gpu_answer_archive default does."""
     from tiny_mlp_bench.report.gpu_archive import newest_qualifying  # the report's libraries, not only Python's
 
     if (folder / PROVENANCE).is_file():

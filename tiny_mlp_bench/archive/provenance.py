@@ -9,7 +9,6 @@ from tiny_mlp_bench.archive.layout import read_json, record_files
 
 
 def study_facts(folder: Path) -> dict:
-    """What the archive's records say of where and from what code they were made."""
     commits, modified, hosts, images, started = Counter(), [], set(), set(), []
     for paths in record_files(folder).values():
         for rel in paths:

@@ -20,8 +20,7 @@ from tiny_mlp_bench.archive.layout import (
 
 
 def render_command(folder: Path, *, no_archive_qualifies: bool = False) -> list[str]:
-    """scripts/render_report.py's arguments to render the archive's report from its records, run in
-    the archive; ``no_archive_qualifies``: the report says no archived GPU answer was found to quote."""
+    """render_report.py's arguments, run in the archive; ``no_archive_qualifies``: no archived GPU answer to quote."""
     records = record_files(folder)
     if not records["runs"]:
         raise ArchiveError(f"{folder}: no run records in runs/")
@@ -41,9 +40,8 @@ def render_command(folder: Path, *, no_archive_qualifies: bool = False) -> list[
 def render(
     code: Path, folder: Path, command: list[str], python: str = sys.executable, timeout: float | None = None
 ) -> None:
-    """Run the render command with the code in ``code`` on the records in ``folder``, stopped after
-    ``timeout`` seconds where given (its report is written whole or not at all). ``code`` comes first
-    on PYTHONPATH: the program imports that copy's tiny_mlp_bench, not the one installed here."""
+    """Run the render command on ``folder``'s records with ``code`` first on PYTHONPATH (its tiny_mlp_bench, not
+    this one), stopped after ``timeout`` seconds where given (the report is written whole or not at all)."""
     path = os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")]))
     try:
         done = subprocess.run(

@@ -19,8 +19,7 @@ def git(repo: Path, *args: str, binary: bool = False):
 
 
 def modified_files(repo: Path, modes: bool = True) -> list[str]:
-    """Tracked files outside results/ that differ from HEAD: changed code (archives are not code).
-    With ``modes`` false, a file whose mode alone changed does not count."""
+    """Tracked files outside results/ that differ from HEAD; with ``modes`` false, mode-only changes don't count."""
     file_mode = [] if modes else ["-c", "core.fileMode=false"]
     status = git(repo, *file_mode, "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")
     return [line[3:] for line in status.splitlines()]
@@ -38,5 +37,4 @@ def extract(repo: Path, commit: str, paths, destination: Path) -> None:
 
 
 def write_code(repo: Path, commit: str, path: Path) -> None:
-    """The tracked files outside results/ at ``commit``, as one gzipped tarball."""
     path.write_bytes(git(repo, "archive", "--format=tar.gz", commit, "--", ".", ":(exclude)results", binary=True))

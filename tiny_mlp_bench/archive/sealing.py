@@ -1,6 +1,4 @@
-"""Sealing an archive: render its report, pack the code that rendered it, and write its provenance,
-RO-Crate metadata and manifest; then publish it in place, whole or not at all.
-"""
+"""Sealing an archive: render its report, pack its code, write provenance, RO-Crate and manifest; publish it whole."""
 
 from __future__ import annotations
 
@@ -25,9 +23,8 @@ from tiny_mlp_bench.atomic import write_text_atomic
 def seal(
     folder: Path, repo: Path, *, name: str, allow_modified: bool, notes: list[str] = (), no_archive_qualifies=False
 ) -> dict:
-    """Render the report from ``folder``'s records with the code in ``repo`` (at HEAD), pack that code,
-    and write the provenance, the RO-Crate metadata and the manifest. Refuses a modified tree, or records
-    made in one, unless ``allow_modified``, and then says so in provenance.json."""
+    """Render ``folder``'s report with ``repo``'s code at HEAD, pack that code, write provenance, crate and manifest.
+    Refuses a modified tree or records made in one unless ``allow_modified`` (then provenance.json says so)."""
     changed = modified_files(repo)
     facts = study_facts(folder)
     if not allow_modified and (changed or facts["records_from_modified_tree"]):
@@ -88,8 +85,7 @@ def publish(partial: Path, destination: Path) -> None:
 
 
 def build(destination: Path, fill, repo: Path, *, allow_modified: bool, notes=(), check=None, **options) -> dict:
-    """Fill a partial folder beside ``destination``, seal it (``options`` go to seal), ``check`` it,
-    and publish it: nothing half-written or refused is left."""
+    """Fill a partial folder beside ``destination``, seal, ``check`` and publish it: nothing half-written is left."""
     partial = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", suffix=".partial", dir=destination.parent))
     try:
         fill(partial)

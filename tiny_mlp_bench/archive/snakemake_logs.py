@@ -57,8 +57,7 @@ def invocation_span(log: Path) -> Span | None:
 
 
 def study_logs(repo: Path) -> list[Path]:
-    """The logs in ``repo``'s .snakemake/log/ of the invocations that made the study in its results/,
-    by the rule above, oldest first."""
+    """Logs in ``repo``'s .snakemake/log/ of invocations that made its results/ (records or report), oldest first."""
     results, folder = repo / "results", repo / SNAKEMAKE_LOG_FOLDER
     spans = [record_span(results / rel) for rels in record_files(results).values() for rel in rels]
     report = results / "report.md"
@@ -80,12 +79,10 @@ def study_logs(repo: Path) -> list[Path]:
 
 
 def copy_logs(logs: list[Path], folder: Path) -> None:
-    """The logs into the archive's SNAKEMAKE_LOGS/, under their own names (their starts)."""
     for log in logs:
         (folder / SNAKEMAKE_LOGS).mkdir(parents=True, exist_ok=True)
         shutil.copy2(log, folder / SNAKEMAKE_LOGS / log.name)
 
 
 def archived_logs(folder: Path) -> list[str]:
-    """The Snakemake logs an archive holds, as paths relative to it."""
     return sorted(p.relative_to(folder).as_posix() for p in (folder / SNAKEMAKE_LOGS).glob("*.snakemake.log"))

@@ -1,6 +1,4 @@
-"""Verifying an archive anywhere, without git or the repository: its manifest, then its report
-rendered again from its records with the code in its own tarball and compared with what it holds.
-"""
+"""Verifying an archive without git: its manifest, then its report re-rendered with its own code and compared."""
 
 from __future__ import annotations
 
@@ -24,10 +22,8 @@ def version_changes(theirs: dict, ours: dict) -> list[str]:
 
 
 def verify(folder: Path) -> str:
-    """Check the manifest, then render the report again from the records with the code in the archive's
-    tarball and compare: the numbers always (to a relative 1e-9), and where the versions that rendered
-    it are the ones here, the Markdown, charts and Parquet byte for byte. Says which comparison it made;
-    an ArchiveError names the first difference."""
+    """Check the manifest, re-render the report with the archive's code and compare: numbers always (to 1e-9 relative),
+    bytes where the versions match. Returns which comparison it made; an ArchiveError names the first difference."""
     from tiny_mlp_bench.report.model_file import first_difference  # the report's libraries, not only Python's
 
     check_manifest(folder)

@@ -1,5 +1,4 @@
-"""The backends' registry: which :class:`~tiny_mlp_bench.backends.contract.Backend` runs a framework, and the loop of
-each of its rungs."""
+"""The backends' registry: which Backend runs a framework, and the loop of each of its rungs."""
 
 from __future__ import annotations
 
@@ -29,7 +28,6 @@ def import_backend_module(framework: str) -> None:
 
 
 def backend(framework: str) -> Backend:
-    """The Backend of a framework the catalogue lists."""
     import_backend_module(framework)
     if framework not in _BACKENDS:
         raise NotRegistered(f"{catalogue.framework(framework).backend} registers no backend for {framework}")
@@ -37,5 +35,4 @@ def backend(framework: str) -> Backend:
 
 
 def loop(framework: str, variant: str) -> Loop:
-    """The loop that runs ``framework``'s ``variant``, as its backend module declares it."""
     return catalogue.variant(framework, variant).loop

@@ -27,8 +27,7 @@ class RunSpec:
     learning_rate: float
     hidden_units: int
     threads: int
-    # A compiling rung's compiler cache, shared by its runs in the study (jobs.COMPILE_CACHE); None: a
-    # cache of the run's own, which it compiles into cold.
+    # A compiling rung's cache, shared by its runs in the study; None: a cold cache of the run's own.
     compile_cache: str | None = None
 
 
@@ -62,18 +61,15 @@ class Training(Protocol):
         """Back to the initial weights and a fresh optimizer, untimed, before a pass of the per-step window."""
 
 
-# A variant's loop: called inside the run's set-up phase, it builds what the clock then runs.
+# Called inside the run's set-up phase; builds what the clock then runs.
 Loop = Callable[[object, RunSpec, Dataset, Clock], Training]
 
-# Epochs per block of every loop on a GPU. The clock waits for the device at each block's end, so the
-# host cannot queue the next block's work while the device finishes the last; a rung whose host work
-# hides behind the device's (a graph replayed per epoch) would have that hiding undone at every epoch.
+# The clock waits for the GPU at each block's end: one-epoch blocks would undo a rung's host-work hiding.
 GPU_EPOCHS_PER_BLOCK = 50
 
 
 def epochs_per_call(training) -> int:
-    """The epochs one of a loop's calls runs as its fit makes them, each call a block: its own
-    ``epochs_per_block``, and on a GPU at least GPU_EPOCHS_PER_BLOCK."""
+    """Epochs per call (a block): the loop's ``epochs_per_block``, on a GPU at least GPU_EPOCHS_PER_BLOCK."""
     per_call = getattr(training, "epochs_per_block", 1)
     return max(per_call, GPU_EPOCHS_PER_BLOCK) if getattr(training, "on_gpu", False) else per_call
 
@@ -82,7 +78,7 @@ class EpochLoop:
     """Base of the loops that run a number of epochs per call; the clock times each call as a block."""
 
     epochs_per_block = 1  # on a CPU, where reading the clock waits for nothing
-    on_gpu = False  # a loop that runs on a GPU sets it
+    on_gpu = False
 
     def fit(self, clock: Clock, epochs: int) -> None:
         clock.run_blocks(self.run_epochs, epochs, epochs_per_call(self))
@@ -91,10 +87,10 @@ class EpochLoop:
         raise NotImplementedError
 
     def host_syncs_per_epoch(self) -> int | None:
-        return None  # counted by the loops that run on a GPU
+        return None
 
     def after_timing(self) -> dict[str, str]:
-        return {}  # the fused_epoch rung times its compiled call here
+        return {}
 
     def restart(self) -> bool:
         return False  # set up anew: cheap where nothing was compiled

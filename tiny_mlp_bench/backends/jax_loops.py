@@ -1,5 +1,4 @@
-"""JAX with optax: the question's MLP as one small pure function, trained two ways (RUNGS, at the end). In ``scan`` the
-first block holds the compilation (its excess over the later ones)."""
+"""JAX with optax: the question's MLP as one small pure function, trained two ways; ``scan``'s first block compiles."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from tiny_mlp_bench.machine import nvidia_driver
 SCAN_EPOCHS_PER_BLOCK = 50  # the scan rung: epochs per jitted call, on either device
 
 
-def load(device: str | None = None):  # the same import for every device
+def load(device: str | None = None):
     import jax
     import optax
 
@@ -32,7 +31,7 @@ def gpu_missing(jax) -> str | None:
 
 
 def cuda_plugin() -> str:
-    """Which CUDA plugin JAX has (jax-cuda13-plugin and the like), or that it has none: JAX's own build is CPU-only."""
+    """JAX's installed CUDA plugins (jax-cuda13-plugin and the like), or that it has none: CPU-only."""
     from importlib import metadata
 
     names = {dist.metadata["Name"].lower().replace("_", "-"): dist.version for dist in metadata.distributions()}
@@ -62,7 +61,6 @@ def prepare(fw, spec: RunSpec):
 
 
 def start_device(fw, spec: RunSpec) -> str | None:
-    """Start JAX's runtime on the run's device with a first array (on a GPU, its CUDA context), timed."""
     jax, _ = fw
     if spec.device == "cuda":
         missing = gpu_missing(jax)
@@ -85,8 +83,7 @@ class JaxRun(EpochLoop):
         self.device = device(jax, spec.device)
         jnp = jax.numpy
         self.on_gpu = spec.device == "cuda"
-        # device_put and optax's init return before the device is done: each part waits for what it put,
-        # so that its phase holds the work and the first block does not.
+        # device_put and optax's init are asynchronous: each part waits, so its phase holds the work.
         with clock.phase("data"):
             self.rows = jax.block_until_ready(jax.device_put(data.train.astype(np.float32), self.device))
         with clock.phase("model"):
@@ -138,7 +135,6 @@ class JaxRun(EpochLoop):
         return float(self.loss)
 
     def steps_taken(self) -> int:
-        """optax's own count of Adam updates."""
         return int(self.opt_state[0].count)
 
 

@@ -1,5 +1,4 @@
-"""Keras 2 and Keras 3: the question's MLP trained with the asker's ``compile`` and ``fit``, and the Keras rungs (RUNGS,
-at the end)."""
+"""Keras 2 and Keras 3: the question's MLP trained with the asker's ``compile`` and ``fit``, and the Keras rungs."""
 
 from __future__ import annotations
 
@@ -28,13 +27,11 @@ KERAS_BACKENDS = {
     "keras_torch": ("torch", "keras"),
 }
 
-# Epochs per fit epoch (and per call into the train function) of the epoch_blocks rung, on every device.
 EPOCHS_PER_BLOCK = 50
 
 
 def epoch_clock(keras, clock, epochs_per_fit_epoch: int = 1):
-    """A Keras callback that closes one of ``clock``'s blocks at the end of every epoch of ``fit``: a block
-    of one epoch, or of ``epochs_per_fit_epoch`` where one ``fit`` epoch runs several of the question's."""
+    """A Keras callback closing a block of ``epochs_per_fit_epoch`` epochs at the end of every ``fit`` epoch."""
 
     class EpochClock(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
@@ -43,7 +40,6 @@ def epoch_clock(keras, clock, epochs_per_fit_epoch: int = 1):
     return EpochClock()
 
 
-# compile() options of each Keras rung (RUNGS), from the steps per epoch.
 COMPILE_OPTIONS = {
     "seed": lambda steps_per_epoch: {},
     "autotune_off": lambda steps_per_epoch: {},  # the asker's compile: only fit's dataset differs
@@ -65,7 +61,7 @@ class FitRun:
         with clock.phase("data"):
             self.x_train, self.y_train = data.train[:, :2], data.train[:, 2]  # host arrays: nothing to wait for
         with clock.phase("model"):
-            # keras.Input builds the weights here rather than inside fit, so set-up is timed on its own.
+            # keras.Input builds the weights here, not inside fit, so set-up is timed on its own.
             self.model = keras.Sequential(
                 [
                     keras.Input(shape=(2,)),
@@ -120,7 +116,6 @@ class FitRun:
 
     @property
     def details(self) -> dict[str, str]:
-        # Keras 2 keeps steps_per_execution in a variable of its own; Keras 3 in a plain attribute.
         steps_per_execution = (
             int(self.model._steps_per_execution.numpy()) if self.fw.keras_2 else self.model.steps_per_execution
         )
@@ -136,8 +131,7 @@ class FitRun:
 
 
 class AutotuneOffRun(FitRun):
-    """autotune_off (Keras 2): the asker's ``fit``, its dataset built by tf-keras's own array adapter with tf.data
-    autotuning turned off, the one option changed: the same pipeline and steps."""
+    """autotune_off (Keras 2): the asker's ``fit`` with tf.data autotuning off on tf-keras's own dataset."""
 
     def fit(self, clock, epochs: int) -> None:
         from tf_keras.src.engine import data_adapter
@@ -210,7 +204,6 @@ class EpochBlocksRun(FitRun):
 
 
 def keras_backend(framework: str) -> Backend:
-    """The Backend of Keras on one of its backends."""
     backend, keras_module = KERAS_BACKENDS[framework]
     return Backend(
         name=framework,
@@ -249,7 +242,7 @@ def one_call_per_epoch(framework: str) -> Variant:  # full study only: the Keras
 
 RUNGS = (
     askers_fit("tf_keras", "Keras 2 as the asker ran it"),
-    # The iterator made once per fit, whose deletion can pause, is Keras 2's.
+    # Only Keras 2 makes the iterator once per fit, whose deletion can pause.
     Variant(
         "tf_keras",
         "autotune_off",
@@ -265,7 +258,6 @@ RUNGS = (
     askers_fit("keras", "Keras 3 on TensorFlow"),
     xla("keras"),
     one_call_per_epoch("keras"),
-    # A tf.data pipeline into Keras 3's fit on TensorFlow, the one timed here.
     Variant(
         "keras",
         "epoch_blocks",

@@ -1,5 +1,4 @@
-"""Keras around a run, Keras 3 on TensorFlow, JAX or PyTorch and Keras 2 (tf-keras) on TensorFlow: importing the backend
-and Keras on it, pinning threads and devices, starting the device and waiting for it, and describing what ran."""
+"""The runtime around a Keras run (Keras 3 on TensorFlow, JAX or PyTorch; Keras 2 on TensorFlow)."""
 
 from __future__ import annotations
 
@@ -13,8 +12,7 @@ from tiny_mlp_bench.machine import gpu_driver_absent, nvidia_driver
 
 @dataclass(frozen=True)
 class KerasRuntime:
-    """What load() returns: keras (Keras 3's module, or tf_keras for Keras 2), the backend's name and its
-    own module (tf, jax or torch)."""
+    """What load() returns: the keras module (tf_keras for Keras 2), the backend's name and its module."""
 
     keras: object
     backend: str
@@ -29,12 +27,10 @@ def loader(backend: str, keras_module: str = "keras"):
     """load() of Keras on ``backend``; ``keras_module`` "tf_keras" is Keras 2, TensorFlow's only."""
 
     def load(device: str) -> KerasRuntime:
-        """Import the backend, then Keras on it. A cpu run hides the GPUs here where the backend wants
-        that before it starts (JAX, torch); TensorFlow allows it later, in prepare()."""
+        """Import the backend, then Keras; JAX and torch hide the GPUs here on cpu, TensorFlow in prepare()."""
         os.environ["KERAS_BACKEND"] = backend
         if backend == "tensorflow":
-            # TF's start-up chatter stays out of the logs; on a cpu run where the machine has no GPU driver,
-            # its error messages too: TensorFlow's CUDA build logs its search for one (cuInit) as an error.
+            # Quiet TF's chatter; with no GPU driver also its errors, as its CUDA build logs cuInit failing as one.
             quiet = "3" if device == "cpu" and gpu_driver_absent() else "2"
             os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", quiet)
             import tensorflow as lib
@@ -49,8 +45,7 @@ def loader(backend: str, keras_module: str = "keras"):
             # Keras on torch picks its device when imported: cuda wherever torch sees a GPU.
             os.environ["KERAS_TORCH_DEVICE"] = "cuda" if device == "cuda" else "cpu"
             lib = torch_common.load(device)  # a cpu run's torch sees no GPU
-        # Keras 2 is its own package, tf_keras: importing it needs no TF_USE_LEGACY_KERAS, which only
-        # redirects tf.keras, and leaves Keras 3 (installed beside it) alone.
+        # tf_keras needs no TF_USE_LEGACY_KERAS, which only redirects tf.keras.
         keras = importlib.import_module(keras_module)
 
         return KerasRuntime(keras, backend, lib)
@@ -59,7 +54,6 @@ def loader(backend: str, keras_module: str = "keras"):
 
 
 def start_device(fw: KerasRuntime, spec: RunSpec) -> str | None:
-    """Start the backend's runtime on the run's device with a first op (on a GPU, its CUDA context), timed."""
     if fw.backend == "tensorflow":
         tf = fw.lib
         if spec.device == "cuda" and not tf.config.list_physical_devices("GPU"):
@@ -81,8 +75,7 @@ def start_device(fw: KerasRuntime, spec: RunSpec) -> str | None:
 
 
 def wait_for_device(fw: KerasRuntime, device: str) -> None:
-    """Return when the device has done what the set-up part queued, so that the part's phase holds it
-    and the first block does not: every backend queues GPU work, and JAX CPU work too, asynchronously."""
+    """Wait for the set-up part's queued device work, so its phase holds it and the first block does not."""
     if fw.backend == "jax":
         fw.lib.block_until_ready(fw.lib.live_arrays())
     elif device != "cuda":
@@ -94,8 +87,7 @@ def wait_for_device(fw: KerasRuntime, device: str) -> None:
 
 
 def prepare(fw: KerasRuntime, spec: RunSpec):
-    """Pin threads (and, for TensorFlow, devices), which the backends allow only before their runtime
-    starts; seed Keras (its shuffles)."""
+    """Pin threads (and TensorFlow's devices) before the runtime starts; seed Keras's shuffles."""
     if fw.backend == "tensorflow":
         tf = fw.lib
         tf.config.threading.set_intra_op_parallelism_threads(spec.threads)
@@ -112,12 +104,11 @@ def prepare(fw: KerasRuntime, spec: RunSpec):
 
 
 def describe(fw: KerasRuntime, device: str) -> dict:
-    # Keras 2 is the tf-keras package, so its version is named by that package's name.
     keras_versions = {
         "tf_keras" if fw.keras_2 else "keras": fw.keras.__version__,
         "keras_backend": fw.keras.backend.backend(),
     }
-    if fw.backend in ("jax", "torch"):  # the framework's own description, with Keras's versions added
+    if fw.backend in ("jax", "torch"):
         from tiny_mlp_bench.backends import jax_loops, torch_common
 
         own = (
@@ -144,7 +135,6 @@ def describe(fw: KerasRuntime, device: str) -> dict:
 
 
 def peak_gpu_memory_mb(fw: KerasRuntime, device: str) -> float | None:
-    """The most memory the backend held on the first GPU at once in this process."""
     if fw.backend == "jax":
         from tiny_mlp_bench.backends import jax_loops
 

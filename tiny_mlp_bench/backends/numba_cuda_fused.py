@@ -6,9 +6,7 @@ import math
 
 import numpy as np
 
-# numba-cuda 0.30 registers an overload of np.row_stack when it compiles its first kernel, and fails
-# where NumPy has none: NumPy 2.5 removed that alias of np.vstack, and numba-cuda, in maintenance
-# mode, will not follow (NVIDIA/numba-cuda#907). Give the alias back before numba-cuda looks for it.
+# numba-cuda 0.30 overloads np.row_stack, which NumPy 2.5 removed (NVIDIA/numba-cuda#907): give the alias back.
 if not hasattr(np, "row_stack"):
     np.row_stack = np.vstack
 
@@ -16,24 +14,19 @@ from numba import cuda, float32  # a kernel must name the module itself: the sim
 
 from tiny_mlp_bench.backends.numpy_loop import BETA1, BETA2, EPS, FUSED_EPOCHS_PER_LAUNCH, ReferenceRun
 
-# 1200 steps per launch at the question's size: the clock times each launch (a block).
 EPOCHS_PER_LAUNCH = FUSED_EPOCHS_PER_LAUNCH
 MAX_THREADS = 1024  # one thread per row of a batch, in one block
 SHARED_BYTES = 48 * 1024  # the shared memory any CUDA GPU gives a block without opting in to more
 
 
 def row_length(threads: int) -> int:
-    """Floats in one row of the kernel's shared gradient, one row per parameter (and the squared error),
-    one float per thread. A warp's owners each sum their own row, all at the same position at once:
-    rows ``threads`` floats long (a whole number of warps) would put all 32 reads in one of shared
-    memory's 32 banks, served one at a time. One float more shifts each row one bank on, so the 32
-    reads fall in 32 banks, and a warp writing one row at its 32 positions still does too."""
+    """Floats in one row of the shared gradient: one per thread, plus one so a warp's 32 owners, each
+    summing its own row at the same position, hit 32 different banks instead of one."""
     return threads + 1
 
 
 def threads_for(batch_size: int, hidden: int) -> int:
-    """Threads of the block: the batch's rows, rounded up to whole warps. Raises ValueError where the
-    batch's gradient terms (every row's, every parameter's) do not fit in one block's shared memory."""
+    """The batch's rows rounded up to whole warps; ValueError where its gradient overflows shared memory."""
     if batch_size > MAX_THREADS:
         raise ValueError(f"the cuda fused rung takes batches of {MAX_THREADS} rows at most, not {batch_size}")
     threads = 32 * math.ceil(batch_size / 32)
@@ -62,13 +55,11 @@ def fused_kernel(hidden: int, threads: int):
         share = cuda.shared.array((columns, row), float32)
         z1 = cuda.local.array(hidden, float32)
         n = orders.shape[1]
-        # Adam's step count, in a local: every thread counts the same steps, so step[0] is read once, here,
-        # and written once, at the end, and no barrier in the loop need wait for it.
+        # Every thread counts the same steps: read step[0] once, so no barrier in the loop waits for it.
         count = step[0]
         for epoch in range(orders.shape[0]):
             for start in range(0, n, batch_size):
                 rows_in = min(batch_size, n - start)
-                # Forward and backward of this thread's row: its gradient of every parameter.
                 if t < rows_in:
                     r = orders[epoch, start + t]
                     x0, x1, y = rows[r, 0], rows[r, 1], rows[r, 2]
@@ -88,11 +79,9 @@ def fused_kernel(hidden: int, threads: int):
                         share[3 * hidden + j, t] = max(z1[j], float32(0.0)) * dz2
                     share[4 * hidden, t] = dz2
                     share[params, t] = diff * diff
-                # Every row's terms are in shared memory before the owners sum them, and every row's forward
-                # and backward has read the weights before an owner updates them.
+                # All rows' terms written, and all weights read, before the owners sum and update.
                 cuda.syncthreads()
-                # Adam on the parameters this thread owns, from the batch's summed gradient. The step's
-                # scalars in float64 (torch's host arithmetic), then float32, as the reference's NumPy rounds them.
+                # Step scalars in float64 (torch's host arithmetic), then float32, as the reference rounds them.
                 count += 1
                 step_size = float32(lr / (1.0 - BETA1**count))
                 c2 = float32(1.0 - BETA2**count)
@@ -115,12 +104,9 @@ def fused_kernel(hidden: int, threads: int):
                             w2[k - 3 * hidden, 0] -= update
                         else:
                             b2[0] -= update
-                # The owners' weight updates are visible to every thread, and every owner has read the shared
-                # gradient, before the next batch's forward reads the weights and overwrites the gradient.
+                # Updates visible, and the gradient read, before the next batch reads weights and overwrites it.
                 cuda.syncthreads()
-        # Every thread read step[0] before its first barrier, and thread 0 is past the last one: when the
-        # loop ran at least once, no thread reads step[0] after this write. When it ran no batch, thread 0
-        # writes back the value every thread read, so a late reader sees it unchanged.
+        # Safe: every thread read step[0] before its first barrier; with no batch, this writes back the same value.
         if t == 0:
             step[0] = count
 
@@ -140,7 +126,7 @@ class CudaFusedRun(ReferenceRun):
         self.epochs_done = 0
 
     def set_up_data(self) -> None:
-        """The reference's rows, then every epoch's permutation, drawn now, and the rows: one copy each."""
+        """Copies the rows and every epoch's permutation, drawn now, to the device once."""
         super().set_up_data()
         self.rows_device = cuda.to_device(self.rows)
         self.orders_device = cuda.to_device(self.draw_orders(self.spec.epochs).astype(np.int32))
@@ -151,8 +137,7 @@ class CudaFusedRun(ReferenceRun):
         self.device_params = {name: cuda.to_device(value) for name, value in self.params.items()}
 
     def set_up_optimizer(self) -> None:
-        """In place of the reference's Adam, which the kernel never uses: Adam's state on the device in one
-        flat order (w1, b1, w2, b2), the loss, and the kernel to compile."""
+        """Adam's state on the device, flat in order w1, b1, w2, b2 (the reference's Adam goes unused)."""
         size = sum(p.size for p in self.params.values())
         self.m = cuda.to_device(np.zeros(size, np.float32))
         self.v = cuda.to_device(np.zeros(size, np.float32))
@@ -162,7 +147,7 @@ class CudaFusedRun(ReferenceRun):
         cuda.synchronize()
 
     def restart(self) -> bool:
-        """The initial weights and a fresh Adam into the same device arrays; the permutations of set-up again."""
+        """Initial weights and a fresh Adam into the same device arrays; reuses set-up's permutations."""
         for name, initial in zip(self.device_params, self.spec.weights.as_list(), strict=True):
             self.device_params[name].copy_to_device(np.ascontiguousarray(initial))
         for state in (self.m, self.v, self.step):
@@ -171,7 +156,6 @@ class CudaFusedRun(ReferenceRun):
         return True
 
     def run_epochs(self, epochs: int) -> None:
-        """One launch for ``epochs`` epochs, the next ones of the permutations copied in set-up."""
         orders = self.orders_device[self.epochs_done : self.epochs_done + epochs]
         if orders.shape[0] != epochs:
             drawn, wanted = self.orders_device.shape[0], self.epochs_done + epochs

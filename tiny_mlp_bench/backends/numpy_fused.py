@@ -6,7 +6,6 @@ import numpy as np
 
 from tiny_mlp_bench.backends.numpy_loop import BETA1, BETA2, EPS, FUSED_EPOCHS_PER_CALL, ReferenceRun
 
-# One compiled call runs this many epochs; the clock times each call.
 EPOCHS_PER_BLOCK = FUSED_EPOCHS_PER_CALL
 
 
@@ -20,7 +19,6 @@ def fused_epochs(numba):
         beta1, beta2 = np.float32(BETA1), np.float32(BETA2)
         one_minus_beta1, one_minus_beta2 = np.float32(1 - BETA1), np.float32(1 - BETA2)
         eps = np.float32(EPS)
-        # Gradients and activations for one batch, reused across steps.
         g1 = np.zeros((2, hidden), np.float32)
         gb1 = np.zeros(hidden, np.float32)
         g2 = np.zeros(hidden, np.float32)
@@ -56,8 +54,7 @@ def fused_epochs(numba):
                                 g1[1, j] += x1 * dz1
                                 gb1[j] += dz1
                 loss /= stop - start
-                # Adam, torch.optim.Adam's formula, over the parameters in one flat order. The step's scalars
-                # in float64 (torch's host arithmetic), then float32, as the reference's NumPy rounds them.
+                # Step scalars in float64 (torch's host arithmetic), then float32, as the reference rounds them.
                 step[0] += 1
                 step_size = np.float32(lr / (1 - BETA1 ** step[0]))
                 c2 = np.float32(1 - BETA2 ** step[0])
@@ -100,8 +97,7 @@ class FusedRun(ReferenceRun):
         self.numba_version = fw.numba.__version__
 
     def set_up_optimizer(self) -> None:
-        """In place of the reference's Adam, which the loop never uses: Adam's state in one flat order
-        (w1, b1, w2, b2), and the loop to compile."""
+        """Adam's state, flat in order w1, b1, w2, b2 (the reference's Adam goes unused), and the loop."""
         size = sum(p.size for p in self.params.values())
         self.m, self.v = np.zeros(size, np.float32), np.zeros(size, np.float32)
         self.step = np.zeros(1, np.int64)

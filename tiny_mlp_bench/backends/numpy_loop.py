@@ -1,9 +1,4 @@
-"""The question's MLP written out by hand in float32 NumPy, which every numpy rung builds on: forward,
-backward and Adam with torch's constants (betas 0.9/0.999, eps 1e-8), from the run's shared initial
-weights (initial_weights.py), a fresh permutation of the rows every epoch and the question's batches.
-ReferenceRun is the reference rung's loop; the fused rungs (numpy_fused.py, numba_cuda_fused.py)
-extend it. numpy_reference.py is the framework's backend and declares its rungs.
-"""
+"""The question's MLP by hand in float32 NumPy, with torch's Adam constants: the loop every numpy rung builds on."""
 
 from __future__ import annotations
 
@@ -14,14 +9,13 @@ import numpy as np
 from tiny_mlp_bench.backends.contract import EpochLoop, RunSpec
 
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
-# The fused rung: epochs per compiled call on cpu (numpy_fused.py), per kernel launch on cuda (numba_cuda_fused.py).
+# The fused rung's epochs per compiled call on cpu and per kernel launch on cuda.
 FUSED_EPOCHS_PER_CALL = 20
 FUSED_EPOCHS_PER_LAUNCH = 100
 
 
 def simulated(numba) -> bool:
-    """Whether numba's CUDA target is its simulator, which runs kernels on the CPU (numba and the
-    numba-cuda package both read NUMBA_ENABLE_CUDASIM)."""
+    """Whether numba's CUDA target is its simulator (NUMBA_ENABLE_CUDASIM), which runs kernels on the CPU."""
     from_environment = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
     return bool(getattr(numba.config, "ENABLE_CUDASIM", 0)) or from_environment
 
@@ -105,7 +99,7 @@ class ReferenceRun(EpochLoop):
                 self.adam.step(self.params, grads)
 
     def draw_orders(self, epochs: int) -> np.ndarray:
-        """The fused rungs' permutations: one of the rows per epoch, (epochs, rows), from the run's stream."""
+        """One permutation of the rows per epoch, (epochs, rows), from the run's stream."""
         return np.stack([self.rng.permutation(len(self.rows)) for _ in range(epochs)])
 
     def predict_test_batch(self) -> None:

@@ -1,4 +1,4 @@
-"""NumPy and numba, the hand-written loops: the framework's backend and its rungs (RUNGS, at the end)."""
+"""NumPy and numba, the hand-written loops: the framework's backend and its rungs."""
 
 from __future__ import annotations
 
@@ -15,15 +15,13 @@ from tiny_mlp_bench.machine import NO_CUDA, nvidia_driver
 
 
 def load(device: str | None = None):
-    """threadpoolctl to pin NumPy's BLAS threads, numba for the fused rung and, on cuda, its CUDA
-    target (imported here, outside the clock)."""
+    """threadpoolctl, numba and, on cuda, its CUDA target, imported here, outside the clock."""
     import numba
     import threadpoolctl
 
     cuda = None
     if device == "cuda":
         from numba import cuda
-    # device_started: set by start_device once it has made the CUDA context (see device_sync).
     return SimpleNamespace(threadpoolctl=threadpoolctl, numba=numba, cuda=cuda, device_started=False)
 
 
@@ -33,9 +31,7 @@ def device_sync(fw, device: str):
         return None  # NumPy computes synchronously
 
     def sync() -> None:
-        # Before start-up there is nothing to wait for, and cuda.synchronize() would make the context,
-        # outside the clock. A flag set where start_device makes it, rather than asking numba: its public
-        # API has no way to ask for the current context that does not make one.
+        # Syncing before start-up would make the context outside the clock; numba can't ask without making one.
         if fw.device_started:
             fw.cuda.synchronize()
 
@@ -48,8 +44,7 @@ def prepare(fw, spec: RunSpec):
 
 
 def gpu_missing(fw) -> str | None:
-    """Why numba cannot run a kernel on a GPU here, or None. Its CUDA simulator runs kernels on the
-    CPU, in Python: it is never taken for a GPU."""
+    """Why numba cannot run a kernel on a GPU here (its CUDA simulator never counts as one), or None."""
     if simulated(fw.numba):
         return "no CUDA device: numba's CUDA simulator is on (NUMBA_ENABLE_CUDASIM), which runs kernels on the CPU"
     if not fw.cuda.is_available():
@@ -68,14 +63,12 @@ def start_device(fw, spec: RunSpec) -> str | None:
     return None
 
 
-# What numba.cuda is: NVIDIA's numba-cuda, which takes the name over through a .pth hook where it is
-# installed and its hook runs, or the CUDA target built into numba, which numba-cuda replaces.
+# numba.cuda is NVIDIA's numba-cuda where its .pth hook ran, else the target built into numba.
 NVIDIA_TARGET = "numba-cuda (NVIDIA)"
 BUILT_IN_TARGET = "numba's built-in"
 
 
 def cuda_target(cuda) -> str:
-    """Which implementation the imported ``numba.cuda`` module is."""
     return NVIDIA_TARGET if "numba_cuda" in Path(cuda.__file__).parts else BUILT_IN_TARGET
 
 
@@ -97,14 +90,12 @@ def describe(fw, device: str) -> dict:
 
 
 def fused(fw, spec: RunSpec, data, clock):
-    """The floor rung: numba's compiled loop on cpu, its CUDA kernel on cuda. Both build on ReferenceRun,
-    defined here, and are imported only when they run: the CUDA kernel's module imports numba."""
+    """The floor rung: numba's compiled loop on cpu, its CUDA kernel on cuda, each imported only when run."""
     if spec.device == "cuda":
         from tiny_mlp_bench.backends.numba_cuda_fused import CudaFusedRun
 
         if (target := cuda_target(fw.cuda)) != NVIDIA_TARGET and not simulated(fw.numba):
-            # numba's own CUDA target is deprecated and lags the GPUs and toolkits it meets: the floor is
-            # measured with numba-cuda, whose hook a Python that skips .pth files never runs.
+            # numba's own CUDA target is deprecated and lags new GPUs and toolkits.
             raise RuntimeError(
                 f"numba.cuda is {target} (numba {fw.numba.__version__}), not {NVIDIA_TARGET}: install numba-cuda, "
                 "and run from a Python that runs its .pth hook"
@@ -125,7 +116,6 @@ register_backend(
         peak_gpu_memory_mb=lambda fw, device: None,
     )
 )
-# The A/A control runs the reference's very loop under its own name.
 RUNGS = (
     Variant(
         "numpy",
@@ -135,8 +125,6 @@ RUNGS = (
         role=Role.REFERENCE,
         loop=ReferenceRun,
     ),
-    # The A/A control: runs of identical code under two names differ only by what the machine did to
-    # them, so their ratio is the largest difference this machine fakes. The reference is cheap.
     Variant(
         "numpy",
         "reference_twin",
@@ -146,8 +134,7 @@ RUNGS = (
         role=Role.AA_CONTROL,
         loop=ReferenceRun,
     ),
-    # On cuda the same arithmetic in one numba CUDA kernel: the framework is the hand-written loops,
-    # NumPy's and numba's, so its name stays (and so do the archives' run ids).
+    # Named numpy on cuda too: the framework is the hand-written loops, and the archives' run ids stay.
     Variant(
         "numpy",
         "fused",

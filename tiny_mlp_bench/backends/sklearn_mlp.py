@@ -10,7 +10,7 @@ from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
 from tiny_mlp_bench.catalogue import Variant
 
 
-def load(device: str | None = None):  # the same import for every device
+def load(device: str | None = None):
     import sklearn
     import threadpoolctl
     from sklearn.neural_network import MLPRegressor
@@ -61,7 +61,6 @@ class MLPRegressorRun(EpochLoop):
         return 2 * self.model.loss_  # scikit-learn reports half the MSE
 
     def steps_taken(self) -> int:
-        """The Adam optimiser's own update count."""
         return int(self.model._optimizer.t)
 
     @property
@@ -91,7 +90,7 @@ register_backend(
         ),
     )
 )
-# scikit-learn's own loop, not the asker's: no role, so its ladder has no asker's rung to be measured against.
+# No role: scikit-learn's own loop, with no asker's rung to be measured against.
 RUNGS = (
     Variant(
         "sklearn",

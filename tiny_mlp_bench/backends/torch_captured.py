@@ -7,8 +7,7 @@ import tempfile
 
 from tiny_mlp_bench.backends.torch_common import TorchLoop
 
-# Steps unrolled into one compiled call: enough to cover the question's 12-step epoch, few
-# enough that a bigger dataset does not make compilation explode.
+# Covers the question's 12-step epoch; few enough that a bigger dataset does not blow up compilation.
 COMPILED_STEPS_PER_CALL = 16
 ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-8  # torch.optim.Adam's defaults
 
@@ -23,7 +22,6 @@ def use_compiler_cache(study_cache: str | None) -> tempfile.TemporaryDirectory |
 
 
 def compiler_cache_detail(spec) -> str:
-    """The compiled rungs' ``compiler_cache`` detail: which cache they compiled into."""
     if spec.compile_cache:
         return "the rung's own in the study: its first run compiles cold, later runs reuse it (method.compile_cache)"
     return "empty, the run's own (cold compilation)"
@@ -56,14 +54,13 @@ class FunctionalAdam:
 
 
 class FunctionalLoop(TorchLoop):
-    """What the compiled rungs share: resident rows, the compiler cache (use_compiler_cache), and FunctionalAdam
-    stepping the model's own parameter storage; ``compile`` builds what they call."""
+    """Base of the compiled rungs: resident rows, the compiler cache, FunctionalAdam on the model's parameters."""
 
     def __init__(self, torch, spec, data, clock):
         super().__init__(torch, spec, data, clock)
         with clock.phase("data"):
             self.rows, self.test = self.resident_rows()
-        with clock.phase("optimizer"):  # Adam's state and what to compile
+        with clock.phase("optimizer"):
             self.own_cache = use_compiler_cache(spec.compile_cache)
             self.params = {name: p.detach() for name, p in self.model.named_parameters()}
             self.functional_adam = FunctionalAdam(torch, self.params, spec.learning_rate)
@@ -76,7 +73,6 @@ class FunctionalLoop(TorchLoop):
         self.functional_adam.reset()
 
     def steps_taken(self) -> int:
-        """The functional Adam's own step count."""
         return int(self.functional_adam.count.item())
 
 

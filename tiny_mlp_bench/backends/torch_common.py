@@ -12,9 +12,7 @@ from tiny_mlp_bench.timing import Clock
 
 
 def load(device: str):
-    """torch, imported for a job on ``device``. A cpu job hides the GPUs before torch starts: wherever torch
-    sees a GPU, Inductor's set-up makes tensors on it, and a CUDA context made inside a cpu job's timing
-    would be timed there, on a GPU that a cuda job beside it may be timing."""
+    """torch for a job on ``device``; a cpu job hides the GPUs first, or Inductor would start CUDA in its timing."""
     if device == "cpu":
         hide_gpus()
     import torch
@@ -35,12 +33,10 @@ def gpu_missing(torch) -> str | None:
 
 
 def set_threads(torch, threads: int) -> None:
-    """Both of torch's CPU pools, intra-op (inside one op) and inter-op (between ops), and Inductor's
-    compile workers, which would otherwise be one per core of the machine, however few the job has."""
+    """Both of torch's CPU pools and Inductor's compile workers (else one per core, however few the job has)."""
     torch.set_num_threads(threads)
     torch.set_num_interop_threads(threads)
-    # Read when Inductor's config is imported, at the first compilation: importing it here would add
-    # over a second to every torch job, compiled or not.
+    # Inductor reads it at the first compilation: importing its config here costs every torch job over a second.
     os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = str(threads)
     if (inductor_config := sys.modules.get("torch._inductor.config")) is not None:
         inductor_config.compile_threads = threads
@@ -96,7 +92,6 @@ def build_model(torch, hidden_units: int, weights=None):
 
 
 def load_weights(torch, model, weights) -> None:
-    """Copy ``weights`` (an InitialWeights) into the model's own parameter tensors."""
     with torch.no_grad():  # torch keeps each layer's weight as (out, in), the transpose of x @ w
         for param, value in zip(model.parameters(), weights.as_list(), strict=True):
             param.copy_(torch.from_numpy(value.T if value.ndim == 2 else value))
@@ -135,7 +130,6 @@ class TorchLoop(EpochLoop):
         return True
 
     def reset_optimizer(self) -> None:
-        """torch.optim.Adam back to no steps taken: its step counts and moments zeroed in place."""
         with self.torch.no_grad():
             for state in self.optimizer.state.values():
                 for value in state.values():
@@ -190,7 +184,7 @@ class TorchLoop(EpochLoop):
 
 
 def count_host_syncs(torch, run) -> int:
-    """The synchronisations of the host with the GPU while ``run()`` runs, as torch's sync debug mode warns of them."""
+    """Host-GPU synchronisations while ``run()`` runs, as torch's sync debug mode warns of them."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         torch.cuda.set_sync_debug_mode("warn")
@@ -217,7 +211,6 @@ def describe(torch, device: str) -> dict:
 
 
 def peak_gpu_memory_mb(torch, device: str) -> float | None:
-    """The most memory torch's CUDA allocator held at once in this process."""
     if device != "cuda" or not torch.cuda.is_initialized():
         return None
     return torch.cuda.max_memory_allocated() / 2**20

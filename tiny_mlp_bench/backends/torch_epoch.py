@@ -4,14 +4,10 @@ from __future__ import annotations
 
 from tiny_mlp_bench.backends.torch_captured import FunctionalLoop, compiler_cache_detail
 
-# Inductor options per device. On cpu the C++ wrapper calls the kernels and allocates from C++, not
-# Python, and the kernels run on one thread: loops over 64 x 20 values are too small to share.
-# Measured on the 2-core VM (200 epochs, one run each): 22.5 µs per step with the Python wrapper,
-# 20.2 with the C++ one; with the job's two threads 25.9, and 21.3 with single-threaded kernels.
+# cpu: C++ wrapper and one-thread kernels (64 x 20 loops are too small to share). Measured on 2 cores,
+# µs per step: Python wrapper 22.5, C++ 20.2; with two threads 25.9, single-threaded kernels 21.3.
 COMPILER_OPTIONS = {"cpu": {"cpp_wrapper": True, "cpp.threads": 1}, "cuda": {}}
-# After the run, a second compilation of the same epoch with kernel profiling, which names the fused
-# kernel in torch.profiler, splits a call into the kernel and the rest (after_timing). The timed one is
-# compiled as a user would compile it, without profiling; the job pays the second compilation untimed.
+# For after_timing's untimed second compilation, which names the fused kernel in torch.profiler.
 PROFILED_OPTIONS = {"cpp.enable_kernel_profile": True}
 SPLIT_CALLS = 100  # epoch calls timed, then as many of the profiled compilation's, after the run
 
@@ -45,10 +41,7 @@ class FusedEpochLoop(FunctionalLoop):
             self.loss = self.run_epoch(self.torch.randperm(len(self.rows), device=self.device))
 
     def after_timing(self) -> dict[str, str]:
-        """cpu: the compiled epoch call on one fixed permutation, and the part of it inside its one fused
-        C++ kernel (torch.profiler, on a second compilation with kernel profiling). The rest is what
-        calling the compiled graph costs whatever the kernel does: Dynamo's guards and the wrapper that
-        allocates and passes its buffers. Untimed, after the run and its scoring: the calls train further."""
+        """cpu, untimed after scoring: the epoch call's µs and its fused kernel's part (the rest: guards, wrapper)."""
         if self.device.type != "cpu":
             return {}
         from tiny_mlp_bench.probes.measure import time_calls

@@ -1,8 +1,4 @@
-"""PyTorch: torch's rungs (RUNGS, at the end, in ladder order) and their loops. Each rung removes one
-kind of overhead from the one before; its ``removes`` says which. On cuda every rung's record counts
-the host synchronisations of one extra, untimed epoch (``TorchLoop.host_syncs_per_epoch``).
-Constructing a loop is the run's set-up phase; the timing module times everything after it.
-"""
+"""PyTorch: torch's rungs, in ladder order, each removing one kind of overhead from the one before."""
 
 from __future__ import annotations
 
@@ -69,7 +65,7 @@ class ResidentLoop(TorchLoop):
             self.optimizer = self.make_optimizer()
 
     def make_optimizer(self):
-        return self.adam()  # the asker's Adam
+        return self.adam()
 
     def run_epochs(self, epochs: int) -> None:
         t, rows, size = self.torch, self.rows, self.spec.batch_size

@@ -1,6 +1,4 @@
-"""The project's generated passages: text written into a README or doc page between two marker lines, from the one
-source it comes from, and the write-or-check every generator runs (`tiny-mlp-bench docs` writes, the test suite
-checks with --check), so that a number or table in the docs is never copied by hand."""
+"""Generated doc passages, written between two marker lines from their one source, so none is copied by hand."""
 
 from __future__ import annotations
 
@@ -27,8 +25,7 @@ def between(text: str, begin: str, end: str, body: str, source: str) -> str:
 
 
 def write_or_check(wanted: dict[Path, str], *, check: bool, stale: str, fix: str) -> int:
-    """Write each path whose text differs from the wanted one; with ``check`` only say which differ,
-    each as "<path>: <stale>; run: <fix>", and return 1 where any does."""
+    """Write each path whose text differs; with ``check`` only print "<path>: <stale>; run: <fix>", 1 if any differs."""
     differ = [path for path, text in wanted.items() if not path.exists() or path.read_text() != text]
     for path in differ:
         if check:
@@ -40,8 +37,7 @@ def write_or_check(wanted: dict[Path, str], *, check: bool, stale: str, fix: str
 
 
 def main(argv=None, prog=None) -> int:
-    """`tiny-mlp-bench docs [NAME] [--check]`: one generator with its own options, or, without a name,
-    every one with the options given (a failed check of one does not hide the others')."""
+    """`tiny-mlp-bench docs [NAME] [--check]`: one generator, or all of them (one failed check hides no other's)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in GENERATORS:
         return generator(argv[0]).main(argv[1:], prog=f"{prog} {argv[0]}" if prog else argv[0])

@@ -50,9 +50,6 @@ def is_map_of_names(spec: dict) -> bool:
     return isinstance(spec.get("additionalProperties"), dict) and "properties" not in spec
 
 
-# The docs' table.
-
-
 def cell(text: str) -> str:
     return one_line(text).replace("|", "\\|")
 
@@ -62,9 +59,7 @@ def row(cells) -> str:
 
 
 def table(schema: dict) -> str:
-    """One row per key in the schema's order, its default as YAML and its description; a key with
-    fixed keys of its own (`sweep`, `images`) is a row for what it is, then a row per key in it with
-    its part of the default."""
+    """One row per key in schema order, default as YAML and description; a key with sub-keys, then a row per sub-key."""
     rows = [row(HEADER), row("---" for _ in HEADER)]
     for key, spec in schema["properties"].items():
         if "properties" in spec:
@@ -78,15 +73,11 @@ def table(schema: dict) -> str:
 
 
 def with_table(text: str, schema: dict, source: str = "docs/running.md") -> str:
-    """``text`` with the table between its markers replaced by the schema's."""
     if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
         raise SystemExit(f"error: {source} needs one '{BEGIN}' line followed by one '{END}' line")
     head, rest = text.split(BEGIN, 1)
     tail = rest.split(END, 1)[1]
     return f"{head}{BEGIN}\n{table(schema)}\n{END}{tail}"
-
-
-# config/config.yaml.
 
 
 def comment(text: str, indent: str = "") -> list[str]:
@@ -96,10 +87,8 @@ def comment(text: str, indent: str = "") -> list[str]:
 
 
 def config_yaml(schema: dict) -> str:
-    """Every key in the schema's order, its description as a comment above it and its default as
-    its value. Left out, as comments: a key without a default (with an example), and a map of names
-    (`plan_estimates_s`), since Snakemake merges a later config file's map into this file's key by
-    key: a default here could then not be replaced, only added to."""
+    """Each key with its description as a comment and its default as value. Keys without a default, and maps of names
+    (Snakemake merges a later file's map key by key, so a default here could not be replaced), stay comments."""
     lines = [CONFIG_HEADER.rstrip("\n")]
     for key, spec in schema["properties"].items():
         lines += ["", *comment(spec["description"])]

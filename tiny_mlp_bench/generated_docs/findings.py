@@ -28,8 +28,7 @@ AIM_S = 15 * 60  # what the default study is meant to take on a 2-core laptop
 
 @dataclass(frozen=True)
 class Archive:
-    """One archived study: its folder's name, its provenance, its report model (``model``'s value) and,
-    where its study was timed as a whole, logs/make_run_time.json."""
+    """One archived study: folder name, provenance, report model and, where timed as a whole, make_run_time.json."""
 
     name: str
     provenance: dict
@@ -69,7 +68,6 @@ def ratio(found: dict | None) -> Ratio | None:
 
 
 def completed_devices(machine: dict) -> set[str]:
-    """The devices a machine completed a run on."""
     return {run["device"] for run in machine["runs"] if run["status"] == "ok"}
 
 
@@ -79,8 +77,7 @@ def has_cuda_seed(machine: dict) -> bool:
 
 
 def chosen(archives: list[Archive]) -> list[tuple[Archive, list[dict]]]:
-    """The newest archive whose machines completed no cuda run, then the newest with the original torch
-    loop completed on cuda, each with the machines quoted; one is left out where no archive is such."""
+    """The newest archive with no cuda run, then the newest with torch's original loop done on cuda; machines quoted."""
     newest = sorted(archives, key=lambda a: a.first_run, reverse=True)
     picked = []
     cpu_only = next((a for a in newest if all("cuda" not in completed_devices(m) for m in a.model["machines"])), None)
@@ -99,8 +96,7 @@ def seconds(value: float) -> str:
 
 
 def claim(found: Ratio, a: str, b: str, measure: str) -> str:
-    """``a`` against ``b`` (``found`` is a's runs over b's) in one sentence: which is slower where the
-    runs resolve it, else that the study cannot tell them apart; with the runs on each side."""
+    """``a`` against ``b`` (``found``: a over b) in one sentence: which is slower, or that the study cannot tell."""
     runs = f"{found.runs[0]} runs against {found.runs[1]}"
     if found.resolved:
         word = "slower" if found.estimate > 1 else "faster"
@@ -208,7 +204,6 @@ def cpus(machine: dict) -> str:
 
 
 def hardware(machine: dict) -> str:
-    """The machine's host label, CPU and GPU, from its runs' environment."""
     gpus = ", ".join(name for name in machine["environment"].get("gpu", []) if name) or "no GPU"
     return f"host `{machine['label']}`: {cpus(machine)}, {gpus}"
 
@@ -239,8 +234,7 @@ def findings(archives: list[Archive]) -> str:
 
 
 def question_row(machine: dict, framework: str, device: str | None = None) -> dict | None:
-    """The machine's headline row of ``framework``'s original loop (on ``device``, where given), where it
-    completed."""
+    """The headline row of ``framework``'s original loop (on ``device`` if given) where it completed, else None."""
     return next(
         (
             r
@@ -316,8 +310,7 @@ def step_sentence(machine: dict) -> str | None:
 
 
 def short_answer(archives: list[Archive]) -> str:
-    """The README's first answer, in a few sentences, from the archives ``findings`` quotes: the GPU
-    against the CPU, Keras against torch, and why."""
+    """The README's first answer from the archives ``findings`` quotes: GPU against CPU, Keras against torch, why."""
     gpu, keras, why = [], [], []
     for archive, machines in chosen(archives):
         for machine in machines:
@@ -326,7 +319,6 @@ def short_answer(archives: list[Archive]) -> str:
             else:
                 keras.append(keras_sentence(archive, machine))
                 why.append(step_sentence(machine))
-    # Two sentences: what the runs show, then why.
     shown = "; ".join(part for part in [*gpu, *keras] if part)
     why = " ".join(part for part in why if part)
     return f"**In short** (times to a result, each with its 95% interval over runs; [terms](#terms)): {shown}. {why}"
@@ -354,7 +346,6 @@ def run_time(archives: list[Archive]) -> str:
 
 
 def with_findings(text: str, archives: list[Archive], source: str = "README.md") -> str:
-    """``text`` with the answer, the run time and the findings between their markers written from ``archives``."""
     text = between(text, ANSWER_BEGIN, ANSWER_END, short_answer(archives), source)
     text = between(text, RUN_TIME_BEGIN, RUN_TIME_END, run_time(archives), source)
     return between(text, BEGIN, END, findings(archives), source)

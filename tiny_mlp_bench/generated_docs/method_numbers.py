@@ -29,8 +29,7 @@ from tiny_mlp_bench.report.runs import (
 
 METHOD = ROOT / "docs" / "method.md"
 MARKERS = ("design", "estimator")
-# Candidate estimators of a run's per-step time from its window: quantiles of the fast blocks, the same
-# of every block scaled by its canary, and the window's median.
+# Quantiles of the candidate estimators: of the fast blocks, and of every block scaled by its canary.
 QUANTILES = (0.05, 0.1, 0.25, 0.5)
 # A run met only the slow state where the canary marked at least this share of its blocks slow.
 WHOLLY_SLOW = 0.9
@@ -102,9 +101,7 @@ def candidates(steps: np.ndarray, canaries: np.ndarray, machine_canary: float) -
 
 
 def estimator_numbers(archive: Path) -> str:
-    """How each candidate estimator held on ``archive``'s windowed runs: the spread over a rung's runs,
-    the rungs whose 95% interval lies within ±10%, the A/A control, and the runs that met only the slow
-    state against their rung's other runs."""
+    """How each candidate estimator held on ``archive``'s windowed runs: spread, rungs within ±10%, A/A, slow runs."""
     every_record, rows_by_run = archive_runs(archive)
     records = [r for r in every_record if r["status"] == "ok"]
     machine_canary = fast_canary(records)
@@ -182,9 +179,7 @@ def runs_for(sd: float, half_width: float = 0.10) -> int:
 
 
 def budget_table(runs: pd.DataFrame, records: list[dict]) -> str:
-    """Per rung, with the report's estimator: its runs' spread, the runs ±10% would take at that spread,
-    and the seconds they would take at the median span of its runs (each job's load.started_at to
-    ended_at)."""
+    """Per rung (report's estimator): spread, runs for ±10% at that spread, and their seconds at its median span."""
     spans = {
         r["identity"]["run_id"]: (
             pd.Timestamp(r["load"]["ended_at"]) - pd.Timestamp(r["load"]["started_at"])

@@ -19,8 +19,7 @@ def row(cells) -> str:
 
 
 def table() -> str:
-    """The catalogue's rungs in ladder order, one Markdown row each; "default study" is what a config
-    without `frameworks` or `variants` runs (a default rung of a default framework)."""
+    """The catalogue's rungs as Markdown rows; "default study" means a default rung of a default framework."""
     rows = [row(HEADER), row("---" for _ in HEADER)]
     for v in catalogue.rungs():
         default = v.default and catalogue.framework(v.framework).default
@@ -29,7 +28,6 @@ def table() -> str:
 
 
 def with_table(text: str, source: str = "README.md") -> str:
-    """``text`` with the table between its markers replaced by the catalogue's."""
     return between(text, BEGIN, END, table(), source)
 
 

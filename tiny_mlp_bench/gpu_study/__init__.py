@@ -1,2 +1,1 @@
-"""The GPU study: one command (scripts/gpu_study.py) that sets up a GPU machine's Python, plans the study's jobs to fit
-a time limit, runs them in lanes and archives the result."""
+"""The GPU study: set up a GPU machine's Python, plan jobs to fit a time limit, run them in lanes, archive them."""

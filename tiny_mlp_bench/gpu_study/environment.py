@@ -1,7 +1,5 @@
-"""The study's Python on a GPU machine (scripts/gpu_study.py): .venv-gpu/, a virtual environment over the machine's own
-packages (its torch and JAX built for CUDA, and the .pth hooks beside them) with the carried kit installed into it,
-the check that it has everything the study needs, and what the pre-flight reads of the machine itself: the CUDA
-toolkit and the GPU's state."""
+"""The study's Python on a GPU machine: .venv-gpu/, a virtual environment over the machine's own packages with the
+carried kit installed into it, the check that it has what the study needs, and the CUDA toolkit and GPU state."""
 
 from __future__ import annotations
 
@@ -27,8 +25,7 @@ def say(message: str) -> None:
 
 
 def prepare_environment(kit: Path) -> tuple[Path, dict[str, list[str]]]:
-    """.venv-gpu/ with the kit installed over the machine's own packages: its python, and pip check's
-    verdict (judge) on what the kit changed."""
+    """.venv-gpu/ with the kit over the machine's own packages: its python, and pip check's verdict (judge)."""
     lock = kit / "gpu-kit.txt"
     if not lock.is_file():
         raise StudyError(
@@ -43,8 +40,7 @@ def prepare_environment(kit: Path) -> tuple[Path, dict[str, list[str]]]:
             f"machine run `make gpu-kit KIT_PYTHON={here}`, then copy wheelhouse/gpu-kit/ here again"
         )
     python = VENV / "bin" / "python"
-    # The kit is installed once for this kit over these machine packages: a second command (the study after
-    # its pre-flight, a study run again) reuses it, and anything else makes the environment anew.
+    # Installed once per kit and machine packages: a second command reuses it; any change makes it anew.
     marker, installed_for = VENV / "kit-installed.json", installation_key(lock, about)
     reused = marker.is_file() and json.loads(marker.read_text()).get("key") == installed_for
     if not reused:
@@ -52,9 +48,7 @@ def prepare_environment(kit: Path) -> tuple[Path, dict[str, list[str]]]:
         make_venv()
     see_machine_packages(python)
     find_machine_libraries()
-    # The machine's own pip (22.3 or newer) installs into the environment.
-    # --isolated: the machine's own pip configuration (an index, a proxy, a constraint) cannot reach the
-    # offline install.
+    # The machine's pip (22.3+) installs into the venv; --isolated keeps its config (index, proxy) off the install.
     pip = [sys.executable, "-m", "pip", "--isolated", "--disable-pip-version-check", "--no-input"]
     into_venv = [*pip, "--python", str(python)]
     if subprocess.run([*into_venv, "--version"], capture_output=True).returncode != 0:
@@ -115,8 +109,7 @@ def installation_key(lock: Path, about: dict) -> str:
 
 
 def install(pip: list[str], kit: Path, pins: list[str]) -> None:
-    """``pins`` from the kit into the environment, even where the machine has a package at the same
-    version: the study then runs the kit's, and pip never touches the machine's own."""
+    """``pins`` from the kit, even where the machine has the same version: the study runs the kit's."""
     offline = ["--no-index", "--no-deps", "--ignore-installed", "--find-links", str(kit)]
     done = subprocess.run([*pip, "install", "--quiet", *offline, *pins], capture_output=True, text=True)
     if done.returncode != 0:
@@ -131,8 +124,7 @@ def pip_check(pip: list[str]) -> list[str]:
 
 
 def problem_key(line: str) -> tuple[str, str]:
-    """A pip check problem as (the package that has it, the package it requires), the same before and
-    after the kit whatever versions the line names; a line of another kind keys on itself."""
+    """A pip check line as (package that has it, package it requires), whatever the versions; else keyed on itself."""
     missing = re.match(r"(\S+) \S+ requires (\S+), which is not installed", line)
     conflict = re.match(r"(\S+) \S+ has requirement .+, but you have (\S+) \S+$", line)
     if found := missing or conflict:
@@ -141,11 +133,8 @@ def problem_key(line: str) -> tuple[str, str]:
 
 
 def judge(before: list[str], after: list[str], used: set[str], carried: list[str]) -> dict[str, list[str]]:
-    """pip check's problems before the kit (the machine's own) and after it, sorted by what the study
-    does about them. It stops on two kinds: a problem the kit brought ("introduced"), and one of a
-    package the study uses that the kit leaves as it was ("unresolved"). A problem among packages the
-    study does not use is the machine's own business ("left"); "resolved" ones the kit mended, with
-    the carried packages it installed for them ("carried")."""
+    """pip check's problems, by what the study does: it stops on "introduced" (the kit brought them) and "unresolved"
+    (of packages it uses); "left" ones are of packages it does not use, "resolved" ones the kit mended."""
     had = {problem_key(line) for line in before}
     now = {problem_key(line): line for line in after}
     return {
@@ -176,13 +165,8 @@ def verdict_lines(verdict: dict[str, list[str]]) -> list[str]:
 
 
 def see_machine_packages(python: Path) -> None:
-    """Make the new environment see the packages this Python sees, no more and no fewer: its user
-    site-packages where it reads them, then its site-packages. The environment is made without
-    --system-site-packages, which would link the base interpreter's packages whether or not this
-    Python sees them (a node's python3 is often a virtual environment of its own), so this .pth file,
-    which site.py runs at start-up, is its only way to them. Each line adds a folder with
-    site.addsitedir, after the kit's own, which also runs the .pth files there: a package that takes
-    over another through one (numba-cuda replaces numba.cuda so) is then the one the study imports."""
+    """Make the new environment see exactly the packages this Python sees, via a .pth of site.addsitedir lines.
+    Not --system-site-packages: that links the base interpreter's; addsitedir also runs .pth hooks (numba-cuda's)."""
     import site
 
     done = subprocess.run(
@@ -197,8 +181,7 @@ def see_machine_packages(python: Path) -> None:
 
 
 def cuda_wheel_libraries(site_packages: list[str]) -> list[Path]:
-    """The library folders of the CUDA wheels in ``site_packages`` (nvidia/*/lib and lib64: NVRTC,
-    NVVM, the runtime), in the order found."""
+    """The library folders of the CUDA wheels in ``site_packages`` (nvidia/*/lib and lib64), in the order found."""
     return [
         folder
         for root in map(Path, site_packages)
@@ -208,10 +191,8 @@ def cuda_wheel_libraries(site_packages: list[str]) -> list[Path]:
 
 
 def find_machine_libraries() -> None:
-    """Put this Python's CUDA wheel libraries on LD_LIBRARY_PATH, which every process the study starts
-    inherits. cuda-pathfinder, which numba-cuda asks for NVRTC at every compile, searches the running
-    environment's site.getsitepackages() only: in a venv made over this Python, that list lacks this
-    Python's own, so a library this Python finds would be missing in the study's venv."""
+    """Put this Python's CUDA wheel libraries on LD_LIBRARY_PATH for the study: cuda-pathfinder (numba-cuda's NVRTC
+    lookup) searches only the venv's own site-packages, which lack this Python's."""
     import site
 
     found = [str(folder) for folder in cuda_wheel_libraries(site.getsitepackages())]
@@ -278,16 +259,13 @@ def check_needs(python: Path) -> None:
         )
 
 
-# Where a toolkit keeps libNVVM: an installed toolkit under nvvm/lib64; one assembled from CUDA 13's
-# wheels under lib/.
+# An installed toolkit keeps libNVVM under nvvm/lib64; one assembled from CUDA 13's wheels under lib/.
 NVVM_FOLDERS = ("nvvm/lib64", "lib", "lib64")
 
 
 def cuda_toolkit(environ=os.environ, usual=Path("/usr/local")) -> tuple[Path | None, str]:
-    """A CUDA toolkit with libNVVM, which numba-cuda compiles the floor kernel with, and how it was
-    found; (None, where it was looked for) where there is none. numba-cuda finds NVVM by itself in
-    an NVVM wheel or through CUDA_HOME, but does not infer a toolkit from a CUDA runtime that came
-    in wheels, as a torch environment's does: the study sets CUDA_HOME to what this finds."""
+    """A CUDA toolkit with libNVVM and how it was found, or (None, where it was looked for). numba-cuda does not
+    infer a toolkit from a CUDA runtime in wheels (as torch's is), so the study sets CUDA_HOME to this."""
     candidates = [(Path(environ[name]), name) for name in ("CUDA_HOME", "CUDA_PATH") if environ.get(name)]
     if nvcc := shutil.which("nvcc", path=environ.get("PATH")):
         candidates.append((Path(nvcc).resolve().parent.parent, f"nvcc ({nvcc})"))
@@ -305,8 +283,7 @@ def toolkit_version(root: Path) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", root.name))
 
 
-# What nvidia-smi says of each GPU's state before a study and around each cuda job: the clocks it runs
-# at against its most, its performance state, power and temperature, and why its clocks are held down.
+# Each GPU's state before a study and around each cuda job, including why its clocks are held down.
 GPU_FIELDS = (
     "name,pstate,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,temperature.gpu,clocks_event_reasons.active"
 )
@@ -327,8 +304,7 @@ def gpu_state() -> str:
 
 
 def gpu_readings() -> list[dict[str, str]] | str:
-    """gpu_state() as one dict per GPU, field to value, or why there is none: what a cuda job's outcome
-    keeps of the GPU before and after it (its clocks, power state and why they are held down)."""
+    """gpu_state() as one dict per GPU, field to value, or the string saying why there is none."""
     said = gpu_state()
     lines = said.splitlines()
     if len(lines) < 2 or "," not in lines[0]:

@@ -1,5 +1,4 @@
-"""Lanes of timed jobs for the GPU study (scripts/gpu_study.py): each lane runs its jobs one after another, each as a
-Snakemake call of its own, and starts none that no longer fits the time left."""
+"""Lanes of timed jobs for the GPU study: each runs its jobs one by one as Snakemake calls, none past the time left."""
 
 from __future__ import annotations
 
@@ -13,10 +12,8 @@ from pathlib import Path
 
 from tiny_mlp_bench.gpu_study.environment import gpu_readings
 
-# What the end of the GPU study needs after the last job: the stop grace, the report rendered from
-# the records, and the archive, which renders it again to seal it. On the 2-core development machine
-# a render of the default study's 63 records took 3.6 s (make verify), and render and pack of a small
-# study 2.4 s and 2.3 s: 45 s is about twice what the grace and both renders of the GPU study need.
+# Kept after the last job for the stop grace, the report's render and the archive's re-render: about twice what
+# they need (on a 2-core machine renders took 2.3-3.6 s).
 ARCHIVE_RESERVE_S = 45
 # How long Snakemake may take to stop its job at the time limit before its process group is killed.
 STOP_GRACE_S = 10
@@ -47,8 +44,7 @@ def parse_core_list(text: str) -> set[int]:
 
 
 def physical_cores(cores: set[int], siblings: dict[int, str]) -> list[frozenset[int]]:
-    """The logical CPUs of ``cores`` grouped by the physical core they are threads of, in order of their
-    first CPU; a CPU whose siblings are unknown counts as a physical core of its own."""
+    """``cores`` grouped by physical core, in order of first CPU; a CPU of unknown siblings is a core of its own."""
     groups: dict[frozenset[int], None] = {}
     for cpu in sorted(cores):
         groups.setdefault(frozenset(parse_core_list(siblings.get(cpu, "")) & cores) or frozenset({cpu}), None)
@@ -56,9 +52,8 @@ def physical_cores(cores: set[int], siblings: dict[int, str]) -> list[frozenset[
 
 
 def split_cores(cores: set[int], lanes: list[str], siblings: dict[int, str] | None = None) -> dict[str, set[int]]:
-    """The physical cores in order, cut into one run of equal share per lane (the last lane takes what
-    is left over), each lane with every thread of its cores: no two lanes on one physical core, however
-    the machine numbers its logical CPUs. None where there are fewer physical cores than lanes."""
+    """The physical cores cut into one equal run per lane (the last takes the rest), each with all its threads: no two
+    lanes share a physical core. Empty where there are fewer physical cores than lanes."""
     physical = physical_cores(cores, siblings or {})
     share = len(physical) // len(lanes)
     if share == 0:
@@ -97,9 +92,8 @@ def snakemake_command(python: Path, config: Path, *targets: str) -> list[str]:
 
 
 def jobs_take_ctrl_c() -> None:
-    """A process started with `&` from a script or under nohup ignores SIGINT, and the calls it
-    starts would too, so halt()'s Ctrl-C would not stop them: give this process Python's own handler
-    back, which its children replace with the default action. Only the main thread may; others leave it."""
+    """Restore Python's SIGINT handler where `&` or nohup left it ignored: children would inherit that and halt()
+    could not stop them. Only the main thread may."""
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
@@ -133,9 +127,8 @@ def run_snakemake(
 
 
 def halt(process: subprocess.Popen) -> None:
-    """SIGINT to Snakemake's group, as Ctrl-C in a terminal: the job stops, and Snakemake removes what it
-    left (SIGTERM would make Snakemake wait for the job to finish); killed if it has not within the grace.
-    Records are written whole or not at all, so a job stopped before it wrote its record leaves none."""
+    """SIGINT to Snakemake's group, as Ctrl-C does (SIGTERM would make Snakemake wait for the job); SIGKILL after the
+    grace. A job stopped before it wrote its record leaves none."""
     os.killpg(process.pid, signal.SIGINT)
     try:
         process.wait(timeout=STOP_GRACE_S)
@@ -149,8 +142,7 @@ def tail(path: Path, lines: int = TAIL_LINES) -> str:
 
 
 def recorded_failure(record: Path) -> str | None:
-    """Why a job's record says it failed, or None: a job that raised still writes its record and so
-    succeeds for Snakemake, and only its record tells."""
+    """Why a job's record says it failed, or None: a job that raised still succeeds for Snakemake."""
     try:
         found = json.loads(record.read_text())
     except (OSError, ValueError):
@@ -171,9 +163,8 @@ class Lanes:
     def run(
         self, lanes: dict[str, list[dict]], until: float | None, t0: float, cores: dict[str, set[int]] | None = None
     ) -> list[dict]:
-        """Every lane at once, each on its ``cores`` where given; each job's plan with its lane and outcome,
-        and the times of those that ran (``started_s`` and ``ended_s`` from ``t0``, ``took_s``), in no particular
-        order."""
+        """Every lane at once, each on its ``cores`` where given; each job's plan with its lane, outcome and, if it ran,
+        ``started_s`` and ``ended_s`` (from ``t0``) and ``took_s``, in no particular order."""
         outcomes, cores = [], cores or {}
         jobs_take_ctrl_c()  # here, in the main thread, for the lanes' threads
         threads = [
@@ -198,8 +189,7 @@ class Lanes:
         self, lane: str, planned: list[dict], until: float | None, t0: float, outcomes: list, cores: set[int] | None
     ) -> None:
         if cores:
-            # Linux keeps an affinity per thread, and a process inherits the one of the thread that
-            # started it: pinning this lane's thread pins its Snakemake calls and their jobs, no other lane.
+            # A process inherits its starting thread's affinity: this pins this lane's calls and jobs only.
             os.sched_setaffinity(0, cores)
         log = self.cwd / self.logs / f"{lane}.log"
         for number, job in enumerate(planned, 1):
@@ -228,8 +218,7 @@ class Lanes:
                 if job["device"] == "cuda":
                     outcome["gpu_after"] = self.gpu_readings()
                 if outcome["outcome"] == "stopped" and (self.cwd / job["output"]).is_file():
-                    # The job wrote its record just as the time ran out, and Snakemake was stopped in its
-                    # bookkeeping after it. Records are written whole or not at all: the run finished.
+                    # Stopped in Snakemake's bookkeeping after the (atomic) record was written: the run finished.
                     outcome["outcome"] = "done"
                 failure = recorded_failure(self.cwd / job["output"]) if outcome["outcome"] == "done" else None
                 if failure:
@@ -244,11 +233,8 @@ class Lanes:
 
 
 def add_beside(outcomes: list[dict]) -> None:
-    """Give each job that ran its ``beside``: the other lanes' jobs whose time overlapped its own, with
-    the seconds they overlapped, from the outcomes' ``started_s`` and ``ended_s``. The end is its own
-    rounded reading, not ``started_s + took_s``: two roundings added can end a job up to 0.1 s after
-    the next stage's jobs began, which would put them beside it (a lane's own jobs run one after
-    another, so they are never compared)."""
+    """Give each job that ran its ``beside``: other lanes' jobs overlapping it, with the seconds of overlap. Uses the
+    rounded ``ended_s``, not ``started_s + took_s``: two roundings could overlap the next stage's jobs by 0.1 s."""
     ran = [o for o in outcomes if "started_s" in o]
     for job in ran:
         job["beside"] = {

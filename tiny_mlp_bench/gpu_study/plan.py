@@ -23,8 +23,7 @@ from tiny_mlp_bench.timing import FIT_PARTS, SETUP_PARTS, STEADY_MARGIN
 
 TIERS = ("the question", "never measured on a GPU", "the rest")
 ALONE = "alone"  # the lane of the jobs that run with nothing beside them: the question's pair
-# Snakemake's own start and the program's, before its first phase: a nothing-to-do Snakemake call
-# took 1.2 s and a one-second numpy run 3.2 s from the command on the 2-core development machine.
+# Snakemake's and the program's start-up: a nothing-to-do Snakemake call took 1.2 s, a one-second numpy run 3.2 s.
 JOB_OVERHEAD_S = 3.0
 
 
@@ -102,8 +101,7 @@ def measured_on_gpus(ok_records: list[tuple]) -> set[tuple]:
 def archived_seconds(
     ok_records: list[tuple], machine: dict, epochs: int, steady_s: float = 0.0
 ) -> dict[tuple, tuple[float, str]]:
-    """Per measure_key, the seconds the newest training record of this machine kind took, and its archive,
-    with ``steady_s`` for the steady window this study's runs add after their timing point."""
+    """Per measure_key, (seconds, archive) of the newest training record of this machine kind, plus ``steady_s``."""
     found = {}
     for name, kind, record in ok_records:
         key = record_key(kind, record)
@@ -118,9 +116,8 @@ def archived_seconds(
 
 
 def expected_seconds(config: dict, archives: Path, pending: list[jobs.Job], gpu: str | None) -> dict:
-    """Per pending timed job's output, what it is expected to take: the newest archived record of it on a
-    machine of this kind (its CPU model and count, and GPU) as (seconds, archive), a cuda job where there is
-    no GPU as the moment its skip takes, and None where no archive measured it on such a machine."""
+    """Per pending timed job's output, (seconds, archive) of its newest record on a machine of this kind; for a cuda
+    job without a GPU the moment its skip takes; None where no archive measured it on such a machine."""
     machine = this_machine(gpu)
     steady_s = STEADY_MARGIN * config.get("steady_window_s", 0.0)
     seconds = archived_seconds(list(archived(archives)), machine, config["epochs"], steady_s)
@@ -136,8 +133,7 @@ def about(seconds: float) -> str:
 
 
 def expected_line(expected: dict, pending: list[jobs.Job], gpu: str | None) -> str:
-    """What a run's ``pending`` timed jobs are ``expected`` to take (expected_seconds), for the start of the
-    run; what no archive measured on a machine of this kind is named and left out, not guessed."""
+    """The run's opening line of what ``pending`` jobs should take; unmeasured ones are named, not guessed."""
     if not pending:
         return "Expected: no timed job in this run."
     machine = this_machine(gpu)
@@ -168,8 +164,7 @@ def time_left(expected: dict, done: set[str]) -> str:
 
 
 def follow(expected: dict, say, every_s: float = 5.0) -> threading.Thread:
-    """Say time_left each time a timed job's output appears (the programs publish a record only whole), from
-    a daemon thread that ends when every job is done or with the run's process."""
+    """Say time_left each time a timed job's output appears, from a daemon thread that ends when all are done."""
 
     def watch() -> None:
         done: set[str] = set()
@@ -201,8 +196,7 @@ def cuda_side(job: jobs.Job) -> tuple | None:
 
 
 def question(frameworks: list[str]) -> set[tuple[str, str]]:
-    """The (framework, variant) of the runs that answer the question, in a study of ``frameworks``:
-    the asker's torch loop and the asker's `fit` in the Keras that stands for the asker's."""
+    """The (framework, variant) of the runs that answer the question: the asker's torch loop and Keras `fit`."""
     return {(framework, askers_rung(framework)) for framework in (TORCH, askers_keras(frameworks))}
 
 
@@ -216,14 +210,12 @@ def tier(job: jobs.Job, question: set[tuple], measured: set[tuple]) -> int:
 
 
 def lane(job: jobs.Job) -> str:
-    """ALONE for the question's pair (the asker's torch loop, on cpu and on cuda: the GPU-against-CPU
-    answer, timed with nothing beside it); every other job runs in its device's lane."""
+    """ALONE for the question's pair (torch's loop on cpu and cuda, timed with nothing beside it); else its device."""
     pair = job.rule == "train" and (job.framework, job.variant) == (TORCH, askers_rung(TORCH))
     return ALONE if pair else job.device
 
 
-# Among jobs expected to take as long, the probes and sweeps first: one job a device each, the
-# fixed costs and the crossover, against a ladder's many rungs.
+# At equal expected time, probes and sweeps first: one job per device, against a ladder's many rungs.
 KIND_FIRST = {"probe_fixed_costs": 0, "sweep_crossover": 1, "train": 2}
 
 
@@ -270,8 +262,7 @@ def plan(config: dict, archives: Path, gpu: str | None, seed: int = 0, machine: 
 
 
 def stages(planned: list[Planned], serial: bool = False) -> list[dict[str, list[Planned]]]:
-    """The plan as the study runs it: round by round, the round's ALONE jobs one after another, then
-    its other jobs in their lanes side by side. ``serial``: one lane, every job one after another."""
+    """The plan as run: per round, its ALONE jobs, then the rest in lanes side by side (``serial``: all in one lane)."""
     if serial:
         return [{"serial": list(planned)}]
     found = []
@@ -288,9 +279,8 @@ def stages(planned: list[Planned], serial: bool = False) -> list[dict[str, list[
 
 
 def schedule(planned: list[Planned], time_for_jobs: float, serial: bool = False) -> dict[str, float | None]:
-    """When each job would start (seconds after the first), were each to take its expected time, or
-    None where it would not fit: a lane starts no job whose expected time exceeds the time left, as
-    lanes.py does, and a stage starts when the one before has ended in every lane."""
+    """Each job's start (seconds after the first) were each to take its expected time, or None where it would not fit:
+    as in lanes.py, a lane starts no job longer than the time left, and a stage waits for every lane of the last."""
     starts, stage_start = {}, 0.0
     for stage in stages(planned, serial):
         stage_end = stage_start

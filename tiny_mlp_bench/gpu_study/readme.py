@@ -1,6 +1,5 @@
-"""The README of a GPU study's archive (scripts/gpu_study.py), written after it is sealed: what ran
-where and how long, from its provenance, records and the study's log (logs/gpu_study.json), and the
-report's answer. Standard library only, as the command that writes it."""
+"""The README of a GPU study's archive, written after it is sealed: what ran where and how long, and the answer.
+Standard library only, as the command that writes it."""
 
 from __future__ import annotations
 

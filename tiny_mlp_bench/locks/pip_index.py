@@ -8,20 +8,17 @@ import subprocess
 import sys
 import urllib.parse
 
-# Debian 12 (the images' base) has glibc 2.36: every manylinux tag up to it installs there (a GPU
-# node with an older glibc needs a lower bound here). The legacy names too: some wheels carry only
-# those (pip matches tags as written).
+# Debian 12 (the images' base) has glibc 2.36: every manylinux tag up to it installs there (an older node needs a
+# lower bound); the legacy names too, as some wheels carry only those.
 PLATFORMS = [f"manylinux_2_{minor}_x86_64" for minor in range(5, 37)]
 PLATFORMS += ["manylinux1_x86_64", "manylinux2010_x86_64", "manylinux2014_x86_64"]
-# Where pip's merged configuration (`pip config list`) holds an index-url that pip install uses,
-# the first found winning: the PIP_INDEX_URL variable, then the files' [install], then [global].
+# `pip config list` keys of the index-url pip install uses, first found winning.
 INDEX_KEYS = (":env:.index-url", "install.index-url", "global.index-url")
 
 
 @functools.cache
 def configured_index() -> str | None:
-    """The index-url this machine's pip is configured with, as pip itself reads its configuration
-    (files and variables); None where none is set."""
+    """The index-url this machine's pip is configured with (files and variables), or None."""
     listed = subprocess.run(
         [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, check=True
     ).stdout
@@ -40,8 +37,7 @@ def index_name() -> str:
 
 
 def pip_env() -> dict[str, str]:
-    """No config file, find-links, extra index or constraint of this machine's pip: the index is
-    passed on the command line instead (pip_command)."""
+    """The environment less this machine's pip config and PIP_ variables: the index goes on the command line."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") or k == "PIP_CERT"}
     env["PIP_CONFIG_FILE"] = os.devnull
     return env

@@ -23,10 +23,8 @@ from tiny_mlp_bench.locks.pip_index import index_name, pip, platform_args
 ROOT = CHECKOUT
 REQUIREMENTS = ROOT / "requirements"
 KIT_FOLDER = ROOT / "wheelhouse" / "gpu-kit"
-# The kit's size cap (fetch-kit --max-mib): a GPU node without a registry is often reached by one
-# copy over a narrow path (scp through a login node, a transfer quota, a removable disk), so the kit
-# should stay one small transfer. A kit past it almost always carries a large package the machine
-# already has (torch, jax, their CUDA libraries) that the present file does not list.
+# The kit's size cap (fetch-kit --max-mib): a node without a registry is often reached by one narrow copy. A kit past
+# it almost always carries a large package the machine has (torch, jax, CUDA libraries) that the present file omits.
 KIT_MAX_MIB = 64
 # The files a kit folder holds: fetch-kit empties a folder of these alone, never one holding others.
 KIT_FILES = ("gpu-kit.txt", "source.bundle", "kit.json")
@@ -42,14 +40,10 @@ class Target:
     requirements: tuple[str, ...]  # files (relative to the repository) and requirement strings
     lock: str
     present: str | None = None  # a list of what the target machine has: left out of the lock, with their needs
-    # Carried even where the machine has them, as candidates: the study installs one only where the machine's
-    # own is missing or outside what a package needs (tiny_mlp_bench/gpu_study/environment.py). These the
-    # study's own packages need in versions a machine may lack (Snakemake needs packaging < 26, pydantic
-    # typing-extensions >= 4.16) ...
+    # Carried even where the machine has them, installed only where its own is missing or outside what a package
+    # needs: the study's packages need versions a machine may lack (Snakemake: packaging < 26) ...
     carried: tuple[str, ...] = ()
-    # ... and so are the pure-Python requirements of these, the node's own frameworks: a node's torch may
-    # come without setuptools (a Python 3.12 venv has none) or with an old one (a 3.11 venv brings 65.5),
-    # and torch's compiler imports it.
+    # ... and so are the pure-Python needs of the node's frameworks (torch's compiler imports setuptools).
     carried_needs_of: tuple[str, ...] = ()
 
     def lock_path(self) -> Path:
@@ -158,8 +152,7 @@ def lock_text(name: str, target: Target, held: Path | None = None) -> str:
 
 
 def pure_needs(installs: list[dict], roots: tuple[str, ...]) -> set[str]:
-    """The pure-Python packages (a py3-none-any wheel) that ``roots`` require, directly or through each
-    other, in pip's installation report: requirements behind an extra are not followed."""
+    """The pure-Python packages (py3-none-any) ``roots`` require, transitively in pip's report; extras not followed."""
     by_name = {canonical(item["metadata"]["name"]): item for item in installs}
     found, todo = set(), [canonical(root) for root in roots]
     while todo:
@@ -179,7 +172,6 @@ def pure_needs(installs: list[dict], roots: tuple[str, ...]) -> set[str]:
 
 
 def carried_in(lock: str) -> list[str]:
-    """The names a lock marks as carried."""
     return [line.split("==")[0] for line in lock.splitlines() if line.endswith(CARRIED_MARK)]
 
 
@@ -189,8 +181,7 @@ def pins(lock: str) -> list[str]:
 
 
 def kit_lock(python: str, present: Path) -> tuple[str, str]:
-    """The kit's lock text for CPython ``python`` less ``present``, and where it comes from: the
-    committed lock when both are gpu-kit's own, else resolved on the index now, its hashes with it."""
+    """The kit's lock text and its source: the committed lock where both arguments are gpu-kit's, else resolved now."""
     target = TARGETS["gpu-kit"]
     if python == target.python and present == (ROOT / target.present).resolve():
         return target.lock_path().read_text(), str(target.lock_path().relative_to(ROOT))
@@ -271,8 +262,7 @@ def lock_rows(lock: str) -> list[tuple[str, str, str]]:
 
 
 def kit_table(kit: Path) -> str:
-    """docs/gpu-kit.md's account of the committed kit: what the node must have, and each wheel the kit
-    brings with its size, from ``kit``, a kit fetched from the committed lock (make gpu-kit)."""
+    """docs/gpu-kit.md's account of the committed kit: what the node must have, each wheel of ``kit`` with its size."""
     target = TARGETS["gpu-kit"]
     lock = target.lock_path().read_text()
     if not (kit / "gpu-kit.txt").is_file() or (kit / "gpu-kit.txt").read_text().split() != pins(lock):
@@ -304,8 +294,7 @@ def table_rows(text: str) -> list[tuple[str, ...]]:
 
 
 def write_kit_table(kit: Path | None, check: bool) -> int:
-    """Write docs/gpu-kit.md's kit table from ``kit``; with ``check``, say whether it is the one ``kit``
-    gives, or without a kit whether its wheels, versions and carried marks are the committed lock's."""
+    """Write docs/gpu-kit.md's kit table from ``kit``; ``check``: compare instead (without a kit, with the lock's)."""
     text = KIT_DOC.read_text()
     fix = "make gpu-kit kit-table"
     if check and kit is None:

@@ -1,12 +1,4 @@
-"""Measure the fixed costs a tiny training step pays on one framework and device; write a probe record.
-
-`tiny-mlp-bench probe`, and the probe rule's program (scripts/probe_fixed_costs.py):
-
-    tiny-mlp-bench probe --framework torch --device cpu --dataset results/data/dataset.parquet \
-           --batch-size 64 --hidden-units 20 --learning-rate 0.001 --threads 2 --output results/probes/torch-cpu.json
-
-What each probe measures is in this package's other modules and probe_record.schema.json.
-"""
+"""Measure the fixed costs a tiny training step pays on one framework and device; write a probe record."""
 
 from __future__ import annotations
 
@@ -24,7 +16,6 @@ from tiny_mlp_bench.records import PROBE_RECORD_TYPE, PROBE_SCHEMA_VERSION, writ
 
 
 def parse_args(argv=None, prog=None) -> ProbeJob:
-    """The probes a command line asks for: its options are ProbeJob's fields."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0], epilog=CONFIG_EPILOG)
     add_fields(parser, ProbeJob)
     return ProbeJob(**vars(parser.parse_args(argv)))

@@ -14,8 +14,7 @@ FIT_ROUNDS = 3  # fits of each size, alternated, so that drift in the machine's 
 
 
 def epoch_times_us(keras, model, x, y, batch_size: int, epochs: int) -> list[tuple[float, float]]:
-    """Microseconds of each epoch of one ``fit``, wall and this process's CPU time: from one epoch's end
-    to the next (the first from on_train_begin)."""
+    """(wall, CPU) microseconds of each epoch of one ``fit``, from one epoch's end (or train begin) to the next."""
     stamps: list[tuple[float, float]] = []
 
     class EpochStamps(keras.callbacks.Callback):

@@ -6,7 +6,6 @@ import statistics
 import time
 from collections.abc import Callable
 
-# How much each probe runs. A repeat times ``calls`` calls together; the record keeps the median repeat.
 REPEATS = 7
 
 Say = Callable[[str], None]

@@ -1,9 +1,5 @@
-"""torch probes of cpu only: how often the question's initialisation is dead at start (the last ReLU
-never fires on the training rows, so no gradient ever flows and the model predicts 0). The
-``fused_epoch`` rung's compiled call and its fused kernel's share of it are measured by the rung's
-own runs, after timing (torch_epoch.FusedEpochLoop.after_timing): a probe of its own would compile it
-cold once more, a minute on a 2-core machine.
-"""
+"""torch probe of cpu only: how often the question's initialisation is dead at start (the last ReLU never fires).
+fused_epoch's call is split by the rung's own runs: a probe would compile it cold again, a minute."""
 
 from __future__ import annotations
 

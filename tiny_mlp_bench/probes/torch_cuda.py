@@ -1,12 +1,9 @@
-"""torch probes of cuda only: an empty synchronize, one replay of a one-kernel CUDA graph, and the
-cost of each kernel inside a graph of many.
-"""
+"""torch probes of cuda only: an empty synchronize, a one-kernel graph replay, a kernel inside a graph of many."""
 
 from __future__ import annotations
 
 from tiny_mlp_bench.probes.measure import time_calls
 
-# How many calls each of these probes times per repeat.
 SYNC_CALLS = 1000
 GRAPH_REPLAYS = 1000
 GRAPH_KERNELS = 100  # kernels in the graph whose per-kernel cost is measured
@@ -24,7 +21,7 @@ def captured_adds(torch, kernels: int):
     x = torch.zeros(64, 20, device="cuda")
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm up on a side stream before capture
+    with torch.cuda.stream(side):
         for _ in range(3):
             x.add_(1.0)
     torch.cuda.current_stream().wait_stream(side)
@@ -37,7 +34,7 @@ def captured_adds(torch, kernels: int):
 
 
 def graph_replay_one_kernel(torch) -> dict:
-    """One replay of a graph holding one tiny kernel: ``calls`` replays, one synchronize."""
+    """One replay of a graph holding one tiny kernel, timed over many replays and one synchronize."""
     graph, _x = captured_adds(torch, 1)
     return time_calls(graph.replay, GRAPH_REPLAYS, sync=torch.cuda.synchronize)
 

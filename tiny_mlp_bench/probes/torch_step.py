@@ -1,6 +1,4 @@
-"""torch probes of every device: one small eager op, and the asker's step (its time, and the ops it
-runs as torch.profiler counts them: aten operators, and on cuda the kernels and their launches).
-"""
+"""torch probes of every device: one small eager op, and the asker's step's time and ops (torch.profiler)."""
 
 from __future__ import annotations
 
@@ -10,11 +8,9 @@ import numpy as np
 
 from tiny_mlp_bench.probes.measure import time_calls
 
-# How many calls each of these probes times per repeat, and how many steps the profiler counts.
 EAGER_CALLS = 1000
 STEP_CALLS = 50
 PROFILED_STEPS = 10
-# CUDA runtime and driver calls that launch a kernel, as the profiler names them.
 LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")
 
 
@@ -78,17 +74,13 @@ def count_step_ops(torch, step: Callable[[], object], on_cuda: bool, steps: int 
 
 
 def count_kernels(events) -> int:
-    """The CUDA kernels that ran among a profiler's events (torch.profiler's FunctionEvent list)."""
     from torch.autograd import DeviceType
 
     return sum(is_kernel(event, DeviceType) for event in events)
 
 
 def is_kernel(event, device_type) -> bool:
-    """A device event of the kernel activity. Not a memcpy or memset, and not an annotation: the profiler
-    also puts each annotated range (``record_function``, the optimizer's ``Optimizer.step#Adam.step``)
-    on the device, as a span over the kernels inside it. Where a profiler leaves activity_type unset,
-    its user-annotation flag and the name decide."""
+    """A kernel on the device: not a memcpy, memset or annotated range (the profiler puts those there too)."""
     if event.device_type != device_type.CUDA or getattr(event, "is_user_annotation", False):
         return False
     activity = getattr(event, "activity_type", None)

@@ -1,6 +1,4 @@
-"""The numbers behind the report's opening answer: the GPU against the CPU and Keras against torch, each as a ratio over
-runs with its interval; why the GPU is slower; the A/A control beside them; the rungs whose runs paused; the fastest
-choice on each device in both views. Each field is None where this run did not measure it; the sentences then say so."""
+"""The numbers behind the report's opening answer; each field is None where this run did not measure it."""
 
 from __future__ import annotations
 
@@ -17,13 +15,9 @@ from tiny_mlp_bench.report.ladder import Ladder, Rung
 
 DEVICES = catalogue.DEVICES
 HAND_WRITTEN = [f.name for f in catalogue.FRAMEWORKS if f.hand_written]  # the reference's and the floor's
-# The Keras frameworks the answer sets side by side, Keras 2 first: those the Keras probes measure.
 KERAS_VERSIONS = [f for f in (*catalogue.keras_frameworks(2), *catalogue.keras_frameworks(3)) if f.probed]
-# The asker's Keras's backend, TensorFlow: each other Keras 3 backend is set beside it.
 ASKERS_BACKEND = catalogue.framework(ASKERS_KERAS).keras_backend
-# A fit_end phase this long is a pause: fit returns ~1 ms after its last epoch when it does not pause
-# (Keras 3, and Keras 2 most times), and Keras 2's pauses run from tens of ms to tens of seconds.
-# docs/method.md states it; a test holds the two together.
+# A fit_end this long is a pause: unpaused fit returns ~1 ms after its last epoch; docs/method.md quotes it.
 PAUSED_S = 0.1
 
 
@@ -36,20 +30,18 @@ class GpuAnswer:
     cuda_step_s: float | None  # its steady-state step times (medians)
     cpu_step_s: float | None
     kernels: int | None  # kernels the asker's step runs on cuda (profiler)
-    eager_op_s: float | None  # one eager cuda op
+    eager_op_s: float | None
     arithmetic_s: float | None  # the whole step's arithmetic on this CPU: the numba floor rung
     gpu_arithmetic_s: float | None = None  # the same on the GPU: the numba floor rung's CUDA kernel, per step
     ratio: Ratio | None = None  # the cuda runs' times to result over the cpu runs'
 
     @property
     def launch_s(self) -> float | None:
-        """The step's launch cost: its kernels at one eager op each."""
         return self.kernels * self.eager_op_s if self.kernels and self.eager_op_s else None
 
     @property
     def gpu_split(self) -> tuple[float, float] | None:
-        """The asker's cuda step as (the GPU's arithmetic, the way the loop drives the GPU), in seconds per
-        step: the floor kernel's step, and the rest of the asker's."""
+        """The asker's cuda step as (the floor kernel's arithmetic, the rest: driving the GPU), in s per step."""
         if not (self.gpu_arithmetic_s and self.cuda_step_s):
             return None
         return self.gpu_arithmetic_s, self.cuda_step_s - self.gpu_arithmetic_s
@@ -57,19 +49,17 @@ class GpuAnswer:
 
 @dataclass(frozen=True)
 class ArchivedGpu:
-    """The asker's loop on cuda from an archived study of one GPU host: what a report quotes where its
-    own machine has no completed cuda run. Its GPU numbers only: never a ratio to another machine."""
+    """Archived cuda numbers of the asker's loop, quoted where this machine has none; never ratioed to another."""
 
-    archive: str  # the archive's folder name
+    archive: str
     host: str
     gpu: str
     date: str  # the day its first quoted run started
     result: Interval  # the cuda seed runs' times to result
-    step: Interval | None  # their steady-state steps
-    method: str  # how its runs timed their blocks
+    step: Interval | None
+    method: str
     lacks: tuple[str, ...]  # the question's torch pairs it has no completed seed run of
-    # What the numbers rest on: the completed cuda seed runs, those made from a modified tree (a commit
-    # ending in -dirty) and those that did not converge.
+    # The completed cuda seed runs behind the numbers; of them, from a -dirty tree and not converged.
     runs: int = 0
     modified: int = 0
     not_converged: int = 0
@@ -95,19 +85,16 @@ class KerasVersion:
 
 @dataclass(frozen=True)
 class KerasPause:
-    """Keras 2's ``fit`` returning long after its last epoch (its fit_end phase), on cpu: in the asker's
-    ``fit`` and in the same ``fit`` with tf.data autotuning off (docs/keras2-pause.md)."""
+    """Keras 2's fit_end pause on cpu, in the asker's fit and with tf.data autotuning off (docs/keras2-pause.md)."""
 
     runs: int  # the asker's Keras's completed seed runs that timed fit_end
     paused: int  # those whose fit_end reached PAUSED_S
-    longest_s: float  # the longest fit_end among them
+    longest_s: float
     keras_s_without: float | None  # the median of their timing points, each less its fit_end
     pause_free_variant: str | None  # the rung with autotuning off, where the catalogue has one
     pause_free_runs: int  # its completed runs that timed fit_end
     pause_free_paused: int
-    # Runs that paused after any fit's last epoch, the per-step window's passes included: the asker's
-    # rung's and the pause-free one's, and Fisher's exact test (two-sided) of the two; None where either
-    # rung has no run.
+    # Runs pausing after any fit (window passes too), per rung; two-sided Fisher p, None where a rung has no run.
     seed_paused_anywhere: int = 0
     pause_free_paused_anywhere: int = 0
     fisher_p: float | None = None
@@ -140,20 +127,17 @@ class KerasAnswer:
 
     @property
     def todays(self) -> KerasVersion | None:
-        """Keras 3 on TensorFlow: today's tf.keras."""
         return self.version(TODAYS_KERAS)
 
     @property
     def seed_difference_s(self) -> float | None:
-        """How much longer Keras 3 on TensorFlow's seed runs took than Keras 2's (timing points, medians):
-        what the probes' split is to be read against."""
+        """Keras 3 on TF's seed timing point less Keras 2's (medians): what the probes' split is read against."""
         old, new = self.askers, self.todays
         return new.seed_s - old.seed_s if old and new and old.seed_s and new.seed_s else None
 
     @property
     def split(self) -> tuple[float, float] | None:
-        """How much longer Keras 3 on TensorFlow takes than Keras 2 over the question's 1000 epochs, in
-        seconds, from the probes: (fit's fixed cost per epoch x epochs, the cost of a step x steps)."""
+        """Keras 3 on TF's extra seconds over Keras 2 in the question's epochs, per the probes: (epoch costs, steps)."""
         old, new = self.askers, self.todays
         if not (old and new and old.fit and new.fit):
             return None
@@ -179,8 +163,7 @@ class KerasBackend:
 
 @dataclass(frozen=True)
 class Fastest:
-    """A device's fastest choice in the two views: time to result (the timing point, one-time costs
-    included) and steady-state time per step. None where nothing completed on the device."""
+    """A device's fastest choice by time to result and by steady-state step; None where nothing completed."""
 
     device: str
     to_result: tuple[str, str, float] | None  # pair, variant, median timing point (s)
@@ -192,34 +175,31 @@ class Fastest:
 
     @property
     def speedup(self) -> float | None:
-        """How many times faster per step the fastest choice is than the asker's torch loop."""
         return self.seed_step_s / self.per_step[2] if self.per_step and self.seed_step_s else None
 
 
 @dataclass(frozen=True)
 class AAControl:
-    """The A/A control: a rung's very code under a second name, against that rung. Their ratio is what
-    the machine alone makes of two identical things: the size of a difference it fakes."""
+    """The A/A control: a rung's code under a second name; its ratio to that rung is a difference the machine fakes."""
 
     pair: str
     control: str  # the control's variant
     twin: str  # the rung whose code it runs
     result: Ratio  # the control's times to result over the twin's
-    step: Ratio | None  # the same per step
+    step: Ratio | None
 
 
 @dataclass(frozen=True)
 class PausedRun:
     run_id: str
-    result_s: float  # its time to result
+    result_s: float
     fit_end_s: float  # the part of it after the last epoch
     paused: bool  # fit_end_s reached PAUSED_S
 
 
 @dataclass(frozen=True)
 class PausedRung:
-    """A rung whose runs split in two by their pause after the last epoch: every run, for the report to
-    show them all rather than one number."""
+    """A rung whose runs split by their pause after the last epoch, with every run, to show them all."""
 
     pair: str
     variant: str
@@ -241,13 +221,11 @@ class Answer:
 
 
 def seed_of(ladders: dict[str, Ladder], pair: str) -> Rung | None:
-    """A pair's rung that is the asker's loop, where it has one."""
     ladder = ladders.get(pair)
     return ladder.with_role(Role.ASKERS) if ladder else None
 
 
 def fastest(summary: pd.DataFrame, device: str, seed: Rung | None) -> Fastest:
-    """The device's fastest pair and variant to a result and per step, from the per-variant medians."""
     rows = summary[summary["device"] == device]
     libraries = rows[~rows["framework"].isin(HAND_WRITTEN)]
 
@@ -276,8 +254,7 @@ def answer(
     floors: dict[str, Floor],
     runs: pd.DataFrame,
 ) -> Answer:
-    """``summary``: model.summarize's medians per pair and variant; ``timing_points``: the asker's loops' per
-    pair; ``runs``: runs.run_row's row per run."""
+    """``summary``: medians per pair and variant; ``timing_points``: the asker's loops'; ``runs``: a row per run."""
     by_pair = {ladder.pair: ladder for ladder in ladders}
     torch_cuda, torch_cpu = pair_name(TORCH, "cuda"), pair_name(TORCH, "cpu")
     keras_cpu = pair_name(ASKERS_KERAS, "cpu")
@@ -313,7 +290,6 @@ def answer(
 
 
 def over(a: tuple[float, ...], b: tuple[float, ...]) -> Ratio | None:
-    """``a``'s runs over ``b``'s (inference.ratio); None where either side has none."""
     return ratio(a, b) if a and b else None
 
 
@@ -395,8 +371,7 @@ def keras_versions(by_pair: dict[str, Ladder], timing_points: dict[str, float], 
 
 
 def keras_backends(by_pair: dict[str, Ladder]) -> tuple[KerasBackend, ...]:
-    """The asker's `fit` on each Keras 3 backend that ran it, per device where a backend besides
-    TensorFlow did, beside TensorFlow's."""
+    """The asker's `fit` on each Keras 3 backend, per device where a backend besides TensorFlow ran it."""
     found = []
     for device in DEVICES:
         tensorflow = seed_of(by_pair, pair_name(TODAYS_KERAS, device))

@@ -1,5 +1,4 @@
-"""How the report writes a number or a range into a table cell or a sentence, and how it lays out a Markdown table of
-such cells (tabulate, through ``DataFrame.to_markdown``)."""
+"""How the report writes a number or a range into a cell or a sentence, and lays out a Markdown table."""
 
 from __future__ import annotations
 
@@ -20,12 +19,10 @@ def num(value, digits: int = 2, style: str = "f") -> str:
 
 
 def us(seconds, digits: int = 1) -> str:
-    """Seconds as microseconds."""
     return num(None if seconds is None else seconds * 1e6, digits)
 
 
 def pct(value, digits: int = 1) -> str:
-    """A share as a percentage ("60%"); a dash where there is none."""
     found = num(None if value is None else value * 100, digits)
     return found if found == "–" else f"{found}%"
 
@@ -43,9 +40,7 @@ def table(header: list[str], rows: list[list[str]], align: str) -> str:
 
 
 def decimals(estimate: float, low: float | None = None, high: float | None = None) -> int:
-    """How many decimals to write ``estimate`` (and its interval) with: as many as the interval's
-    half-width supports at one significant figure, between two and three significant figures of the
-    estimate; three where there is no interval."""
+    """Decimals for ``estimate`` and its interval: what the half-width supports, within 2-3 significant figures."""
     magnitude = math.floor(math.log10(abs(estimate))) if estimate else 0
     most, least = 2 - magnitude, 1 - magnitude  # three and two significant figures
     if low is None or high is None or high <= low:
@@ -55,7 +50,6 @@ def decimals(estimate: float, low: float | None = None, high: float | None = Non
 
 
 def figures(value: float, places: int) -> str:
-    """``value`` rounded to ``places`` decimals, with thousands separated."""
     return f"{value:,.{places}f}"
 
 
@@ -65,8 +59,7 @@ def unit_for(seconds: float) -> tuple[float, str]:
 
 
 def with_interval(estimate: float, low: float | None, high: float | None, runs: int, suffix: str = "") -> str:
-    """``estimate`` and its interval, to the digits it supports; "1 run" where it was measured once, and
-    an open side where too few runs bound it."""
+    """``estimate`` and its interval to the digits it supports; "1 run" if measured once, a side open if unbounded."""
     if runs == 1:
         return f"{figures(estimate, decimals(estimate))}{suffix} (1 run)"
     if low is None or high is None:  # an open interval supports two figures at most

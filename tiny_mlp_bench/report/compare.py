@@ -38,8 +38,7 @@ class NoiseBand:
 
 @dataclass(frozen=True)
 class RungChange:
-    """One rung as measured on both sides, per view: each side's runs' times to result (``result``) and
-    per-step times (``step``), in seconds; empty on a side without the rung."""
+    """One rung on both sides: each side's run times per view (``result``, ``step``), in s; empty where absent."""
 
     pair: str
     variant: str
@@ -67,7 +66,6 @@ class RungChange:
 
 
 def read_runs(folder: Path) -> list[dict]:
-    """Every run record in ``folder`` (a study's results/runs or an archive's runs/)."""
     paths = sorted(folder.glob("*.json"))
     if not paths:
         raise RecordError(f"{folder}: no run records (*.json) here")
@@ -75,8 +73,7 @@ def read_runs(folder: Path) -> list[dict]:
 
 
 def values_per_rung(records: list[dict]) -> dict[tuple[str, str], dict[str, tuple[float, ...]]]:
-    """Per (pair, variant), in ladder order: its runs' times to result (less a cold compilation beside warm
-    runs, as the report's) and per-step times."""
+    """Per (pair, variant) in ladder order: its runs' times to result (as the report's) and per-step times."""
     canary = fast_canary(records)  # each side's per-step window scaled to its own machine's fast state
     summary = summarize(pd.DataFrame([run_row(r, "", canary) for r in records]))
     found = {}
@@ -99,9 +96,7 @@ def compare(this: list[dict], archive: list[dict]) -> list[RungChange]:
 
 
 def noise_band(changes: list[RungChange], names: tuple[dict, dict]) -> dict:
-    """The noise band two studies of the same code give: over every rung both ran whose code compiles
-    nothing (a compiled rung's cache is part of what it times), in both views, the largest Hodges-Lehmann
-    ratio, turned to be above 1; with every ratio it was the largest of."""
+    """Two same-code studies' noise band: their largest ratio (made above 1), compiled rungs (cache timed) left out."""
     ratios = {}
     for change in changes:
         listed = catalogue.variant(change.pair.split("-")[0], change.variant)
@@ -116,8 +111,7 @@ def noise_band(changes: list[RungChange], names: tuple[dict, dict]) -> dict:
 
 @dataclass(frozen=True)
 class FitEndPause:
-    """One Keras rung's fit_end phase on both sides: median, min and max seconds over its completed runs;
-    None on a side without the rung, or whose records of it are from before fit_end was timed."""
+    """One Keras rung's fit_end (median, min, max s) per side; None where absent or recorded before fit_end was."""
 
     pair: str
     variant: str

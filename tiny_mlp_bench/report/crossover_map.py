@@ -28,9 +28,7 @@ class Sweep:
 
 
 def sweep_frame(sweeps: list[dict]) -> pd.DataFrame:
-    """One row per measured sweep point: device, batch_size, hidden_units, step_s (its blocks' median), and
-    low_s and high_s, the fastest and slowest of its blocks (a sweep is one run: a range, not an interval over
-    runs); a record without its blocks gives its step_s for both."""
+    """A row per sweep point: device, batch_size, hidden_units, step_s (blocks' median), low_s, high_s (block range)."""
     rows = [
         {
             "device": s["device"],

@@ -11,8 +11,7 @@ from tiny_mlp_bench import catalogue
 US = 1e-6
 FLOOR_RUNG = catalogue.sole_rung(catalogue.Role.FLOOR)
 COMPILED_EPOCH = catalogue.sole_rung(catalogue.Role.COMPILED_EPOCH)  # its cpu runs time their compiled call
-# A floor's kind: measured by the floor rung, named after it (as report/model.json has it), or
-# computed from the probes' kernels.
+# A floor's kind: the floor rung's name (as report/model.json has it) where measured, or computed from kernels.
 MEASURED, COMPUTED = FLOOR_RUNG.name, "kernels"
 
 
@@ -39,7 +38,7 @@ class KerasFit:
 
     framework: str  # tf_keras (Keras 2), keras (Keras 3 on TensorFlow), keras_jax (Keras 3 on JAX)
     epoch_fixed_s: float  # the fixed cost of one fit epoch, whatever it runs
-    step_s: float  # a step inside fit
+    step_s: float
     steps_per_epoch: int
 
 
@@ -55,8 +54,7 @@ class FixedCosts:
     graph_replay_s: float | None = None  # replay of a one-kernel CUDA graph
     graph_kernel_s: float | None = None  # one kernel inside a graph of many
     keras_fit: tuple[KerasFit, ...] = ()  # per Keras framework probed, in the catalogue's order
-    # One compiled call of torch's compiled-epoch rung (an epoch of steps): the medians its runs measured
-    # after timing, or, in studies before they did, the torch cpu probe's.
+    # One compiled-epoch call (an epoch of steps): its runs' medians, or in older studies the torch cpu probe's.
     fused_call_s: float | None = None
     fused_kernel_s: float | None = None  # the part of that call inside its one fused kernel
     fused_steps_per_call: int | None = None
@@ -79,8 +77,6 @@ class Initialisation:
 
 @dataclass(frozen=True)
 class ProbeStatus:
-    """A probe that did not measure: its framework, device, status and why."""
-
     framework: str
     device: str
     status: str
@@ -156,8 +152,7 @@ def not_measured(probes: list[dict]) -> tuple[ProbeStatus, ...]:
 
 
 def floors(summary: pd.DataFrame, costs: dict[str, FixedCosts]) -> dict[str, Floor]:
-    """Each device's floor: the floor rung's median step where it ran (cpu: its compiled loop; cuda:
-    its kernel), else on cuda the asker's kernels x in-graph kernel cost, also kept beside it."""
+    """Each device's floor: the floor rung's median step where it ran, else on cuda kernels x in-graph kernel cost."""
     found = {}
     for device in catalogue.DEVICES:
         pair = catalogue.pair_name(FLOOR_RUNG.framework, device)

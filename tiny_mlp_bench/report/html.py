@@ -1,5 +1,4 @@
-"""The Markdown report as one web page, its charts inside it: what Snakemake's HTML report shows
-inline, where a Markdown file would only be offered for download."""
+"""The Markdown report as one web page with its charts inside: Snakemake's HTML report shows it inline."""
 
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ code { background: #f3f3f3; padding: 0 0.2rem }
 
 
 def report_page(markdown: str, folder: Path) -> str:
-    """``markdown`` as a self-contained HTML page; each image it links, a path relative to ``folder``
-    (the report's), embedded as a data URI."""
+    """``markdown`` as a self-contained HTML page, each image (a path relative to ``folder``) a data URI."""
     parser = MarkdownIt("commonmark", {"html": False}).enable("table")
     tokens = parser.parse(markdown)
     for token in tokens:

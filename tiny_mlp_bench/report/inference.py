@@ -23,8 +23,7 @@ class Interval:
 
 @dataclass(frozen=True)
 class Ratio:
-    """``a`` over ``b``: the Hodges-Lehmann estimate, its interval (None on an unbounded side: too few
-    runs to bound it), the exact Mann-Whitney p-value, and the runs on each side."""
+    """``a`` over ``b``: Hodges-Lehmann estimate, interval (None on a side too few runs bound), exact test's p, runs."""
 
     estimate: float
     low: float | None
@@ -34,8 +33,7 @@ class Ratio:
 
     @property
     def resolved(self) -> bool:
-        """Whether the runs support a claim that one side is faster: the interval excludes 1 and the
-        exact test passes at SIGNIFICANCE."""
+        """Whether one side is shown faster: the interval excludes 1 and the exact test passes at SIGNIFICANCE."""
         excludes_one = (self.low is not None and self.low > 1) or (self.high is not None and self.high < 1)
         return excludes_one and self.p_value < SIGNIFICANCE
 
@@ -60,20 +58,17 @@ def rung_interval(values, confidence: float = CONFIDENCE) -> Interval:
 
 
 def exact_test(a, b) -> float:
-    """The two-sided p-value of the exact Mann-Whitney test of ``a``'s runs against ``b``'s."""
     return float(stats.mannwhitneyu(a, b, alternative="two-sided", method="exact").pvalue)
 
 
 def share_test(happened_a: int, runs_a: int, happened_b: int, runs_b: int) -> float:
-    """The two-sided p-value of Fisher's exact test: whether something happened in a different share of one
-    rung's runs than of another's (Keras 2's pause)."""
+    """Two-sided Fisher's exact p: whether something happened in a different share of one rung's runs than another's."""
     table = [[happened_a, runs_a - happened_a], [happened_b, runs_b - happened_b]]
     return float(stats.fisher_exact(table).pvalue)
 
 
 def ratio(a, b, confidence: float = CONFIDENCE) -> Ratio:
-    """``a``'s runs over ``b``'s: Hodges-Lehmann on their logs, with the interval of every shift the exact Mann-Whitney
-    test does not reject at 1 - ``confidence``."""
+    """``a``'s runs over ``b``'s: Hodges-Lehmann on logs, the interval every shift the exact test does not reject."""
     log_a, log_b = np.log(positive(a, "ratio: a")), np.log(positive(b, "ratio: b"))
     pairings = np.sort(np.subtract.outer(log_a, log_b).ravel())
     estimate = float(np.exp(np.median(pairings)))

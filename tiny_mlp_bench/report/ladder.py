@@ -60,7 +60,7 @@ class Rung:
     step_s: float
     step_min_s: float
     step_max_s: float
-    step: Interval | None  # the runs' steps: their interval (inference.py)
+    step: Interval | None
     step_median_s: float | None  # the median over runs of each window's median block: what a run saw here
     slow_share: float | None  # the share of the window's blocks the canary marked slow, over the runs
     vs_seed: float | None
@@ -97,13 +97,11 @@ class Ladder:
         return next((r for r in self.rungs if r.role == role), None)
 
     def fastest(self, leave_out: Role | None = None) -> Rung | None:
-        """The rung with the least time per step, of those without the role ``leave_out``."""
         timed = [r for r in self.rungs if (leave_out is None or r.role != leave_out) and pd.notna(r.step_s)]
         return min(timed, key=lambda r: r.step_s) if timed else None
 
     @property
     def counts_host_syncs(self) -> bool:
-        """Whether any rung counted its host synchronisations (torch on cuda does)."""
         return any(r.host_syncs_per_epoch is not None for r in self.rungs)
 
     @property
@@ -117,7 +115,6 @@ class Ladder:
 
     @property
     def slower_rungs(self) -> list[Rung]:
-        """Rungs slower than the rung before them."""
         return [r for r in self.rungs[1:] if r.vs_previous is not None and r.vs_previous < 1]
 
 
@@ -141,8 +138,7 @@ class Target:
     ratio: float | None
     met: bool | None
     bound: float | None = None  # for a speed-up, the most the device's floor allows: baseline / floor
-    # For the compiled epoch (torch on cpu) against the floor: its measured call per step, split into
-    # the fused kernel and the rest of the call (Dynamo's guards, the wrapper), each in seconds per step.
+    # The compiled epoch (torch cpu) against the floor: its call as (fused kernel, rest: Dynamo guards), s per step.
     call_parts: tuple[float, float] | None = None
 
 
@@ -152,8 +148,7 @@ def one_time_s(setup_s: float, first_block_excess_s: float) -> float | None:
 
 
 def break_even_epochs(rung_once: float, rung_epoch: float, seed_once: float, seed_epoch: float) -> int | None:
-    """The fewest epochs from which on a rung's time to result stays below the asker's loop's; None if it falls behind
-    for good."""
+    """Fewest epochs from which a rung's time to result stays below the asker's loop's; None: it never does."""
     extra_once, saved_per_epoch = rung_once - seed_once, seed_epoch - rung_epoch
     if saved_per_epoch <= 0:
         return 1 if extra_once < 0 and saved_per_epoch == 0 else None
@@ -161,7 +156,6 @@ def break_even_epochs(rung_once: float, rung_epoch: float, seed_once: float, see
 
 
 def speedup(before: tuple[float, ...], after: tuple[float, ...]) -> Ratio | None:
-    """How many times faster per step the runs ``after`` are than ``before``, with its interval."""
     return ratio(before, after) if before and after else None
 
 
@@ -241,8 +235,7 @@ def judge(spec: TargetSpec, by_pair: dict[str, Ladder], costs: dict[str, FixedCo
 
 
 def epoch_floors(found: tuple[Ladder, ...]) -> tuple[EpochFloor, ...]:
-    """Why Keras cannot get much faster per step: a step's cost with a single call per epoch (Keras 2's
-    and Keras 3's rungs that call their train function once an epoch)."""
+    """Why Keras cannot get much faster per step: a step's cost with one train-function call per epoch."""
     floors = []
     for ladder in found:
         seed, one_call = ladder.with_role(Role.ASKERS), ladder.with_role(Role.ONE_CALL_PER_EPOCH)

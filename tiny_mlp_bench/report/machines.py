@@ -1,6 +1,4 @@
-"""Which machine a record comes from, the name the report gives each machine, and the environment
-facts its runs recorded.
-"""
+"""Which machine a record comes from, each machine's name in the report, and its runs' environment facts."""
 
 from __future__ import annotations
 
@@ -8,14 +6,12 @@ from collections import Counter
 
 
 def machine_key(environment: dict) -> tuple:
-    """A machine is its host and CPU. Not its GPU: a record names the GPU only where the run used it,
-    so the cpu runs of a GPU host name none and still belong with its cuda runs."""
+    """A machine is its host and CPU, not its GPU: a GPU host's cpu runs name no GPU yet belong with its cuda runs."""
     return (environment["host"], environment["cpu_model"], environment["logical_cpus"])
 
 
 def machine_labels(items: list[dict]) -> dict[tuple, str]:
-    """A name per machine: its host name, with its hardware added where two machines share one
-    (VMs and containers are often all called the same)."""
+    """A name per machine: its host name, plus its hardware where two share one (VMs and containers often do)."""
     gpus: dict[tuple, set] = {}
     for item in items:
         gpus.setdefault(machine_key(item["environment"]), set()).add(item["environment"]["gpu_name"])

@@ -1,5 +1,4 @@
-"""The report model as Markdown: the tables (tabulate, through ``DataFrame.to_markdown``) and the sentences
-(sentences.py), laid out by report.md.j2."""
+"""The report model as Markdown: its tables and sentences, laid out by report.md.j2."""
 
 from __future__ import annotations
 
@@ -62,8 +61,7 @@ def views_table(m: Machine) -> str:
 
 
 def beats_seed(rung: Rung) -> str:
-    """From how many epochs on a rung's time to result beats its ladder's seed's, its one-time cost included:
-    an estimate from medians, so two figures."""
+    """Epochs from which a rung's time to result beats its seed's, one-time cost included (from medians: 2 figures)."""
     if rung.role == Role.ASKERS or rung.vs_seed is None or rung.one_time_s is None or pd.isna(rung.step_s):
         return "–"
     return "never" if rung.beats_seed_from is None else approx(rung.beats_seed_from)
@@ -177,8 +175,7 @@ def quality_table(m: Machine) -> str:
 
 
 def not_completed_table(m: Machine) -> str:
-    """Runs that did not complete or did not converge, and probes that did not measure: one row per status
-    and reason, so that a reason is stated once, with the rungs it stopped."""
+    """Runs that did not complete or converge and probes that did not measure: a row per status and reason."""
     found: dict[tuple[str, str], list[str]] = {}
     for r in m.attention.itertuples():
         why = (r.status, "" if pd.isna(r.reason) else r.reason) if r.status != "ok" else ("not converged", "")
@@ -212,14 +209,12 @@ def variants_table(m: Machine) -> str:
 
 
 def cuda_epochs_per_block(m: Machine) -> list[int]:
-    """The epochs per clock reading of the machine's completed cuda runs: 50 since the cuda loops run
-    blocks of 50, 1 in records made before."""
+    """The epochs per clock reading of the machine's completed cuda runs: 50, or 1 in older records."""
     done = m.runs[(m.runs["device"] == "cuda") & (m.runs["status"] == "ok") & (m.runs["blocks"] > 0)]
     return sorted({round(epochs / blocks) for epochs, blocks in zip(done["epochs"], done["blocks"], strict=True)})
 
 
 def describe_container(container: tuple | None) -> str:
-    """One cell: engine, image and short image ID, or that the run was on the host."""
     if container is None:
         return "none (host)"
     engine, image, image_id = container
@@ -246,8 +241,7 @@ def load_rows(load: dict[str, tuple[float, float]]) -> list[list[str]]:
 
 
 def environment_table(facts: dict[str, tuple], load: dict[str, tuple[float, float]]) -> str:
-    """What the runs of one machine ran on and alongside: hardware, software, container, job and
-    commit, and what else the machine was doing, as ranges over its runs."""
+    """What one machine's runs ran on and alongside: hardware, software, container, job, commit and load."""
 
     def values(fact: str, show=str) -> str:
         return ", ".join(sorted({show(value) for value in facts[fact]}))
@@ -270,7 +264,6 @@ def environment_table(facts: dict[str, tuple], load: dict[str, tuple[float, floa
 
 
 def machine_page(report: Report, m: Machine) -> dict:
-    """Every sentence and table of one machine's part of the report."""
     extra = [
         sentences.gpu_split_line(m),
         sentences.keras_versions_line(m),

@@ -31,7 +31,7 @@ class Machine:
     ratios: tuple[Ratio, ...]
     ladders: tuple[Ladder, ...]
     epoch_floors: tuple[EpochFloor, ...]
-    floors: dict[str, fixed_costs.Floor]  # per device
+    floors: dict[str, fixed_costs.Floor]
     costs: dict[str, fixed_costs.FixedCosts]  # per device, what the probes measured
     probes_not_measured: tuple[fixed_costs.ProbeStatus, ...]
     initialisation: fixed_costs.Initialisation | None  # how often the asker's draw is dead at start
@@ -45,7 +45,7 @@ class Machine:
     environment: dict[str, tuple]  # each fact's distinct values over the machine's runs
     load: dict[str, tuple[float, float]]  # each LOAD_COLUMNS reading's lowest and highest over the runs
     views: tuple[View, ...] = ()  # every completed rung to a result and per step, ranked per device
-    headline: tuple[HeadlineRow, ...] = ()  # the first screen's rows
+    headline: tuple[HeadlineRow, ...] = ()
 
     @property
     def failed_runs(self) -> list[str]:
@@ -59,14 +59,12 @@ class Report:
     runs: pd.DataFrame  # every run, the Parquet table
     sweep_points: pd.DataFrame  # every measured sweep point: device, batch_size, hidden_units, step_s
     machines: tuple[Machine, ...]  # sorted by label
-    # The archived study's GPU answer the report quotes where no machine here ran cuda (an input of
-    # the report: the gpu_answer_archive config key), and whether one was looked for and none qualified.
+    # The archived GPU answer quoted where no machine here ran cuda (config gpu_answer_archive); or that none qualified.
     archived_gpu: ArchivedGpu | None = None
     no_archive_qualifies: bool = False
 
 
 def machine(label: str, records: list[dict], sweeps: list[dict], probes: list[dict]) -> Machine:
-    """Every number the report states about one machine's runs, sweeps and probes."""
     canary = fast_canary(records)
     runs = pd.DataFrame([run_row(r, label, canary) for r in records])
     runs = runs.sort_values(["framework", "device", "variant", "repeat"], kind="stable").reset_index(drop=True)
@@ -146,8 +144,7 @@ def build_report(
 
 
 def archived_gpu(archive: str, records: list[dict]) -> ArchivedGpu | None:
-    """What an archived study's records of the asker's torch loop (``seed``) on cuda give, from the
-    first host (by label) that completed it there; None where no host did."""
+    """The asker's torch loop on cuda from an archived study's first host (by label) to run it; None if none did."""
     askers = (TORCH, askers_rung(TORCH))
     seeds = [r for r in records if (r["identity"]["framework"], r["identity"]["variant"]) == askers]
     if not seeds:

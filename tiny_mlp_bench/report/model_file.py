@@ -1,5 +1,4 @@
-"""The report model as a JSON file (report/model.json): every number the report states, and the versions of what
-computed and drew them."""
+"""The report model as report/model.json: every number the report states, and the versions that computed them."""
 
 from __future__ import annotations
 
@@ -12,20 +11,17 @@ from importlib import metadata
 import numpy as np
 import pandas as pd
 
-# What the rendered bytes depend on besides the records and the code: the numbers (numpy, pandas),
-# the table file (pyarrow), the charts (matplotlib and the PNG writer), the Markdown (tabulate, jinja2).
+# What the rendered bytes depend on besides the records and the code.
 RENDER_PACKAGES = ("numpy", "pandas", "pyarrow", "matplotlib", "pillow", "tabulate", "jinja2")
 RELATIVE_TOLERANCE = 1e-9
 
 
 def versions() -> dict[str, str]:
-    """Python's version and each RENDER_PACKAGES package's, as installed here."""
     return {"python": platform.python_version(), **{name: metadata.version(name) for name in RENDER_PACKAGES}}
 
 
 def plain(value):
-    """``value`` as JSON's types: dataclasses and dicts as objects, tables as lists of
-    rows, non-finite numbers and pandas' missing values as null."""
+    """``value`` as JSON's types: dataclasses and dicts as objects, tables as row lists, NaN, inf and NA as null."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {field.name: plain(getattr(value, field.name)) for field in dataclasses.fields(value)}
     if isinstance(value, pd.DataFrame):
@@ -49,7 +45,6 @@ def plain(value):
 
 
 def model_json(report) -> str:
-    """The file's text: the model's numbers and the versions here."""
     return json.dumps({"versions": versions(), "model": plain(report)}, indent=1, allow_nan=False) + "\n"
 
 
@@ -63,8 +58,7 @@ def row(item, index: int):
 
 
 def first_difference(ours, theirs, where: str = "model") -> str | None:
-    """Where two plain models first differ, and how; None where every number agrees to
-    RELATIVE_TOLERANCE and everything else is equal."""
+    """Where two plain models first differ, and how; None where numbers agree to RELATIVE_TOLERANCE, all else equal."""
     if is_number(ours) and is_number(theirs):
         same = math.isclose(ours, theirs, rel_tol=RELATIVE_TOLERANCE, abs_tol=0.0)
     elif isinstance(ours, dict) and isinstance(theirs, dict):

@@ -20,7 +20,6 @@ from tiny_mlp_bench.report.inference import Interval
 from tiny_mlp_bench.report.model import Machine
 from tiny_mlp_bench.report.question_table import QUESTION_PAIRS
 
-# A colour per framework, for its rungs and the asker's lines.
 FRAMEWORK_COLOURS = {
     **{"torch": "#ff7f0e", "tf_keras": "#8c564b", "keras": "#2ca02c", "keras_jax": "#bcbd22", "keras_torch": "#17becf"},
     **{"numpy": "#1f77b4", "sklearn": "#9467bd", "jax": "#d62728"},
@@ -37,8 +36,7 @@ def whisker(interval: Interval, scale: float = 1.0) -> list[list[float]] | None:
 
 
 def extent(interval: Interval) -> tuple[float, float]:
-    """The lowest and highest value ``interval`` reaches, the estimate on a side without a bound: what a chart's
-    axis must hold."""
+    """The lowest and highest value ``interval`` reaches (the estimate where unbounded): what an axis must hold."""
     low = interval.estimate if interval.low is None else interval.low
     high = interval.estimate if interval.high is None else interval.high
     return low, high
@@ -51,15 +49,13 @@ def asker_step_s(pair: str) -> float | None:
 
 
 def save(fig, path: Path) -> None:
-    """``fig`` as a PNG at ``path``; every chart lays itself out (constrained), its legend outside its axes."""
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", metadata={"Software": None})
     plt.close(fig)
 
 
 def run_values(machine: Machine, pair: str, variant: str, column: str) -> list[float]:
-    """Each run's value behind ``pair``'s ``variant``'s interval on ``machine`` (the summary's ``column``,
-    result_values or step_values), lowest first."""
+    """The run values behind a rung's interval (``column``: result_values or step_values), lowest first."""
     summary = machine.summary
     found = summary[(summary["pair"] == pair) & (summary["variant"] == variant)][column]
     return sorted(found.iloc[0]) if len(found) else []
@@ -71,9 +67,7 @@ def spread(x: float, count: int, width: float) -> list[float]:
 
 
 def plot_seed_times(machines: tuple[Machine, ...], path: Path) -> None:
-    """Time to result per run of each question pair (seed variant) per machine: each run a dot beside the geometric
-    mean over its runs, a bar with the 95% interval as whiskers (none with one run), the asker's bar beside. A pair
-    no machine completed gets no slot: the x-axis's label names it."""
+    """Each question pair's seed time to result per machine: runs as dots, a mean bar with 95% whiskers, the asker's."""
     fig, ax = plt.subplots(figsize=(9, 4.5), dpi=100, layout="constrained")
     results = [{q.pair: q.result for q in m.question if q.result is not None} for m in machines]
     shown = [pair for pair in QUESTION_PAIRS if any(pair in found for found in results)]
@@ -114,9 +108,7 @@ def plot_seed_times(machines: tuple[Machine, ...], path: Path) -> None:
 
 
 def ladder_panel(ax, machine: Machine, device: str, parameters: dict | None, slots: int) -> None:
-    """One device's timed rungs as dots, grouped by pair, top to bottom, with the asker's lines: each dot the
-    geometric mean of its runs' steps, labelled in µs, with the 95% interval as whiskers (none with one run) and
-    each run a small grey dot. ``slots`` rows of room, so that every panel's rows are as tall."""
+    """One device's rungs' steps in µs with 95% whiskers and the asker's lines; ``slots`` rows, equal per panel."""
     ladders = [ladder for ladder in machine.ladders if ladder.device == device]
     rows = [r for ladder in ladders for r in ladder.rungs if r.step is not None]
     pairs = [p for p in ASKER_SECONDS if p.endswith(f"-{device}")] if parameters else []
@@ -148,10 +140,7 @@ def ladder_panel(ax, machine: Machine, device: str, parameters: dict | None, slo
 
 
 def plot_ladders(machines: tuple[Machine, ...], path: Path, parameters: dict | None = None) -> None:
-    """Each rung's time per optimiser step, the geometric mean over its runs with the 95% interval as whiskers (none
-    with one run) and its runs as grey dots, log scale: a row of panels per machine, one panel per device some
-    machine measured, rungs grouped by pair in ladder order; rungs without a timed run are left out, and a device no
-    machine measured is named under the axis instead of given a panel."""
+    """Each rung's step time with 95% whiskers, log scale: a row per machine, a panel per measured device."""
     every = [*DEVICES, *sorted({ladder.device for m in machines for ladder in m.ladders} - set(DEVICES))]
     measured = {ladder.device for m in machines for ladder in m.ladders if any(r.step for r in ladder.rungs)}
     devices = [d for d in every if d in measured] or every[:1]

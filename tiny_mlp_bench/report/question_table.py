@@ -1,6 +1,4 @@
-"""The question's own numbers beside ours: the asker's wall times, the ratios they imply, and the
-table that sets each of them against the timing point of one machine's runs of the asker's loops.
-"""
+"""The question's own numbers (the asker's wall times and the ratios they imply) beside one machine's runs."""
 
 from __future__ import annotations
 
@@ -16,7 +14,6 @@ from tiny_mlp_bench.report.inference import Interval
 DEVICES = catalogue.DEVICES
 # Keras 3 on TensorFlow, what tf.keras is today: rows of their own, with no asker's number beside them.
 QUESTION_PAIRS = (*ASKER_SECONDS, *(catalogue.pair_name(TODAYS_KERAS, device) for device in DEVICES))
-# What each framework's rows of the table are.
 WHAT = {
     TORCH: "the original torch loop",
     ASKERS_KERAS: f"{catalogue.framework(ASKERS_KERAS).label}: the original tf.keras",
@@ -32,8 +29,7 @@ RATIOS = [
 
 @dataclass(frozen=True)
 class QuestionRow:
-    """One row of the question's table: the asker's seconds (None for today's Keras) beside the seed
-    runs' timing point."""
+    """One row of the question's table: the asker's seconds (None for today's Keras) beside the seed runs'."""
 
     pair: str
     what: str
@@ -50,8 +46,7 @@ class QuestionRow:
 
 @dataclass(frozen=True)
 class Ratio:
-    """A ratio of wall times the question implies: the asker's, and ours over the seed runs with its
-    interval (None where either side has no completed run)."""
+    """A ratio the question implies: the asker's, and ours over the seed runs (None where a side has no run)."""
 
     numerator: str
     denominator: str

@@ -1,19 +1,5 @@
 """Turn run, sweep and probe records into a tidy timings table, three charts, a Markdown report
-and the report's numbers as JSON.
-
-The report is a pure function of the records (and of the archived GPU answer it quotes): the same
-records, in any order, give the same bytes.
-The numbers are computed once (model.py, with ladder.py and crossover_map.py); the table, the charts
-and the Markdown only render them. `tiny-mlp-bench report`, and the report rule's program
-(scripts/render_report.py, the path archives render their reports with too):
-
-    tiny-mlp-bench report --report results/report.md --timings results/timings.parquet \
-           --headline results/headline.csv \
-           --plot results/report/timings.png --ladder-plot results/report/ladder.png \
-           --crossover-plot results/report/crossover.png --sweeps results/sweep/*.json \
-           --probes results/probes/*.json --model results/report/model.json --html results/report/report.html \
-           [--gpu-archive results/archive/<name> | --no-archive-qualifies] -- results/runs/*.json
-"""
+and the report's numbers as JSON."""
 
 from __future__ import annotations
 

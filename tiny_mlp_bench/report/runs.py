@@ -1,6 +1,4 @@
-"""The tidy runs table and its summary: one row per run record, then the medians, spread and CV of
-each pair and variant over its completed runs, in the order the report shows them.
-"""
+"""The tidy runs table (a row per run) and its summary per pair and variant, in the report's order."""
 
 from __future__ import annotations
 
@@ -14,8 +12,7 @@ from tiny_mlp_bench.report.inference import Interval, rung_interval
 from tiny_mlp_bench.report.question_table import QUESTION_PAIRS
 from tiny_mlp_bench.timing import PHASES
 
-# Pairs in the question's order, then every other framework in the catalogue's order, on the devices
-# its first rung runs on; others follow (numpy on cuda, where only its floor rung runs, among them).
+# The question's pairs, then the catalogue's on its first rung's devices; others (numpy on cuda) follow.
 PAIR_ORDER = [
     *QUESTION_PAIRS,
     *(
@@ -61,14 +58,11 @@ def detail_number(details: dict, key: str) -> float:
     return math.nan if found is None else float(found)
 
 
-# The canary timed after each block of the per-step window (timing.canary) says how fast the machine was
-# then, against the machine's fast canary: the FAST_CANARY_QUANTILE of every canary its runs timed. A
-# block is marked slow where its canary took more than SLOW_CANARY times that: the machine's two speeds
-# are about 1.7x apart, and 1.25 lies below their middle on a log scale (1.30).
+# A block is slow where its canary took over SLOW_CANARY x the machine's fast (FAST_CANARY_QUANTILE) canary:
+# the machine's two speeds are ~1.7x apart, and 1.25 lies below their middle on a log scale (1.30).
 SLOW_CANARY = 1.25
 FAST_CANARY_QUANTILE = 0.05
-# The code's own speed: this quantile of a run's blocks, each scaled by its canary to the machine's fast
-# state (docs/method.md, "The per-step window", shows how the candidates held).
+# The code's own speed: this quantile of a run's canary-scaled blocks (docs/method.md, "The per-step window").
 STEP_QUANTILE = 0.25
 
 
@@ -80,9 +74,7 @@ def per_step(blocks: list[float], epochs: list[int], steps_per_epoch: int | None
 
 
 def window_blocks(timings: dict) -> tuple[np.ndarray, np.ndarray | None]:
-    """A run's per-step window as seconds per step of each block, and the canary after each (None for a
-    version-7 window, which trained on past the question's epochs, had no canary and whose first
-    block was its warm-up)."""
+    """A run's window blocks in s per step, and the canary after each (None: a version-7 window, warm-up dropped)."""
     window = timings.get("steady")
     if not window:
         return np.empty(0), None
@@ -100,12 +92,10 @@ def fast_canary(records: list[dict]) -> float | None:
 
 
 def slow_blocks(canaries: np.ndarray, machine_canary: float) -> np.ndarray:
-    """Which blocks the canary marked slow: its time beside them over SLOW_CANARY times the machine's fast one."""
     return canaries > SLOW_CANARY * machine_canary
 
 
 def scaled_to_fast(steps: np.ndarray, canaries: np.ndarray, machine_canary: float) -> np.ndarray:
-    """Each block's seconds per step brought to the machine's fast state by the canary beside it."""
     return steps * machine_canary / canaries
 
 
@@ -128,8 +118,7 @@ def step_estimates(timings: dict, machine_canary: float | None = None) -> dict:
 
 
 def run_row(record: dict, machine: str, machine_canary: float | None = None) -> dict:
-    """One run's row: identity, phases, per-step times, first-block excess, quality, machine.
-    ``machine_canary`` is its machine's fast canary (fast_canary)."""
+    """One run's row: identity, phases, per-step times, quality, machine; ``machine_canary``: fast_canary's."""
     ident, timings, quality, env = record["identity"], record["timings"], record["quality"] or {}, record["environment"]
     blocks, steps = timings.get("block_s") or [], timings.get("steps_per_epoch")
     block_steps = [epochs * steps for epochs in timings.get("block_epochs") or []] if steps else []
@@ -155,8 +144,7 @@ def run_row(record: dict, machine: str, machine_canary: float | None = None) -> 
         "steps_per_epoch": steps,
         **{key: params[key] for key in ("epochs", "batch_size", "hidden_units", "threads")},
         "dead_draws_skipped": (params.get("init") or {}).get("dead_draws_skipped"),  # None before version 5
-        # Measured after timing: host syncs in an extra epoch (torch, cuda); the fused_epoch rung's
-        # compiled call and the part of it in its fused kernel (torch, cpu).
+        # Measured after timing: host syncs in an extra epoch (torch cuda); fused_epoch's call and kernel (torch cpu).
         **{
             key: detail_number(params["variant_details"], key)
             for key in ("host_syncs_per_epoch", "epoch_call_us", "epoch_kernel_us")
@@ -171,8 +159,7 @@ RUNG = ["pair", "framework", "device", "variant"]
 
 
 def first_compilations(done: pd.DataFrame) -> pd.Series:
-    """The completed runs that compiled cold in a rung whose other runs reused their cache (warm): their
-    time to result holds a compilation the warm runs' does not, so the two are never pooled."""
+    """Runs that compiled cold in a rung whose others ran warm: never pooled, as their time holds a compilation."""
     warm = done["compile_cache"] == "warm"
     return warm.groupby([done[key] for key in RUNG]).transform("any") & ~warm
 
@@ -184,13 +171,11 @@ def interval(values: pd.Series) -> Interval | None:
 
 
 def values(column: pd.Series) -> tuple[float, ...]:
-    """The runs' values, in run order: what a ratio between two rungs is computed from."""
     return tuple(float(v) for v in column.dropna())
 
 
 def result_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The completed runs whose time to result a rung's summary states: all but a cold compilation beside
-    warm runs (first_compilations)."""
+    """The completed runs a rung's time to result states: all but cold compilations beside warm runs."""
     done = runs[runs["status"] == "ok"]
     return done[~first_compilations(done)]
 

@@ -41,14 +41,12 @@ def seed_view(m: Machine, framework: str, device: str) -> View | None:
 
 
 def unresolved(found: Ratio) -> str:
-    """What a ratio the runs cannot support says."""
     a, b = found.runs
     return f"this study cannot tell them apart: {times(found)}, {a} runs against {b}"
 
 
 def verdict(who: str, found: Ratio, than: str) -> str:
-    """``who`` against ``than`` where the runs support a claim: "Keras was slower: 2.1x (1.6-2.4) the
-    torch loop's time"; otherwise that the runs cannot tell them apart."""
+    """``who`` against ``than``: "Keras was slower: 2.1x (1.6-2.4) the torch loop's time", or that it can't tell."""
     if not found.resolved:
         said = unresolved(found)
         return f"{said[0].upper()}{said[1:]}."  # str.capitalize would lower every later letter
@@ -56,7 +54,6 @@ def verdict(who: str, found: Ratio, than: str) -> str:
 
 
 def setup_line(report: Report, m: Machine) -> str:
-    """The machine, the settings and the runs, in one line."""
     env = m.environment
     # Trademark marks would nest parentheses inside the line's own.
     names = {model: model.replace("(R)", "").replace("(TM)", "") for model, _ in env["cpu"]}
@@ -71,8 +68,7 @@ def setup_line(report: Report, m: Machine) -> str:
 
 
 def not_the_question(parameters: dict) -> str:
-    """Where the study ran another workload than the asker's (a quick study's few epochs), that it says
-    nothing of the question, before anything else; nothing where it is the asker's run."""
+    """A warning first where the study ran another workload than the asker's; "" where it ran the asker's."""
     askers = ASKERS_RUN | {"n_train": train_rows(ASKERS_RUN["n_rows"])}
     differ = [
         f"{parameters[key]:,} {what}, not {askers[key]:,}"
@@ -92,8 +88,7 @@ def not_the_question(parameters: dict) -> str:
 
 
 def runs_line(m: Machine) -> str:
-    """What completed, per device, and what did not and why: "37 cpu runs completed (5 of each original
-    loop); the 30 cuda runs were skipped: no GPU." """
+    """What completed per device, what did not and why: "37 cpu runs completed (...); the 30 cuda runs were skipped"."""
     runs = m.runs
 
     def count(n: int, device: str) -> str:
@@ -211,7 +206,6 @@ def floor_view(m: Machine, device: str) -> View | None:
 
 
 def aa_line(m: Machine) -> str | None:
-    """The A/A control's ratio: the size of a difference this machine fakes."""
     aa = m.answer.aa_control
     if aa is None:
         return None
@@ -223,8 +217,7 @@ def aa_line(m: Machine) -> str | None:
 
 
 def pause_line(m: Machine) -> list[str]:
-    """Each rung whose runs split by a pause after the last epoch: how often, and how long; and whether
-    Keras 2's rung with autotuning off paused less, as Fisher's exact test says."""
+    """How often and how long each rung paused after its last epoch, and whether autotuning off paused less (Fisher)."""
     lines = []
     for rung in m.answer.paused:
         longest = max(r.fit_end_s for r in rung.runs if r.paused)
@@ -247,8 +240,7 @@ def pause_line(m: Machine) -> list[str]:
 
 
 def headline_rows(m: Machine) -> list[list[str]]:
-    """The first screen's table: a rung, its runs, time to result and per step, each against the
-    original torch loop on its device, and the share of its blocks the canary found slow."""
+    """The first screen's table: rung, runs, time to result and per step vs the original loop, canary's slow share."""
     rows = []
     for row in m.headline:
         v = row.view
@@ -265,8 +257,7 @@ def headline_rows(m: Machine) -> list[list[str]]:
 
 
 def resolved_claims(m: Machine) -> list[str]:
-    """Each rung whose runs the exact test resolves from the original torch loop's on its device, in time
-    to result or per step: the claim, its ratio with its interval, and the runs on each side."""
+    """Each rung the exact test resolves from the original torch loop on its device: claim, ratio and runs."""
     lines = []
     for v in m.views:
         found = [
@@ -280,12 +271,10 @@ def resolved_claims(m: Machine) -> list[str]:
 
 
 def tied(rungs: tuple[str, ...]) -> str:
-    """The rungs a fastest one cannot be told apart from: named, or counted where they are many."""
     return " and ".join(rungs) if len(rungs) <= 2 else f"{len(rungs)} others"
 
 
 def relative(found: Ratio | None) -> str:
-    """A ratio to the original loop, "1" for that loop itself."""
     return "1" if found is None else times(found)
 
 
@@ -354,7 +343,6 @@ def epoch_floor_lines(m: Machine) -> list[str]:
 
 
 def keras_backends_line(m: Machine) -> list[str]:
-    """The original Keras `fit` per step on each Keras 3 backend that ran it, per device."""
     lines = []
     for device in catalogue.DEVICES:
         backends = [b for b in m.answer.keras_backends if b.device == device]
@@ -399,7 +387,6 @@ def dead_start_line(m: Machine) -> str | None:
 
 
 def floors_line(m: Machine) -> str:
-    """Each device's floor, stated once above the ladders."""
     found = []
     for device in catalogue.DEVICES:
         floor, rung = m.floors.get(device), floor_view(m, device)

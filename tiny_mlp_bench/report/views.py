@@ -1,6 +1,4 @@
-"""Every completed rung in the two views a user chooses by, time to result and time per step, each over its runs with
-its interval; each rung's letters, shared with the rungs its runs cannot order; and the headline, the few rows the
-report's first screen shows."""
+"""Every completed rung in both views (time to result, time per step) with its letters, and the report's headline."""
 
 from __future__ import annotations
 
@@ -15,14 +13,12 @@ from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.inference import Interval, Ratio, ratio
 from tiny_mlp_bench.report.ladder import one_time_s
 
-# The question's rungs, in the order the headline shows them: the original torch loop and Keras 2's fit.
 QUESTION_RUNGS = ((TORCH, askers_rung(TORCH)), (ASKERS_KERAS, askers_rung(ASKERS_KERAS)))
 
 
 @dataclass(frozen=True)
 class View:
-    """One completed rung in both views. The ratios are this rung's runs over the original torch loop's
-    on its device (below 1: faster); None for that loop itself or where it did not complete."""
+    """One completed rung in both views; ratios are its runs over the original torch loop's, None for that loop."""
 
     pair: str
     framework: str
@@ -43,8 +39,7 @@ class View:
 
 @dataclass(frozen=True)
 class HeadlineRow:
-    """A row of the first screen's table: what it is, and its view; for a device's fastest, the rungs
-    whose runs it cannot be told apart from (a tie)."""
+    """A row of the first screen's table; for a device's fastest, the rungs its runs cannot be told apart from."""
 
     role: str  # "question", "fastest to a result" or "fastest per step"
     view: View
@@ -52,8 +47,7 @@ class HeadlineRow:
 
 
 def letters(values: list[tuple[float, ...]]) -> list[str]:
-    """A compact letter display of rungs already sorted fastest first: two rungs share a letter where the exact test
-    does not resolve them, so a letter never chains a rung to one it resolves from."""
+    """Compact letter display of rungs sorted fastest first: two share a letter where the exact test can't part them."""
 
     @functools.cache
     def unresolved(i: int, j: int) -> bool:  # asked for i < j only, each pair once: a ratio inverts its test
@@ -123,9 +117,7 @@ def vs(values: tuple[float, ...], seed, column: str, is_seed: bool) -> Ratio | N
 
 
 def headline(found: tuple[View, ...]) -> tuple[HeadlineRow, ...]:
-    """The first screen's rows: the question's rungs measured here, then each device's fastest rung to a
-    result and per step where another rung is; eight at most. The fastest is never the A/A control
-    (it runs another rung's code), and it names the rungs its runs cannot be told apart from."""
+    """The first screen's rows (at most 8): the question's rungs, then each device's fastest (not the A/A control)."""
     rows = []
     for device in catalogue.DEVICES:
         on = [v for v in found if v.device == device]
@@ -151,9 +143,7 @@ def headline(found: tuple[View, ...]) -> tuple[HeadlineRow, ...]:
 
 
 def headline_frame(machines) -> pd.DataFrame:
-    """The first screen's table of every machine as numbers, one row per headline row: seconds, and
-    ratios to the original torch loop on the same device, each with its 95% interval (empty where the
-    runs cannot bound it)."""
+    """The headline of every machine as numbers: seconds and ratios to the original torch loop, with 95% intervals."""
 
     def interval(name: str, found: Interval | Ratio | None, unit: str = "") -> dict:
         return {
