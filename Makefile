@@ -40,15 +40,19 @@ run: $(BIN)/.runtime-installed
 quick: $(BIN)/.runtime-installed
 	snakemake --cores all --directory quick --configfile config/quick.yaml
 
-# Every test, then the 20 slowest named (a test too slow for test-fast gets a marker: docs/development.md).
+# Every test, then the slowest named (a test too slow for test-fast gets a marker: docs/development.md). Most run on
+# every core (pytest-xdist), a file's tests on one worker, so that a module's costly fixture is built once; those held
+# to a time limit, and those that share one Slurm cluster or one image store, run after them, one at a time.
+TEST_WORKERS ?= auto
+PARALLEL_TESTS := not alone and not containers and not slurm
 test: $(BIN)/.dev-installed lint
-	pytest --durations=20
+	pytest -m "$(PARALLEL_TESTS)" -n $(TEST_WORKERS) --dist loadfile --durations=20
+	pytest -m "not ($(PARALLEL_TESTS))" --durations=10
 
 # While working: the tests that need no real Snakemake study, cluster, container, network or long
 # compilation (the markers in pyproject.toml).
 # They are independent, so they run on every core (TEST_WORKERS=0 runs them in one process).
 FAST_TESTS := not slow and not workflow and not network and not containers and not slurm
-TEST_WORKERS ?= auto
 test-fast: $(BIN)/.dev-installed lint
 	pytest -m "$(FAST_TESTS)" -n $(TEST_WORKERS) --durations=10
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from helpers import ROOT, copy_workflow, package_index_problem, skip_unless_ready, torch_has_cuda
 from tiny_mlp_bench.dataset import make_dataset, write_dataset
@@ -54,22 +55,33 @@ def question_dataset(tmp_path_factory) -> Path:
     return path
 
 
+def run_folder(tmp_path_factory) -> Path:
+    """A folder of this test run that every pytest-xdist worker shares (make test runs several)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def compile_cache(tmp_path_factory) -> Path:
-    """One compiler cache for the session's compiled rungs: a graph one test compiled cold, a later
-    test with the same shapes loads (the cache's own behaviour is tested with caches of its own)."""
-    return tmp_path_factory.mktemp("compile-cache")
+    """One compiler cache for the run's compiled rungs, on every worker: a graph one test compiled cold, a
+    later test with the same shapes loads (the cache's own behaviour is tested with caches of its own)."""
+    cache = run_folder(tmp_path_factory) / "compile-cache"
+    cache.mkdir(exist_ok=True)
+    return cache
 
 
 @pytest.fixture(scope="session")
 def kit_for_this_python(tmp_path_factory) -> Path:
     """The GPU kit for the Python that runs the tests (make gpu-kit KIT_PYTHON=<it>), resolved and
-    fetched from PyPI once a session, as CI can."""
-    kit = tmp_path_factory.mktemp("kit") / "gpu-kit"
-    version = f"{sys.version_info.major}.{sys.version_info.minor}"
-    command = [sys.executable, "-m", "tiny_mlp_bench", "locks", "fetch-kit", "--python", version]
-    done = subprocess.run([*command, "--into", str(kit), "--max-mib", "200"], cwd=ROOT, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
+    fetched from PyPI once a run, as CI can: the first worker to need it fetches it, the others wait."""
+    kit = run_folder(tmp_path_factory) / "gpu-kit"
+    with FileLock(f"{kit}.lock"):
+        if not (kit / "kit.json").is_file():
+            version = f"{sys.version_info.major}.{sys.version_info.minor}"
+            command = [sys.executable, "-m", "tiny_mlp_bench", "locks", "fetch-kit", "--python", version]
+            command += ["--into", str(kit), "--max-mib", "200"]
+            done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+            assert done.returncode == 0, done.stderr[-3000:]
     return kit
 
 

@@ -349,6 +349,7 @@ def test_a_failed_job_still_leaves_a_report_and_an_archive_that_name_it(tmp_path
 
 
 @pytest.mark.workflow
+@pytest.mark.alone
 def test_the_time_limit_bounds_the_whole_command_and_the_question_comes_first(tmp_path):
     # More repeats than fit: some jobs finish, the rest are not started, and the fused_epoch runs, their
     # estimate far below their cold compilation (half a minute or more on cpu), keep being started, so
