@@ -69,23 +69,39 @@ def test_values_that_are_not_times_are_refused(bad):
         rung_interval(bad)
 
 
-def test_docs_method_states_the_design_and_estimator_numbers_of_the_archive_it_names(tmp_path):
+def test_docs_method_states_the_design_estimator_and_canary_numbers_of_the_archives_it_names(tmp_path):
     from tiny_mlp_bench.generated_docs import method_numbers
 
     assert method_numbers.main(["--check"]) == 0, "run: make method-numbers"
     # A stale copy is found, and rewritten between the markers with the text around them kept.
     text = (method_numbers.METHOD).read_text()
-    design, estimator = (method_numbers.begin(kind).search(text).group(0) for kind in method_numbers.MARKERS)
+    design, estimator, canary = (method_numbers.begin(kind).search(text).group(0) for kind in method_numbers.MARKERS)
     stale = tmp_path / "method.md"
-    design_end, estimator_end = (method_numbers.end(kind) for kind in method_numbers.MARKERS)
-    stale.write_text(f"intro\n{design}\nold numbers\n{design_end}\nmiddle\n{estimator}\nold\n{estimator_end}\nafter\n")
+    design_end, estimator_end, canary_end = (method_numbers.end(kind) for kind in method_numbers.MARKERS)
+    stale.write_text(
+        f"intro\n{design}\nold numbers\n{design_end}\nmiddle\n{estimator}\nold\n{estimator_end}\n"
+        f"{canary}\nold beta\n{canary_end}\nafter\n"
+    )
     assert method_numbers.main(["--check", "--method", str(stale)]) == 1
     assert method_numbers.main(["--method", str(stale)]) == 0
     rewritten = stale.read_text()
     assert rewritten.startswith(f"intro\n{design}\nThe A/A control, numpy-cpu `reference_twin` against `reference`")
     assert f"{design_end}\nmiddle\n{estimator}\nOver " in rewritten
-    assert "**every block scaled by its canary, q = " in rewritten
-    assert rewritten.endswith(f"{estimator_end}\nafter\n") and "old numbers" not in rewritten
+    assert "**every block as timed, q = 0.25** (the report's)" in rewritten
+    assert "| 2026-12-03-cpu-2core " in rewritten.split(canary)[1]
+    assert rewritten.endswith(f"{canary_end}\nafter\n") and "old" not in rewritten
+
+
+def test_beta_is_how_far_slow_blocks_slowed_against_their_canaries():
+    from tiny_mlp_bench.generated_docs.method_numbers import beta
+
+    canaries = np.array([1.0, 1.0, 1.0, 2.0, 2.0, 2.0])
+    # Blocks that slow as much as their canary give 1; blocks that do not slow at all give 0.
+    assert beta(np.array([1.0, 1.0, 1.0, 2.0, 2.0, 2.0]), canaries, 1.0) == pytest.approx(1.0)
+    assert beta(np.ones(6), canaries, 1.0) == pytest.approx(0.0)
+    assert beta(np.array([1.0, 1.0, 1.0, 2.0**0.5, 2.0**0.5, 2.0**0.5]), canaries, 1.0) == pytest.approx(0.5)
+    # Too few blocks on a side of the slow mark: no beta.
+    assert beta(np.ones(4), np.array([1.0, 1.0, 2.0, 2.0]), 1.0) is None
 
 
 def test_runs_of_identical_values_give_the_one_ratio_they_support():

@@ -765,7 +765,7 @@ def test_the_report_says_how_many_epochs_its_cuda_runs_timed_a_block():
     assert "Cuda runs read the clock every 50 epochs" in render_markdown(build_report(records))
 
 
-def test_the_per_step_estimate_scales_each_block_by_its_canary_to_the_fast_state():
+def test_the_per_step_estimate_is_the_blocks_as_timed_and_the_canary_only_marks_them():
     fast, slow = synthetic_record("torch", "cpu", 1, 2.0), synthetic_record("torch", "cpu", 2, 2.0)
     # Run 1: eight 5 ms steps' blocks before a fast canary, then two slowed ones before a slow canary.
     blocks = [*([0.06] * 8), 0.1, 0.1]
@@ -784,15 +784,20 @@ def test_the_per_step_estimate_scales_each_block_by_its_canary_to_the_fast_state
     for record in (fast, slow):
         validate_record(record)
     runs = build_report([fast, slow]).runs.set_index("repeat")
-    # The machine's fast canary is 0.4 ms: a slow block's 8.3 ms a step count as 8.3 x 0.4 / 0.7 = 4.8 ms.
     assert runs.loc[1, "step_s"] == pytest.approx(0.005)
     assert runs.loc[1, "step_median_s"] == pytest.approx(0.005) and runs.loc[1, "slow_share"] == pytest.approx(0.2)
-    # A run that met only the slow state is brought to the fast state by its canary, too.
-    assert runs.loc[2, "step_s"] == pytest.approx(0.1 / 12 * 0.4 / 0.7) and runs.loc[2, "slow_share"] == 1.0
-    assert runs.loc[2, "step_median_s"] == pytest.approx(0.1 / 12)  # what the run saw
+    # A run that met only the slow state reads the slow state, and its slow share says so: no canary scales it.
+    assert runs.loc[2, "step_s"] == pytest.approx(0.1 / 12) and runs.loc[2, "slow_share"] == 1.0
+    assert runs.loc[2, "step_median_s"] == pytest.approx(0.1 / 12)
+    # Rendered alone, a run's step is the same: it never depends on the records beside it.
+    assert build_report([slow]).runs.iloc[0]["step_s"] == pytest.approx(0.1 / 12)
     # The first screen prints the share of slow blocks beside the rung's numbers: 20% and 100%, 60% over runs.
-    first = next(row for row in table_rows(render_markdown(build_report([fast, slow]))) if "original torch" in row[0])
+    text = render_markdown(build_report([fast, slow]))
+    first = next(row for row in table_rows(text) if "original torch" in row[0])
     assert first[-1] == "60%"
+    # Above the ladders, the original loop's step as timed and its slow share: why a whole study moves.
+    assert "Absolute times are this machine's on this day: the original torch loop took 6.5 ms (" in text
+    assert "60% of its blocks slow by the canary" in text.split("### Where the time goes")[1]
     # Time a user waits still comes from the timing point's own blocks.
     timing_point = fast["timings"]["block_s"]
     assert runs.loc[1, "step_mean_s"] == pytest.approx(sum(timing_point[1:]) / (12 * (len(timing_point) - 1)))

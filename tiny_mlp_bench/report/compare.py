@@ -11,7 +11,7 @@ import pandas as pd
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.records import RecordError, read_record
 from tiny_mlp_bench.report.inference import Interval, Ratio, ratio, rung_interval
-from tiny_mlp_bench.report.runs import fast_canary, run_row, summarize
+from tiny_mlp_bench.report.runs import run_row, summarize
 
 KERAS_FRAMEWORKS = frozenset(f.name for f in catalogue.FRAMEWORKS if f.keras is not None)
 
@@ -74,8 +74,7 @@ def read_runs(folder: Path) -> list[dict]:
 
 def values_per_rung(records: list[dict]) -> dict[tuple[str, str], dict[str, tuple[float, ...]]]:
     """Per (pair, variant) in ladder order: its runs' times to result (as the report's) and per-step times."""
-    canary = fast_canary(records)  # each side's per-step window scaled to its own machine's fast state
-    summary = summarize(pd.DataFrame([run_row(r, "", canary) for r in records]))
+    summary = summarize(pd.DataFrame([run_row(r, "") for r in records]))
     found = {}
     for s in summary.itertuples():
         views = {view: getattr(s, f"{view}_values") for view in VIEWS}

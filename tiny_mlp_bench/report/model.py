@@ -15,7 +15,7 @@ from tiny_mlp_bench.report.crossover_map import Crossover, Sweep, crossovers, sw
 from tiny_mlp_bench.report.ladder import TARGETS, EpochFloor, Ladder, Target, epoch_floors, judge, ladders
 from tiny_mlp_bench.report.machines import environment, machine_key, machine_labels
 from tiny_mlp_bench.report.question_table import QuestionRow, Ratio, question_rows, ratios
-from tiny_mlp_bench.report.runs import LOAD_COLUMNS, fast_canary, run_row, summarize
+from tiny_mlp_bench.report.runs import LOAD_COLUMNS, reference_canary, run_row, summarize
 from tiny_mlp_bench.report.views import HeadlineRow, View, headline, views
 
 
@@ -65,7 +65,7 @@ class Report:
 
 
 def machine(label: str, records: list[dict], sweeps: list[dict], probes: list[dict]) -> Machine:
-    canary = fast_canary(records)
+    canary = reference_canary(records)
     runs = pd.DataFrame([run_row(r, label, canary) for r in records])
     runs = runs.sort_values(["framework", "device", "variant", "repeat"], kind="stable").reset_index(drop=True)
     summary = summarize(runs)

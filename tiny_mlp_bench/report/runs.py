@@ -58,11 +58,12 @@ def detail_number(details: dict, key: str) -> float:
     return math.nan if found is None else float(found)
 
 
-# A block is slow where its canary took over SLOW_CANARY x the machine's fast (FAST_CANARY_QUANTILE) canary:
+# A block is slow where its canary took over SLOW_CANARY x the study's reference (REFERENCE_CANARY_QUANTILE) canary:
 # the machine's two speeds are ~1.7x apart, and 1.25 lies below their middle on a log scale (1.30).
 SLOW_CANARY = 1.25
-FAST_CANARY_QUANTILE = 0.05
-# The code's own speed: this quantile of a run's canary-scaled blocks (docs/method.md, "The per-step window").
+REFERENCE_CANARY_QUANTILE = 0.05
+# The code's own speed: this quantile of a run's window blocks as they were timed (docs/method.md, "The per-step
+# window"); the canary never scales them: blocks slow far less than the canary beside them.
 STEP_QUANTILE = 0.25
 
 
@@ -84,22 +85,20 @@ def window_blocks(timings: dict) -> tuple[np.ndarray, np.ndarray | None]:
     return steps, np.asarray(window["canary_s"], dtype=float)
 
 
-def fast_canary(records: list[dict]) -> float | None:
-    """The machine's fast canary: a low quantile of every canary its completed runs timed (None: none did)."""
+def reference_canary(records: list[dict]) -> float | None:
+    """A study's reference canary: a low quantile of every canary its completed runs timed (None: none did).
+
+    Taken over one study's own records, so a run's slow share never depends on what is rendered beside it."""
     found = [window_blocks(r["timings"])[1] for r in records if r["status"] == "ok"]
     canaries = np.concatenate([c for c in found if c is not None and len(c)] or [np.empty(0)])
-    return float(np.quantile(canaries, FAST_CANARY_QUANTILE)) if len(canaries) else None
+    return float(np.quantile(canaries, REFERENCE_CANARY_QUANTILE)) if len(canaries) else None
 
 
-def slow_blocks(canaries: np.ndarray, machine_canary: float) -> np.ndarray:
-    return canaries > SLOW_CANARY * machine_canary
+def slow_blocks(canaries: np.ndarray, reference: float) -> np.ndarray:
+    return canaries > SLOW_CANARY * reference
 
 
-def scaled_to_fast(steps: np.ndarray, canaries: np.ndarray, machine_canary: float) -> np.ndarray:
-    return steps * machine_canary / canaries
-
-
-def step_estimates(timings: dict, machine_canary: float | None = None) -> dict:
+def step_estimates(timings: dict, reference: float | None = None) -> dict:
     """A run's step_s, step_median_s, slow_share and step_mean_s (docs/method.md, "The per-step window")."""
     steps, blocks = timings.get("steps_per_epoch"), timings.get("block_s") or []
     block_epochs = timings.get("block_epochs") or []
@@ -107,22 +106,21 @@ def step_estimates(timings: dict, machine_canary: float | None = None) -> dict:
     window, canaries = window_blocks(timings)
     if not len(window):
         window, canaries = per_step(blocks, block_epochs, steps)[1:], None
-    known = canaries is not None and machine_canary is not None and len(canaries) == len(window)
-    scaled = scaled_to_fast(window, canaries, machine_canary) if known else window
+    known = canaries is not None and reference is not None and len(canaries) == len(window) and len(window)
     return {
-        "step_s": float(np.quantile(scaled, STEP_QUANTILE)) if len(window) else None,
+        "step_s": float(np.quantile(window, STEP_QUANTILE)) if len(window) else None,
         "step_median_s": float(np.median(window)) if len(window) else None,
-        "slow_share": float(np.mean(slow_blocks(canaries, machine_canary))) if known and len(window) else None,
+        "slow_share": float(np.mean(slow_blocks(canaries, reference))) if known else None,
         "step_mean_s": sum(blocks[1:]) / later_steps if later_steps else None,
     }
 
 
-def run_row(record: dict, machine: str, machine_canary: float | None = None) -> dict:
-    """One run's row: identity, phases, per-step times, quality, machine; ``machine_canary``: fast_canary's."""
+def run_row(record: dict, machine: str, reference: float | None = None) -> dict:
+    """One run's row: identity, phases, per-step times, quality, machine; ``reference``: its study's canary."""
     ident, timings, quality, env = record["identity"], record["timings"], record["quality"] or {}, record["environment"]
     blocks, steps = timings.get("block_s") or [], timings.get("steps_per_epoch")
     block_steps = [epochs * steps for epochs in timings.get("block_epochs") or []] if steps else []
-    estimates = step_estimates(timings, machine_canary)
+    estimates = step_estimates(timings, reference)
     mean_s = estimates["step_mean_s"]
     params = record["parameters"]
     return {

@@ -386,6 +386,25 @@ def dead_start_line(m: Machine) -> str | None:
     )
 
 
+def reference_step_line(m: Machine) -> str | None:
+    """The original torch loop's step as timed here, and its slow blocks: what every absolute time of the study moves
+    with, from one machine and day to the next; None where it ran on no device."""
+    found = []
+    for device in catalogue.DEVICES:
+        view = seed_view(m, TORCH, device)
+        if view is None or view.step is None:
+            continue
+        slow = "" if view.slow_share is None else f", {pct(view.slow_share, 0)} of its blocks slow by the canary"
+        found.append(f"{duration(view.step)} per step on {device}{slow}")
+    if not found:
+        return None
+    return (
+        f"Absolute times are this machine's on this day: the original torch loop took {'; '.join(found)}. A study "
+        "on another day, or another machine of the same name, moves every rung with it; compare studies by each "
+        "rung's ratio to this loop, not by their seconds."
+    )
+
+
 def floors_line(m: Machine) -> str:
     found = []
     for device in catalogue.DEVICES:
