@@ -285,6 +285,7 @@ def machine_page(report: Report, m: Machine) -> dict:
         "ratios": ratio_table(m),
         "views": views_table(m),
         "resolved": sentences.resolved_claims(m),
+        "reference_step": sentences.reference_step_line(m),
         "ladder_summary": sentences.ladder_summary(m),
         "floors": sentences.floors_line(m),
         "host_syncs": sentences.host_syncs_line(m),
