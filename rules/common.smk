@@ -51,6 +51,13 @@ if not _config_problems and config.get("gpu_answer_archive", "auto") not in (
         choose(config["gpu_answer_archive"], ARCHIVES)
     except GpuArchiveError as err:
         _config_problems.append(str(err))
+if not _config_problems and config.get("estimate_archive", "auto") != "auto":
+    from tiny_mlp_bench.expected_time import EstimateArchiveError, choose_archive
+
+    try:
+        choose_archive(config["estimate_archive"], ARCHIVES, None)
+    except EstimateArchiveError as err:
+        _config_problems.append(str(err))
 if _config_problems:
     # Printed and exited, not raised: Snakemake would add a traceback to what is the user's config error.
     _settings = workflow.config_settings
@@ -70,20 +77,21 @@ RUN_PRIORITY = {
 }
 
 
-# The timed jobs' expected time from archived studies of a like machine, then the time left as records appear.
+# The study's expected time at an archived study's pace (estimate_archive), then the time left as records appear.
 # The jobs come from Snakemake's DAG (needrun_jobs is undocumented: Snakemake is pinned).
 onstart:
-    from tiny_mlp_bench.gpu_study import plan
+    from tiny_mlp_bench import expected_time
     from tiny_mlp_bench.machine import gpu_driver_absent, nvidia_smi
 
     _to_run = {str(f) for job in workflow.dag.needrun_jobs() for f in job.output}
     _pending = [job for job in _RUN_ORDER if job.output in _to_run]
     _gpu = None if gpu_driver_absent() else nvidia_smi("name")
-    _expected = plan.expected_seconds(config, ARCHIVES, _pending, _gpu)
-    print(plan.expected_line(_expected, _pending, _gpu), file=sys.stderr)
-    if any(found and found[1] for found in _expected.values()):
-        plan.follow(
-            _expected,
+    # Snakemake starts once .venv is set up: its set-up is done.
+    _estimate = expected_time.estimate(config, ARCHIVES, _pending, _gpu)
+    print(expected_time.expected_line(_estimate, _pending, _gpu), file=sys.stderr)
+    if _estimate.measured:
+        expected_time.follow(
+            _estimate.jobs,
             lambda text: print(f"Time left: {text}", file=sys.stderr, flush=True),
         )
 

@@ -591,55 +591,6 @@ def test_the_gpu_studys_plan_puts_the_question_first_and_the_floor_and_probe_ear
     assert fits["probe-torch-cuda"] and not all(fits.values())
 
 
-def test_a_run_expects_its_time_from_archives_of_a_like_machine_and_says_where_there_are_none(monkeypatch):
-    # The 2-core archive's own study, planned for its own machine, before any of it ran.
-    from tiny_mlp_bench import jobs
-    from tiny_mlp_bench.gpu_study import plan
-
-    archive = ROOT / "results" / "archive" / "2026-12-03-cpu-2core"
-    config = yaml.safe_load((archive / "config.yaml").read_text())
-    env = json.loads(next((archive / "runs").glob("*.json")).read_text())["environment"]
-    like = {"cpu_model": env["cpu_model"], "logical_cpus": env["logical_cpus"]}
-    monkeypatch.setattr(plan, "this_machine", lambda gpu: like | {"gpu_name": gpu})
-    pending = jobs.run_order(config)
-    line = plan.expected_line(plan.expected_seconds(config, archive.parent, pending, None), pending, None)
-    minutes = float(re.match(r"Expected: about (\d+) min for \d+ of the 73 timed jobs", line).group(1))
-    assert f"from 2026-12-03-cpu-2core, whose machine is like this one ({env['cpu_model']}, 2 logical CPUs" in line
-    # The probes and the sweep left no record of their time: named, not guessed.
-    assert line.endswith(
-        "no archived run of the other 3 on such a machine (probe-torch-cpu, probe-tf_keras-cpu, sweep-cpu)."
-    )
-    # The estimate holds against what that study took (its make run's study time), within half again.
-    took_min = json.loads((archive / "logs" / "make_run_time.json").read_text())["study_s"] / 60
-    assert took_min / 1.5 < minutes < took_min * 1.5
-    monkeypatch.setattr(
-        plan, "this_machine", lambda gpu: {"cpu_model": "Other CPU", "logical_cpus": 64, "gpu_name": gpu}
-    )
-    assert plan.expected_line(plan.expected_seconds(config, archive.parent, pending, None), pending, None) == (
-        "Expected: no estimate; no archived study ran these jobs on a machine like this one "
-        "(Other CPU, 64 logical CPUs, no GPU)."
-    )
-
-
-def test_the_time_left_is_said_as_each_timed_record_appears(tmp_path):
-    from tiny_mlp_bench.gpu_study import plan
-
-    first, second, third = (str(tmp_path / f"{name}.json") for name in ("a", "b", "c"))
-    expected = {first: (120.0, "archive"), second: (60.0, "archive"), third: None}
-    assert plan.time_left(expected, set()) == "about 3 min left (0 of 3 timed jobs done; 1 more not estimated)"
-    said = []
-    watcher = plan.follow(expected, said.append, every_s=0.01)
-    Path(first).write_text("{}")
-    deadline = time.monotonic() + 10
-    while not said and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert said == ["about 60 s left (1 of 3 timed jobs done; 1 more not estimated)"]
-    for path in (second, third):
-        Path(path).write_text("{}")
-    watcher.join(timeout=10)
-    assert not watcher.is_alive() and said[-1] == "about 0 s left (3 of 3 timed jobs done)"
-
-
 def test_the_plan_refuses_a_config_file_that_is_not_as_run_and_says_how_to_make_one():
     command = [
         sys.executable,

@@ -1,5 +1,5 @@
 """The GPU study's plan (tiny_mlp_bench/gpu_study/plan.py): which jobs come first, and how long each is expected
-to take, from archives made here of synthetic records."""
+to take (tiny_mlp_bench/expected_time.py), from archives made here of synthetic records."""
 
 import json
 from pathlib import Path
@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from helpers import synthetic_record
+from tiny_mlp_bench import expected_time
 from tiny_mlp_bench.gpu_study import plan
 
 CONFIG = {
@@ -109,11 +110,10 @@ def test_expected_times_come_from_the_newest_archive_of_this_machine_kind(archiv
     write_archive(archives, "new", "2026-02-01", [on_gpu(new), on_gpu(other_gpu, "Other GPU")])
     planned = by_name(plan.plan(CONFIG, archives, "Test GPU"))
     graphed = planned["torch-cuda-graphed-1"]
-    phases = new["timings"]["phases_s"]
-    # Its phases (the set-up once, not again as its parts), the fit scaled from the record's 4 epochs
-    # to the config's 8, and the start-up.
-    outer = ("import", "setup", "fit", "predict")
-    expected = plan.JOB_OVERHEAD_S + sum(phases[name] for name in outer) + phases["fit"] * (8 / 4 - 1)
+    # Its span (load.started_at to ended_at), the fit scaled from the record's 4 epochs to the config's 8,
+    # and Snakemake's start-up.
+    span = expected_time.span_s(new)
+    expected = plan.JOB_OVERHEAD_S + span + new["timings"]["phases_s"]["fit"] * (8 / 4 - 1)
     assert graphed.expected_s == pytest.approx(expected) and graphed.expected_from == "new"
     # Another GPU's record is not this machine's: the config's estimate, the most specific pattern.
     fused = planned["torch-cuda-fused_epoch-1"]

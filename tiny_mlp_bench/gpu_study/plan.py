@@ -6,20 +6,17 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
-import os
 import sys
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from tiny_mlp_bench import CHECKOUT, catalogue, jobs, machine, records
+from tiny_mlp_bench import CHECKOUT, catalogue, jobs
 from tiny_mlp_bench.catalogue import Role
+from tiny_mlp_bench.expected_time import archived, measure_key, newest_measured, record_key, seconds_of, this_machine
 from tiny_mlp_bench.gpu_study.lanes import ARCHIVE_RESERVE_S
 from tiny_mlp_bench.question import TORCH, askers_keras, askers_rung
-from tiny_mlp_bench.timing import FIT_PARTS, SETUP_PARTS, STEADY_MARGIN
 
 TIERS = ("the question", "never measured on a GPU", "the rest")
 ALONE = "alone"  # the lane of the jobs that run with nothing beside them: the question's pair
@@ -51,44 +48,6 @@ class Planned:
         }
 
 
-def measure_key(job: jobs.Job) -> tuple:
-    """What a job measures, whatever its repeat: what an earlier study may have measured already."""
-    return (job.rule, job.device, job.framework, job.variant)
-
-
-def this_machine(gpu: str | None) -> dict:
-    return {"cpu_model": machine.cpu_model(), "logical_cpus": os.cpu_count(), "gpu_name": gpu}
-
-
-def same_machine(env: dict, machine: dict, device: str) -> bool:
-    """Whether a record's environment is of this machine's kind, for a job on ``device``."""
-    same_cpu = (env.get("cpu_model"), env.get("logical_cpus")) == (machine["cpu_model"], machine["logical_cpus"])
-    return same_cpu and (device == "cpu" or env.get("gpu_name") == machine["gpu_name"])
-
-
-def archived(archives: Path):
-    """Every ok record in the archives, newest archive first, as (archive name, record path, record)."""
-    folders = []
-    for folder in archives.glob("*/provenance.json") if archives.is_dir() else []:
-        started = json.loads(folder.read_text())["study"].get("first_run_started") or ""
-        folders.append((started, folder.parent))
-    for _, folder in sorted(folders, reverse=True):
-        for kind in ("runs", "sweep", "probes"):
-            for path in sorted((folder / kind).glob("*.json")):
-                record = records.upgrade(json.loads(path.read_text()))
-                if record.get("status") == "ok":
-                    yield folder.name, kind, record
-
-
-def record_key(kind: str, record: dict) -> tuple:
-    if kind == "runs":
-        identity = record["identity"]
-        return ("train", identity["device"], identity["framework"], identity["variant"])
-    if kind == "sweep":
-        return ("sweep_crossover", record["device"], None, None)
-    return ("probe_fixed_costs", record["device"], record["framework"], None)
-
-
 def measured_on_gpus(ok_records: list[tuple]) -> set[tuple]:
     """What some archived record from a GPU measured on cuda, by measure_key."""
     return {
@@ -98,86 +57,12 @@ def measured_on_gpus(ok_records: list[tuple]) -> set[tuple]:
     }
 
 
-def archived_seconds(
-    ok_records: list[tuple], machine: dict, epochs: int, steady_s: float = 0.0
-) -> dict[tuple, tuple[float, str]]:
-    """Per measure_key, (seconds, archive) of the newest training record of this machine kind, plus ``steady_s``."""
-    found = {}
-    for name, kind, record in ok_records:
-        key = record_key(kind, record)
-        if kind != "runs" or key in found or not same_machine(record["environment"], machine, key[1]):
-            continue
-        # The set-up's and the fit's parts lie inside them (the fit is scaled whole): counted once.
-        inside = (*SETUP_PARTS, *FIT_PARTS)
-        phases = {name: s for name, s in record["timings"]["phases_s"].items() if name not in inside}
-        phases["fit"] = phases.get("fit", 0.0) * epochs / record["parameters"]["epochs"]
-        found[key] = (JOB_OVERHEAD_S + sum(phases.values()) + steady_s, name)
-    return found
-
-
-def expected_seconds(config: dict, archives: Path, pending: list[jobs.Job], gpu: str | None) -> dict:
-    """Per pending timed job's output, (seconds, archive) of its newest record on a machine of this kind; for a cuda
-    job without a GPU the moment its skip takes; None where no archive measured it on such a machine."""
-    machine = this_machine(gpu)
-    steady_s = STEADY_MARGIN * config.get("steady_window_s", 0.0)
-    seconds = archived_seconds(list(archived(archives)), machine, config["epochs"], steady_s)
-    skipped = (JOB_OVERHEAD_S, "")  # no GPU: skipped as soon as it starts
-    return {
-        job.output: skipped if job.device == "cuda" and gpu is None else seconds.get(measure_key(job))
-        for job in pending
-    }
-
-
-def about(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
-
-
-def expected_line(expected: dict, pending: list[jobs.Job], gpu: str | None) -> str:
-    """The run's opening line of what ``pending`` jobs should take; unmeasured ones are named, not guessed."""
-    if not pending:
-        return "Expected: no timed job in this run."
-    machine = this_machine(gpu)
-    like = f"{machine['cpu_model']}, {machine['logical_cpus']} logical CPUs, {gpu or 'no GPU'}"
-    sources = {found[1] for found in expected.values() if found and found[1]}
-    if not sources:
-        return f"Expected: no estimate; no archived study ran these jobs on a machine like this one ({like})."
-    unmeasured = [job.name for job in pending if expected[job.output] is None]
-    total = sum(found[0] for found in expected.values() if found)
-    line = (
-        f"Expected: about {about(total)} for {len(pending) - len(unmeasured)} of the {len(pending)} timed jobs "
-        f"to run, from {', '.join(sorted(sources))}, whose machine is like this one ({like})"
-    )
-    if unmeasured:
-        line += f"; no archived run of the other {len(unmeasured)} on such a machine ({', '.join(unmeasured[:3])}"
-        line += ", ...)" if len(unmeasured) > 3 else ")"
-    return line + "."
-
-
-def time_left(expected: dict, done: set[str]) -> str:
-    """The time the timed jobs not yet ``done`` (outputs) are expected to take, of ``expected``'s."""
-    left = [found for output, found in expected.items() if output not in done]
-    line = (
-        f"about {about(sum(found[0] for found in left if found))} left ({len(done)} of {len(expected)} timed jobs done"
-    )
-    unmeasured = sum(1 for found in left if found is None)
-    return line + (f"; {unmeasured} more not estimated)" if unmeasured else ")")
-
-
-def follow(expected: dict, say, every_s: float = 5.0) -> threading.Thread:
-    """Say time_left each time a timed job's output appears, from a daemon thread that ends when all are done."""
-
-    def watch() -> None:
-        done: set[str] = set()
-        while len(done) < len(expected):
-            time.sleep(every_s)
-            now = {output for output in expected if Path(output).exists()}
-            if now != done:
-                done = now
-                say(time_left(expected, done))
-
-    thread = threading.Thread(target=watch, name="time-left", daemon=True)
-    thread.start()
-    return thread
+def archived_seconds(config: dict, job: jobs.Job, newest: dict) -> tuple[float, str] | None:
+    """(seconds, archive) of a job from the newest archive that measured it on a machine of this kind
+    (expected_time.newest_measured), with Snakemake's start-up; None where none did."""
+    archive, found = newest.get(measure_key(job), ("", []))
+    seconds = seconds_of(job, found, config["epochs"], config.get("steady_window_s", 0.0))
+    return None if seconds is None else (JOB_OVERHEAD_S + seconds, archive)
 
 
 def estimate(job: jobs.Job, estimates: dict[str, float]) -> tuple[float, str]:
@@ -234,11 +119,12 @@ def plan(config: dict, archives: Path, gpu: str | None, seed: int = 0, machine: 
     first = question(config["frameworks"])
     ok_records = list(archived(archives))  # read once: both questions are asked of every record
     measured = measured_on_gpus(ok_records)
-    steady_s = STEADY_MARGIN * config.get("steady_window_s", 0.0)
-    seconds = archived_seconds(ok_records, machine or this_machine(gpu), config["epochs"], steady_s)
+    newest = newest_measured(ok_records, machine or this_machine(gpu))
     timed = jobs.timed_jobs(config)
     config_order = {job: i for i, job in enumerate(timed)}
-    expected = {job: seconds.get(measure_key(job)) or estimate(job, config["plan_estimates_s"]) for job in timed}
+    expected = {
+        job: archived_seconds(config, job, newest) or estimate(job, config["plan_estimates_s"]) for job in timed
+    }
     planned = []
     for number, round_jobs in enumerate(jobs.in_rounds(timed, seed), 1):
         in_round = [Planned(job, tier(job, first, measured), *expected[job], number, lane(job)) for job in round_jobs]
