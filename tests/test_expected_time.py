@@ -136,6 +136,11 @@ def test_the_2_core_archives_own_study_is_estimated_within_a_tenth_of_what_make_
     assert found.total_s == pytest.approx(took["total_s"], rel=0.1)
 
 
+def test_the_default_study_fits_15_minutes_from_a_fresh_clone_at_the_2_core_pace():
+    # 15 minutes less a tenth: the estimate's margin above, and a slower day.
+    assert at_two_core_pace(config_as_run(ROOT / "config" / "config.yaml")).total_s <= 900
+
+
 def test_a_run_expects_its_time_from_archives_of_a_like_machine_and_says_where_there_are_none(monkeypatch):
     config = config_as_run(TWO_CORE / "config.yaml")
     env = json.loads(next((TWO_CORE / "runs").glob("*.json")).read_text())["environment"]

@@ -250,6 +250,7 @@ RUNGS = (
         "the pause at the end of `fit`, which it aims at (the report says whether its runs paused less; not "
         "the steps: the same pipeline and steps): tf.data autotuning off on the dataset tf-keras builds, whose "
         "model thread `fit` can wait seconds for when it ends",
+        default=False,  # full study only: the pauses it removes come and go; one study resolved its effect, one not
         role=Role.PAUSE_FREE,
         loop=AutotuneOffRun,
     ),

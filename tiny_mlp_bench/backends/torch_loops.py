@@ -165,6 +165,7 @@ RUNGS = (
         DEVICES,
         "per-step calls: the forward as broadcast products the compiler fuses (no matmul calls), the epoch's "
         "gather and all its steps in one compiled call (on cpu with Inductor's C++ wrapper)",
+        default=False,  # full study only: on a 2-core machine its first run's cold compilation is most of its time
         role=Role.COMPILED_EPOCH,
         compiles=True,
         loop=FusedEpochLoop,
