@@ -1,10 +1,12 @@
-"""What the machine was doing around a run: the readings and where they come from."""
+"""What the machine is and was doing around a run: the readings and where they come from."""
 
 from __future__ import annotations
 
 import datetime
 import os
+import platform
 import re
+import subprocess
 
 from tiny_mlp_bench import machine
 
@@ -71,3 +73,97 @@ def test_what_a_machine_does_not_expose_is_unknown_not_zero(tmp_path):
     assert counters["stolen_s"] == 7 / os.sysconf("SC_CLK_TCK")
     counted = machine.kernel_block(counters, machine.kernel_counters(tmp_path / "gone"))
     assert counted["stolen_s"] is None and counted["cpu_pressure_s"] is None
+
+
+INTEL_CPUINFO = """processor\t: 0
+vendor_id\t: GenuineIntel
+cpu family\t: 6
+model\t\t: 207
+model name\t: Intel(R) Xeon(R) Processor
+stepping\t: 2
+cpu MHz\t\t: 2100.000
+flags\t\t: fpu vme de pse tsc avx2 avx512f
+
+processor\t: 1
+vendor_id\t: GenuineIntel
+cpu family\t: 6
+model\t\t: 207
+model name\t: Intel(R) Xeon(R) Processor
+stepping\t: 2
+flags\t\t: fpu vme de pse tsc avx2 avx512f
+"""
+
+AMD_CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 1
+model name\t: AMD EPYC 7763 64-Core Processor
+stepping\t: 1
+flags\t\t: fpu vme de pse tsc avx2 sha_ni
+"""
+
+ARM_CPUINFO = """processor\t: 0
+BogoMIPS\t: 50.00
+Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32
+CPU implementer\t: 0x41
+CPU architecture: 8
+CPU part\t: 0xd0c
+"""
+
+
+def test_the_cpu_is_named_by_vendor_family_model_stepping_and_flags():
+    intel = machine.parse_cpuinfo(INTEL_CPUINFO)
+    assert intel == {
+        "vendor": "GenuineIntel",
+        "family": 6,
+        "model": 207,
+        "stepping": 2,
+        "flags_sha256": intel["flags_sha256"],
+    }
+    assert re.fullmatch(r"[0-9a-f]{12}", intel["flags_sha256"])
+    amd = machine.parse_cpuinfo(AMD_CPUINFO)
+    assert (amd["vendor"], amd["family"], amd["model"], amd["stepping"]) == ("AuthenticAMD", 25, 1, 1)
+    assert amd["flags_sha256"] != intel["flags_sha256"]
+    # A VM that masks the model name still passes the CPU's numbers and flags through.
+    masked = machine.parse_cpuinfo(AMD_CPUINFO.replace("AMD EPYC 7763 64-Core Processor", "AMD EPYC"))
+    assert masked == amd
+    # The flags' order does not change their hash.
+    shuffled = AMD_CPUINFO.replace("fpu vme de pse tsc avx2 sha_ni", "sha_ni avx2 tsc pse de vme fpu")
+    assert machine.parse_cpuinfo(shuffled)["flags_sha256"] == amd["flags_sha256"]
+
+
+def test_a_cpuinfo_without_the_fields_gives_none_for_each():
+    unknown = dict.fromkeys(("vendor", "family", "model", "stepping", "flags_sha256"))
+    assert machine.parse_cpuinfo("") == unknown
+    arm = machine.parse_cpuinfo(ARM_CPUINFO)
+    assert arm == unknown | {"flags_sha256": arm["flags_sha256"]} and arm["flags_sha256"]
+    assert machine.parse_cpuinfo("vendor_id\t: AuthenticAMD\nstepping\t: unknown\n")["stepping"] is None
+
+
+def test_a_machine_without_cpuinfo_or_systemd_is_unknown(tmp_path, monkeypatch):
+    assert machine.cpu_identity(tmp_path / "missing") == machine.parse_cpuinfo("")
+
+    def no_program(*args, **kwargs):
+        raise FileNotFoundError("systemd-detect-virt")
+
+    monkeypatch.setattr(machine.subprocess, "run", no_program)
+    assert machine.virtualization(tmp_path / "missing") is None
+    (tmp_path / "type").write_text("xen\n")
+    assert machine.virtualization(tmp_path / "type") == "xen"
+
+    def hangs(command, **kwargs):
+        raise subprocess.TimeoutExpired(command, kwargs["timeout"])
+
+    monkeypatch.setattr(machine.subprocess, "run", hangs)
+    assert machine.virtualization(tmp_path / "type") == "xen"
+    # Bare metal: it prints "none" and exits 1.
+    bare = subprocess.CompletedProcess(["systemd-detect-virt"], 1, stdout="none\n", stderr="")
+    monkeypatch.setattr(machine.subprocess, "run", lambda *args, **kwargs: bare)
+    assert machine.virtualization(tmp_path / "type") == "none"
+
+
+def test_the_environment_names_the_machine_in_full():
+    env = machine.collect_environment({}, {}, dict(machine.NO_CUDA), None, None)
+    assert set(env["cpu"]) == {"vendor", "family", "model", "stepping", "flags_sha256"}
+    assert env["kernel"] == platform.release()
+    assert env["virtualization"] is None or isinstance(env["virtualization"], str)

@@ -228,6 +228,7 @@ class TrainingRun(Measurement):
                 "variant": spec.variant,
                 "repeat": spec.repeat,
                 "started_at": self.started_at,
+                "condition": "idle",
             },
             "status": status,
             "reason": reason,

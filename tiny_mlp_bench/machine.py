@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import hashlib
 import importlib.metadata
 import os
 import platform
@@ -143,7 +144,11 @@ def collect_environment(
         "python": platform.python_version(),
         "versions": {"numpy": numpy.__version__, **versions},
         "cpu_model": cpu_model(),
+        "cpu": cpu_identity(),
+        "cpu_mhz": cpu_mhz(),
         "logical_cpus": os.cpu_count() or 0,
+        "kernel": platform.release() or None,
+        "virtualization": virtualization(),
         "host": socket.gethostname(),
         "threads": threads,
         "thread_env": thread_env(),
@@ -161,6 +166,7 @@ def collect_environment(
 CPU_SYSFS = Path("/sys/devices/system/cpu")
 CPUINFO = Path("/proc/cpuinfo")
 PROC = Path("/proc")
+HYPERVISOR_TYPE = Path("/sys/hypervisor/type")
 STEAL_FIELD = 8  # /proc/stat's cpu line: user nice system idle iowait irq softirq steal ..., after "cpu"
 
 
@@ -173,6 +179,53 @@ def cpu_mhz(sysfs: Path = CPU_SYSFS, cpuinfo: Path = CPUINFO) -> float | None:
         mhz = [float(line.split(":", 1)[1]) for line in cpuinfo.read_text().splitlines() if line.startswith("cpu MHz")]
         return statistics.fmean(mhz) if mhz else None
     except (OSError, ValueError):
+        return None
+
+
+def parse_cpuinfo(text: str) -> dict:
+    """The first CPU's vendor, family, model, stepping and flags hash in /proc/cpuinfo text; None where it lacks one."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        name, colon, value = line.partition(":")
+        if colon:
+            fields.setdefault(name.strip(), value.strip())
+
+    def number(name: str) -> int | None:
+        try:
+            return int(fields[name])
+        except (KeyError, ValueError):
+            return None
+
+    flags = fields.get("flags") or fields.get("Features")  # Arm's cpuinfo names its flags Features
+    return {
+        "vendor": fields.get("vendor_id") or None,
+        "family": number("cpu family"),
+        "model": number("model"),
+        "stepping": number("stepping"),
+        "flags_sha256": hashlib.sha256(" ".join(sorted(flags.split())).encode()).hexdigest()[:12] if flags else None,
+    }
+
+
+def cpu_identity(cpuinfo: Path = CPUINFO) -> dict:
+    """parse_cpuinfo of this machine's /proc/cpuinfo; every field None where there is none."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        text = ""
+    return parse_cpuinfo(text)
+
+
+def virtualization(hypervisor: Path = HYPERVISOR_TYPE) -> str | None:
+    """The hypervisor this machine runs under ("none" on bare metal) as systemd-detect-virt names it, else
+    as /sys/hypervisor/type does; None where neither says."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        # --vm: a container is the record's container block; exits 1 when it prints "none"
+        found = subprocess.run(["systemd-detect-virt", "--vm"], capture_output=True, text=True, timeout=5)
+        if found.stdout.strip():
+            return found.stdout.strip()
+    try:
+        return hypervisor.read_text().strip() or None
+    except OSError:
         return None
 
 

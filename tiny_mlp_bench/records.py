@@ -21,9 +21,12 @@ PROBE_RECORD_TYPE = "tiny-mlp-bench.probe"
 # 2: container {engine, image, image_id}. 3: phases_s and blocks (block_s, block_epochs). 4: a load block.
 # 5: parameters.init. 6: a method, per-block CPU time, the load block's span and kernel counts. 7: timings.steady.
 # 8: the window replays the epochs in passes from the initial weights, with a canary; 7's window trained on.
-SCHEMA_VERSION = 8
+# 9: the environment's cpu (vendor, family, model, stepping, flags hash), clock, kernel and virtualization;
+#    identity.condition.
+SCHEMA_VERSION = 9
 # Probe records count their own versions. 2: a method, each repeat's CPU time, the load block of version 6.
-PROBE_SCHEMA_VERSION = 2
+# 3: the environment of version 9.
+PROBE_SCHEMA_VERSION = 3
 CONTAINER_ENGINES = ("docker", "podman", "apptainer")
 
 
@@ -70,10 +73,18 @@ def upgrade(record: dict) -> dict:
     """An older record in today's shape; anything else is returned as it is, for the schema to judge."""
     if not isinstance(record, dict):
         return record
-    if record.get("record_type") == PROBE_RECORD_TYPE and record.get("schema_version") == 1:
-        # A probe's repeat was always its calls alone, between two readings, compiled (if at all) cold.
-        record["method"] = {"block": "call", "sync": "block end", "compile_cache": "cold", "own_work": "between blocks"}
-        upgrade_load(record)
+    probe_older = range(1, PROBE_SCHEMA_VERSION)
+    if record.get("record_type") == PROBE_RECORD_TYPE and record.get("schema_version") in probe_older:
+        if record["schema_version"] == 1:
+            # A probe's repeat was always its calls alone, between two readings, compiled (if at all) cold.
+            record["method"] = {
+                "block": "call",
+                "sync": "block end",
+                "compile_cache": "cold",
+                "own_work": "between blocks",
+            }
+            upgrade_load(record)
+        upgrade_environment(record)
         record["schema_version"] = PROBE_SCHEMA_VERSION
         return record
     older = range(1, SCHEMA_VERSION)
@@ -104,6 +115,9 @@ def upgrade(record: dict) -> dict:
     upgrade_load(record)
     if record.get("record_type") == RECORD_TYPE and isinstance(record.get("parameters"), dict):
         record["parameters"].setdefault("init", None)  # not recorded before version 5
+    if record.get("record_type") == RECORD_TYPE and isinstance(record.get("identity"), dict):
+        record["identity"].setdefault("condition", "idle")  # none ran beside a busy core before version 9
+    upgrade_environment(record)
     record["schema_version"] = SCHEMA_VERSION
     return record
 
@@ -127,6 +141,14 @@ def upgrade_load(record: dict) -> None:
     if isinstance(record.get("load"), dict):
         for key in ("started_at", "ended_at", "kernel"):
             record["load"].setdefault(key, None)
+
+
+def upgrade_environment(record: dict) -> None:
+    """An environment before run version 9 (probe version 3) lacks the CPU's identity, clock, kernel and
+    virtualization: unknown."""
+    if isinstance(record.get("environment"), dict):
+        for key in ("cpu", "cpu_mhz", "kernel", "virtualization"):
+            record["environment"].setdefault(key, None)
 
 
 def write_sweep(record: dict, path: Path) -> None:

@@ -24,12 +24,21 @@ def machine_labels(items: list[dict]) -> dict[tuple, str]:
     return {key: key[0] if names[key[0]] == 1 else hardware(key) for key in gpus}
 
 
+def cpu_id(cpu: dict | None) -> tuple | None:
+    """An environment's cpu block as (vendor, family, model, stepping, flags_sha256); None where not recorded."""
+    return cpu and (cpu["vendor"], cpu["family"], cpu["model"], cpu["stepping"], cpu["flags_sha256"])
+
+
 def environment(records: list[dict]) -> dict[str, tuple]:
     """The distinct values each environment fact took over one machine's runs."""
     envs = [r["environment"] for r in records]
     container = [c and (c["engine"], c["image"], c["image_id"]) for c in (e["container"] for e in envs)]
     facts = {
         "cpu": [(e["cpu_model"], e["logical_cpus"]) for e in envs],
+        "cpu_id": [cpu_id(e["cpu"]) for e in envs],
+        "cpu_mhz": [e["cpu_mhz"] for e in envs],
+        "kernel": [e["kernel"] for e in envs],
+        "virtualization": [e["virtualization"] for e in envs],
         "gpu": [e["gpu_name"] for e in envs],
         "python": [e["python"] for e in envs],
         "packages": [item for e in envs for item in e["versions"].items()],

@@ -222,6 +222,13 @@ def describe_container(container: tuple | None) -> str:
     return " ".join(filter(None, [engine, image or "(image not named)", short and f"({short})"]))
 
 
+def describe_cpu(cpu: tuple | None) -> str:
+    if cpu is None:
+        return "not recorded"
+    vendor, family, model, stepping, flags = ("?" if part is None else part for part in cpu)
+    return f"{vendor} {family}/{model}/{stepping}, flags {flags}"
+
+
 def load_rows(load: dict[str, tuple[float, float]]) -> list[list[str]]:
     """What else the machine was doing, as ranges over its runs."""
 
@@ -246,8 +253,16 @@ def environment_table(facts: dict[str, tuple], load: dict[str, tuple[float, floa
     def values(fact: str, show=str) -> str:
         return ", ".join(sorted({show(value) for value in facts[fact]}))
 
+    clock = [mhz for mhz in facts["cpu_mhz"] if mhz is not None]
     rows = [
         ["CPU", values("cpu", lambda c: f"{c[0]} ({c[1]} logical CPUs)")],
+        ["CPU vendor family/model/stepping, flags sha256", values("cpu_id", describe_cpu)],
+        ["reported CPU clock (MHz)", span(min(clock), max(clock), 0) if clock else "not recorded"],
+        ["kernel", values("kernel", lambda k: k or "not recorded")],
+        [
+            "virtualization",
+            values("virtualization", lambda v: {"none": "none (bare metal)"}.get(v, v or "not recorded")),
+        ],
         ["GPU", values("gpu", lambda g: g or "none")],
         ["Python", values("python")],
         ["packages", values("packages", " ".join)],
