@@ -108,7 +108,7 @@ def test_auto_takes_an_archive_of_a_like_machine_and_a_named_one_must_be_there(t
     write_archive(archives, "other", [other])
     assert expected_time.choose_archive("auto", archives, LIKE).name == "study"
     assert expected_time.choose_archive("other", archives, LIKE).name == "other"
-    with pytest.raises(expected_time.EstimateArchiveError, match="no archived study .*gone"):
+    with pytest.raises(expected_time.EstimateArchiveError, match=r"no archived study .*gone"):
         expected_time.choose_archive("gone", archives, LIKE)
     # A named archive of another machine gives its pace, and says whose it is.
     config, pending = CONFIG | {"estimate_archive": "other"}, jobs.training_runs(CONFIG)
