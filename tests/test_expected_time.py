@@ -149,7 +149,7 @@ def test_a_run_expects_its_time_from_archives_of_a_like_machine_and_says_where_t
     archives = TWO_CORE.parent
     pending = jobs.run_order(config)
     line = expected_time.expected_line(expected_time.estimate(config, archives, pending, None), pending, None)
-    assert re.match(r"Expected: about \d+ min: \d+ min for 73 of the 73 timed jobs, \d+ min of Snakemake", line)
+    assert re.match(r"Expected: about \d+ min: \d+ min for 73 of the 73 timed jobs, \d+ (min|s) of Snakemake", line)
     assert f"at the pace of {TWO_CORE.name}, whose machine is like this one ({env['cpu_model']}, 2 logical" in line
     monkeypatch.setattr(
         expected_time, "this_machine", lambda gpu: {"cpu_model": "Other CPU", "logical_cpus": 64, "gpu_name": gpu}
@@ -171,7 +171,7 @@ def test_the_time_left_is_said_as_each_timed_record_appears(tmp_path):
     deadline = time.monotonic() + 10
     while not said and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert said == ["about 60 s left (1 of 3 timed jobs done; 1 more not estimated)"]
+    assert said == ["about 1 min left (1 of 3 timed jobs done; 1 more not estimated)"]
     for path in (second, third):
         Path(path).write_text("{}")
     watcher.join(timeout=10)

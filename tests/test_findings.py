@@ -7,6 +7,7 @@ import json
 import pytest
 
 from tiny_mlp_bench.generated_docs import findings
+from tiny_mlp_bench.report import claims
 from tiny_mlp_bench.report.inference import Ratio
 
 RESOLVED = {"estimate": 2.1, "low": 1.6, "high": 2.4, "p_value": 0.008, "runs": [5, 5]}
@@ -53,6 +54,7 @@ def cpu_machine() -> dict:
         aa={"pair": "numpy-cpu", "control": "reference_twin", "twin": "reference", "result": UNRESOLVED, "step": None},
         headline=[
             {"role": "question", "view": view("torch-cpu", "seed", 9.5, 6e-4)},
+            {"role": "question", "view": view("tf_keras-cpu", "seed", 20.0, 8e-4)},
             {"role": "fastest per step", "view": view("numpy-cpu", "fused", 1.8, 9e-6, RESOLVED | {"estimate": 0.02})},
         ],
     )
@@ -95,10 +97,10 @@ def test_the_readme_findings_are_the_archives_as_make_findings_writes_them():
 
 
 def test_a_resolved_ratio_is_a_claim_with_the_runs_on_each_side():
-    text = findings.claim(findings.ratio(RESOLVED), "Keras", "torch", "In time to result")
+    text = claims.comparison(findings.ratio(RESOLVED), "Keras", "torch", "In time to result")
     assert text == "In time to result, Keras is slower than torch: 2.1× (1.6–2.4) as long, 5 runs against 5."
     faster = Ratio(0.5, 0.4, 0.6, 0.008, (5, 6))
-    assert " is faster than torch: 0.50× (0.40–0.60) as long, 5 runs against 6." in findings.claim(
+    assert " is faster than torch: 0.50× (0.40–0.60) as long, 5 runs against 6." in claims.comparison(
         faster, "Keras", "torch", "Per step"
     )
 
@@ -107,10 +109,10 @@ def test_a_resolved_ratio_is_a_claim_with_the_runs_on_each_side():
     "found",
     [Ratio(1.1, 0.7, 1.3, 0.15, (3, 4)), Ratio(0.05, None, None, 0.33, (3, 4)), Ratio(2.0, 1.5, 2.5, 0.2, (3, 4))],
 )
-def test_an_unresolved_ratio_says_the_study_cannot_tell_the_two_apart(found):
+def test_an_unresolved_ratio_says_the_runs_cannot_tell_the_two_apart(found):
     assert not found.resolved
-    text = findings.claim(found, "Keras", "torch", "Per step")
-    assert text.startswith("Per step, the study cannot tell Keras and torch apart: ")
+    text = claims.comparison(found, "Keras", "torch", "Per step")
+    assert text.startswith("Per step, the runs cannot tell Keras and torch apart: ")
     assert text.endswith(", 3 runs against 4.") and "slower" not in text and "faster" not in text
 
 
@@ -122,17 +124,24 @@ def test_a_gpu_only_archive_makes_no_cpu_comparison():
     assert "cpu" not in findings.headline_table(gpu_machine())
     # Where the same machine completed both, the GPU is set against its own CPU.
     both = machine(devices=("cpu", "cuda"), gpu="Some GPU", gpu_ratio=RESOLVED)
-    assert findings.gpu_bullet(both).startswith("In time to result, the original loop on cuda is slower than the same")
+    both["headline"] = [
+        {"role": "question", "view": view("torch-cpu", "seed", 9.5, 6e-4)},
+        {"role": "question", "view": view("torch-cuda", "seed", 20.0, 1.7e-3)},
+    ]
+    said = findings.gpu_bullet(both)
+    assert said.startswith("The original torch loop took 20 s (18–22) to a result on the GPU, 9.5 s (8.6–10.5) on the")
+    assert said.endswith("the GPU was slower, 2.1× (1.6–2.4) as long, as in the question.")
 
 
 def test_the_cpu_bullets_claim_keras_with_its_pauses_and_the_aa_control_is_what_the_machine_fakes():
     lines = findings.bullets(cpu_machine())
     assert lines[0] == "- No cuda run completed on this machine, so it makes no claim about a GPU."
-    assert lines[1].startswith("- In time to result, Keras 2's `fit` is slower than the original torch loop on cpu")
-    assert "In 2 of its 5 runs `fit` paused after the last epoch, up to 4.4 s." in lines[1]
+    assert lines[1].startswith("- Keras 2's `fit` took 20 s (18–22) to a result, the torch loop 9.5 s (8.6–10.5)")
+    assert "Keras was slower, 2.1× (1.6–2.4) as long" in lines[1]
+    assert "In 2 of its 5 runs `fit` paused after its last epoch, up to 4.40 s, waiting on tf.data." in lines[1]
     assert "numpy-cpu `fused`, the fastest here, is faster than the original loop on cpu" in lines[2]
-    assert lines[3].startswith("- What this machine fakes: the A/A control, numpy-cpu `reference_twin`")
-    assert "The study cannot tell the two apart: 1.1× (0.7–1.3) in time to result, 3 runs against 4." in lines[3]
+    assert lines[3].startswith("- The A/A control: numpy-cpu `reference_twin` runs `reference`'s very code")
+    assert "took 1.1× (0.7–1.3) as long to a result: the runs cannot tell the two apart." in lines[3]
     no_pause = cpu_machine()
     no_pause["answer"]["keras"]["pause"] = {"runs": 5, "paused": 0, "longest_s": 0.001}
     assert "paused" not in findings.keras_bullet(no_pause)
@@ -184,17 +193,21 @@ def test_the_short_answer_orders_only_what_the_runs_resolve(tmp_path):
     write_archive(tmp_path, "cpu-study", "2026-12-03T10:00:00", [cpu])
     write_archive(tmp_path, "gpu-study", "2026-12-04T10:00:00", [gpu])
     said = findings.short_answer(findings.load_archives(tmp_path))
-    gpu_part, cpu_part = said.split("; on a CPU ")
+    gpu_part, cpu_part = said.split(" On a CPU ")
     assert (
-        "on a GPU (Some GPU, [`gpu-study`](results/archive/gpu-study/report.md)), the torch loop took 27 s" in gpu_part
+        "On a GPU (Some GPU, [`gpu-study`](results/archive/gpu-study/report.md)), the original torch loop took 27 s"
+        in (gpu_part)
     )
-    assert gpu_part.endswith("1.1× (0.7–1.3) as long, but 3 runs against 4 cannot order the two")
+    assert gpu_part.endswith("1.1× (0.7–1.3) as long, but 3 runs against 4 cannot order the two.")
     assert (
-        "took 37 s (33–41) to a result and the asker's torch loop 16 s (14–18): Keras was slower, 2.1× (1.6–2.4)"
-        in cpu_part
+        "Keras 2's `fit` took 37 s (33–41) to a result, the torch loop 16 s (14–18): Keras was slower, 2.1× (1.6–2.4)"
+        in (cpu_part)
     )
-    assert "the reverse of the asker's order, where Keras was fastest" in cpu_part
-    assert cpu_part.endswith("the same arithmetic compiled into one numba loop 4.1 µs (3.7–4.5).")
+    assert "the reverse of the question's order" in cpu_part
+    assert cpu_part.endswith(
+        "the same arithmetic compiled into one numba loop 4.1 µs (3.7–4.5). The rest is fixed cost: "
+        "calls, dispatch and Python between them."
+    )
 
 
 def test_the_run_time_is_the_newest_timed_archives_and_says_whether_it_met_the_aim(archives):

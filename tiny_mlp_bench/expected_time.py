@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from tiny_mlp_bench import jobs, machine, records
+from tiny_mlp_bench.report.cells import duration
 from tiny_mlp_bench.timing import FIT_PARTS, SETUP_PARTS, STEADY_MARGIN
 
 MAKE_RUN_TIME = "logs/make_run_time.json"  # what `make run` from a fresh clone took, where an archive has it
@@ -262,7 +263,8 @@ def estimate(
 
 
 def about(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+    """An estimate, written as every time is (cells.duration), to two figures or the minute."""
+    return duration(seconds, approximate=True)
 
 
 def expected_line(found: Estimate, pending: list[jobs.Job], gpu: str | None) -> str:

@@ -11,7 +11,8 @@ from tiny_mlp_bench import CHECKOUT as ROOT
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.generated_docs import between, write_or_check
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH
-from tiny_mlp_bench.report.cells import approx, duration, table, times, unit_for
+from tiny_mlp_bench.report import claims
+from tiny_mlp_bench.report.cells import duration, table
 from tiny_mlp_bench.report.inference import Interval, Ratio
 from tiny_mlp_bench.report.sentences import tied
 
@@ -89,26 +90,55 @@ def chosen(archives: list[Archive]) -> list[tuple[Archive, list[dict]]]:
     return picked
 
 
-def seconds(value: float) -> str:
-    """A single time, no interval of its own, in the unit that keeps it at least 1: "4.4 s"."""
-    scale, name = unit_for(value)
-    return f"{approx(value / scale)} {name}"
+def capitalised(text: str) -> str:
+    return text[0].upper() + text[1:]  # str.capitalize would lower every later letter
 
 
-def claim(found: Ratio, a: str, b: str, measure: str) -> str:
-    """``a`` against ``b`` (``found``: a over b) in one sentence: which is slower, or that the study cannot tell."""
-    runs = f"{found.runs[0]} runs against {found.runs[1]}"
-    if found.resolved:
-        word = "slower" if found.estimate > 1 else "faster"
-        return f"{measure}, {a} is {word} than {b}: {times(found)} as long, {runs}."
-    return f"{measure}, the study cannot tell {a} and {b} apart: {times(found)} as long, {runs}."
+def pauses(keras: dict) -> claims.Pauses | None:
+    pause = keras["pause"]
+    return pause and claims.Pauses(pause["paused"], pause["runs"], pause["longest_s"])
+
+
+def gpu_claim(machine: dict) -> str | None:
+    """The original torch loop on cuda against cpu on this machine, where both completed."""
+    cuda, cpu = question_row(machine, TORCH, "cuda"), question_row(machine, TORCH, "cpu")
+    found = ratio(machine["answer"]["gpu"]["ratio"])
+    if not (cuda and cpu and found):
+        return None
+    return claims.gpu_claim(interval(cuda["view"]["result"]), interval(cpu["view"]["result"]), found)
+
+
+def keras_claim(machine: dict) -> str | None:
+    """Keras 2's `fit` against the original torch loop on cpu, with its pauses after the last epoch."""
+    keras_row, torch_row = question_row(machine, ASKERS_KERAS, "cpu"), question_row(machine, TORCH, "cpu")
+    keras = machine["answer"]["keras"]
+    found = ratio(keras["ratio"])
+    if not (keras_row and torch_row and found):
+        return None
+    keras_result, torch_result = (interval(row["view"]["result"]) for row in (keras_row, torch_row))
+    return claims.keras_claim(keras_result, torch_result, found, ratio(keras["ratio_without_pauses"]), pauses(keras))
+
+
+def why_claim(machine: dict) -> str | None:
+    """The original torch loop's step on cpu against the floor's, the same arithmetic in one compiled loop."""
+    torch = question_row(machine, TORCH, "cpu")
+    if not (torch and torch["view"]["step"]):
+        return None
+    floors = [
+        row["view"]
+        for row in machine["headline"]
+        if row["view"]["device"] == "cpu"
+        and row["view"]["step"]
+        and catalogue.role_of(row["view"]["framework"], row["view"]["variant"]) == catalogue.Role.FLOOR
+    ]
+    return claims.why_claim(interval(torch["view"]["step"]), interval(floors[0]["step"]) if floors else None)
 
 
 def gpu_bullet(machine: dict) -> str:
     """The original torch loop on cuda against cpu, on this machine only."""
-    found = ratio(machine["answer"]["gpu"]["ratio"])
+    found = gpu_claim(machine)
     if found:
-        return claim(found, "the original loop on cuda", "the same loop on cpu", "In time to result")
+        return capitalised(found)
     devices = completed_devices(machine)
     if "cuda" not in devices:
         return "No cuda run completed on this machine, so it makes no claim about a GPU."
@@ -121,25 +151,8 @@ def gpu_bullet(machine: dict) -> str:
 
 
 def keras_bullet(machine: dict) -> str | None:
-    """Keras 2's `fit` against the original torch loop on cpu, and its pauses after the last epoch."""
-    keras = machine["answer"]["keras"]
-    found = ratio(keras["ratio"])
-    if not found:
-        return None
-    name = catalogue.framework(ASKERS_KERAS).label
-    text = claim(found, f"{name}'s `fit`", "the original torch loop on cpu", "In time to result")
-    pause, without = keras["pause"], ratio(keras["ratio_without_pauses"])
-    if pause and pause["paused"] > 0:
-        text += (
-            f" In {pause['paused']} of its {pause['runs']} runs `fit` paused after the last epoch, "
-            f"up to {seconds(pause['longest_s'])}."
-        )
-        if without and without.resolved:
-            word = "slower" if without.estimate > 1 else "faster"
-            text += f" Less those pauses it is still {word}: {times(without)}."
-        elif without:
-            text += f" Less those pauses the study cannot tell the two apart: {times(without)}."
-    return text
+    found = keras_claim(machine)
+    return found and capitalised(found)
 
 
 def fastest_bullets(machine: dict) -> list[str]:
@@ -153,24 +166,17 @@ def fastest_bullets(machine: dict) -> list[str]:
         vs = ratio(best["step_vs_seed"])
         if vs:
             rung = f"{best['pair']} `{best['variant']}`, the fastest here,"
-            found.append(claim(vs, rung, f"the original loop on {device}", "Per step"))
+            found.append(claims.comparison(vs, rung, f"the original loop on {device}", "Per step"))
     return found
 
 
 def aa_bullet(machine: dict) -> str | None:
     """The A/A control against its twin: what this machine fakes."""
-    control = machine["answer"]["aa_control"]
-    if not control:
+    aa = machine["answer"]["aa_control"]
+    if not aa:
         return None
-    found = ratio(control["result"])
-    intro = (
-        f"What this machine fakes: the A/A control, {control['pair']} `{control['control']}`, "
-        f"runs `{control['twin']}`'s very code under another name."
-    )
-    runs = f"{found.runs[0]} runs against {found.runs[1]}"
-    if found.resolved:
-        return f"{intro} Yet its runs tell the two apart: {times(found)} in time to result, {runs}."
-    return f"{intro} The study cannot tell the two apart: {times(found)} in time to result, {runs}."
+    found = claims.aa_claim(aa["pair"], aa["control"], aa["twin"], ratio(aa["result"]), ratio(aa["step"]))
+    return f"The A/A control: {found}"
 
 
 def bullets(machine: dict) -> list[str]:
@@ -245,68 +251,8 @@ def question_row(machine: dict, framework: str, device: str | None = None) -> di
     )
 
 
-def order(found: Ratio, slower: str, faster: str) -> str:
-    """What the runs say of a ratio: which way it goes where they resolve it, else that they cannot."""
-    if found.resolved:
-        return slower if found.estimate > 1 else faster
-    each = "1 run each" if found.runs == (1, 1) else f"{found.runs[0]} runs against {found.runs[1]}"
-    return f"{times(found)} as long, but {each} cannot order the two"
-
-
-def keras_sentence(archive: Archive, machine: dict) -> str | None:
-    keras, torch = question_row(machine, ASKERS_KERAS), question_row(machine, TORCH)
-    found = ratio(machine["answer"]["keras"]["ratio"])
-    if not (keras and torch and found):
-        return None
-    as_long = f"{times(found)} as long"
-    without, pause = ratio(machine["answer"]["keras"]["ratio_without_pauses"]), machine["answer"]["keras"]["pause"]
-    if found.resolved and without and without.resolved and pause and pause["paused"]:
-        as_long += f", {times(without)} less the pauses `fit` made after its last epoch"
-    said = order(
-        found,
-        f"Keras was slower, {as_long}: the reverse of the asker's order, where Keras was fastest",
-        f"Keras was faster, {as_long}, as the asker saw",
-    )
-    return (
-        f"on a CPU ({cpus(machine)}, [`{archive.name}`](results/archive/{archive.name}/report.md)), the asker's "
-        f"Keras, Keras 2's `fit`, took {duration(interval(keras['view']['result']))} to a result and the asker's torch "
-        f"loop {duration(interval(torch['view']['result']))}: {said}"
-    )
-
-
-def gpu_sentence(archive: Archive, machine: dict) -> str | None:
-    cuda, cpu = question_row(machine, TORCH, "cuda"), question_row(machine, TORCH, "cpu")
-    found = ratio(machine["answer"]["gpu"]["ratio"])
-    if not (cuda and cpu and found):
-        return None
-    gpus = ", ".join(name for name in machine["environment"]["gpu"] if name)
-    said = order(found, f"the GPU was slower, {times(found)} as long, as the asker saw", "the GPU was faster")
-    return (
-        f"on a GPU ({gpus}, [`{archive.name}`](results/archive/{archive.name}/report.md)), the torch loop took "
-        f"{duration(interval(cuda['view']['result']))} against {duration(interval(cpu['view']['result']))} on the "
-        f"same machine's CPU: {said}"
-    )
-
-
-def step_sentence(machine: dict) -> str | None:
-    """The original torch loop's step against the floor's, the same arithmetic in one compiled loop."""
-    torch = question_row(machine, TORCH)
-    if not (torch and torch["view"]["step"]):
-        return None
-    device = torch["view"]["device"]
-    floors = [
-        row["view"]
-        for row in machine["headline"]
-        if row["view"]["device"] == device
-        and row["view"]["step"]
-        and catalogue.role_of(row["view"]["framework"], row["view"]["variant"]) == catalogue.Role.FLOOR
-    ]
-    if not floors:
-        return None
-    return (
-        f"Why: a step this small is fixed cost; the torch loop's step took {duration(interval(torch['view']['step']))} "
-        f"on that CPU, the same arithmetic compiled into one numba loop {duration(interval(floors[0]['step']))}."
-    )
+def link(archive: Archive) -> str:
+    return f"[`{archive.name}`](results/archive/{archive.name}/report.md)"
 
 
 def short_answer(archives: list[Archive]) -> str:
@@ -315,17 +261,16 @@ def short_answer(archives: list[Archive]) -> str:
     for archive, machines in chosen(archives):
         for machine in machines:
             if "cuda" in completed_devices(machine):
-                gpu.append(gpu_sentence(archive, machine))
+                gpus = ", ".join(name for name in machine["environment"]["gpu"] if name)
+                found = gpu_claim(machine)
+                gpu += [f"On a GPU ({gpus}, {link(archive)}), {found}"] if found else []
             else:
-                keras.append(keras_sentence(archive, machine))
-                why.append(step_sentence(machine))
-    shown = "; ".join(part for part in [*gpu, *keras] if part)
-    why = " ".join(part for part in why if part)
-    return f"**In short** (times to a result, each with its 95% interval over runs; [terms](#terms)): {shown}. {why}"
-
-
-def minutes(seconds: float) -> str:
-    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+                found = keras_claim(machine)
+                keras += [f"On a CPU ({cpus(machine)}, {link(archive)}), {found}"] if found else []
+                found = why_claim(machine)
+                why += [f"Why a step this small is slow: {found}"] if found else []
+    shown = " ".join([*gpu, *keras, *why])
+    return f"**In short** (times to a result, each with its 95% interval over runs; [terms](#terms)): {shown}"
 
 
 def run_time(archives: list[Archive]) -> str:
@@ -337,8 +282,8 @@ def run_time(archives: list[Archive]) -> str:
     machine = archive.model["machines"][0]
     aim = "over" if took["study_s"] > AIM_S else "within"
     return (
-        f"`make run` of the default study took {minutes(took['total_s'])} from a fresh clone on a machine with "
-        f"{cpus(machine)} (one run): {minutes(took['setup_s'])} to set up `.venv`, {minutes(took['study_s'])} "
+        f"`make run` of the default study took {duration(took['total_s'])} from a fresh clone on a machine with "
+        f"{cpus(machine)} (one run): {duration(took['setup_s'])} to set up `.venv`, {duration(took['study_s'])} "
         f"for the study and its report (`logs/make_run_time.json` in "
         f"[`results/archive/{archive.name}`](results/archive/{archive.name}/README.md)): {aim} the "
         f"{AIM_S // 60} minutes it aims at on a 2-core machine."

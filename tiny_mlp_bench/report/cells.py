@@ -76,13 +76,28 @@ def with_interval(estimate: float, low: float | None, high: float | None, runs: 
     return f"{text} ({figures(low, places)}–{figures(high, places)})"
 
 
-def duration(found: Interval | None) -> str:
-    """A time over runs in its own unit, with its interval: as "9.2 s (8.7-11.5)" is written with an en dash."""
-    if found is None:
+# From a minute on a single time reads as minutes and seconds: "18 min 32 s", not "1,112 s".
+MINUTES_FROM_S = 60.0
+
+
+def duration(found: Interval | float | None, approximate: bool = False) -> str:
+    """The one way a time is written, in its own unit: over runs with its interval, as "9.2 s (8.7-11.5)" is written
+    with an en dash; a single time (measured once, a median) alone, "4.4 s", or from a minute on "18 min 32 s";
+    ``approximate``, an estimate, to two figures or the minute: "27 s", "4 min"; a dash for none."""
+    if found is None or (not isinstance(found, Interval) and pd.isna(found)):
         return "–"
-    scale, name = unit_for(found.estimate)
-    low, high = (None if v is None else v / scale for v in (found.low, found.high))
-    return with_interval(found.estimate / scale, low, high, found.runs, f" {name}")
+    if isinstance(found, Interval):
+        scale, name = unit_for(found.estimate)
+        low, high = (None if v is None else v / scale for v in (found.low, found.high))
+        return with_interval(found.estimate / scale, low, high, found.runs, f" {name}")
+    if found >= MINUTES_FROM_S:
+        if approximate:
+            return f"{round(found / 60)} min"
+        minutes, rest = divmod(round(found), 60)
+        return f"{minutes} min {rest} s"
+    scale, name = unit_for(found) if found > 0 else UNITS[0]  # nothing left is "0 s", not "0 ns"
+    value = found / scale
+    return f"{approx(value) if approximate else figures(value, decimals(value))} {name}"
 
 
 def times(found: Ratio | None) -> str:

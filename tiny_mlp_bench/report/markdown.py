@@ -78,7 +78,7 @@ def ladder_table(ladder: Ladder) -> str:
         [
             f"[`{r.variant}`]({VARIANTS_ANCHOR})",
             duration(r.step),
-            sentences.seconds(r.step_median_s),
+            duration(r.step_median_s),
             pct(r.slow_share, 0),
             speedup(r.speedup),
             speedup(r.speedup_over_previous),
@@ -112,23 +112,23 @@ def fixed_costs_table(m: Machine) -> str:
     for framework in keras_probed:
         name = catalogue.framework(framework).label
         keras_rows += [
-            (f"{name}: fixed cost of a fit epoch", keras_fit(framework, "epoch_fixed_s"), sentences.seconds),
-            (f"{name}: a step inside fit", keras_fit(framework, "step_s"), sentences.seconds),
+            (f"{name}: fixed cost of a fit epoch", keras_fit(framework, "epoch_fixed_s"), duration),
+            (f"{name}: a step inside fit", keras_fit(framework, "step_s"), duration),
         ]
     readings = [
-        ("one eager torch op", field("eager_op_s"), sentences.seconds),
+        ("one eager torch op", field("eager_op_s"), duration),
         ("ops the original step runs (cpu: leaf aten ops; cuda: kernels)", field("ops_per_step"), lambda v: num(v, 0)),
-        ("the original step on a batch already on the device", field("seed_step_s"), sentences.seconds),
-        ("empty torch.cuda.synchronize()", field("sync_s"), sentences.seconds),
-        ("replay of a one-kernel CUDA graph", field("graph_replay_s"), sentences.seconds),
-        ("one kernel inside a CUDA graph", field("graph_kernel_s"), sentences.seconds),
+        ("the original step on a batch already on the device", field("seed_step_s"), duration),
+        ("empty torch.cuda.synchronize()", field("sync_s"), duration),
+        ("replay of a one-kernel CUDA graph", field("graph_replay_s"), duration),
+        ("one kernel inside a CUDA graph", field("graph_kernel_s"), duration),
         *keras_rows,
         (
             f"{COMPILED_EPOCH.framework} `{COMPILED_EPOCH.name}`: one compiled epoch call",
             field("fused_call_s"),
-            sentences.seconds,
+            duration,
         ),
-        ("… of which inside its one fused kernel", field("fused_kernel_s"), sentences.seconds),
+        ("… of which inside its one fused kernel", field("fused_kernel_s"), duration),
     ]
     rows = [[label, *(show(read(m.costs[d])) for d in devices)] for label, read, show in readings]
     rows = [row for row in rows if any(cell != "–" for cell in row[1:])]  # readings no device took
@@ -138,7 +138,7 @@ def fixed_costs_table(m: Machine) -> str:
 def paused_table(m: Machine) -> str:
     """Every run of each rung whose runs paused after their last epoch: not one number, but both groups."""
     rows = [
-        [f"{rung.pair} `{rung.variant}`", run.run_id, sentences.seconds(run.result_s), sentences.seconds(run.fit_end_s)]
+        [f"{rung.pair} `{rung.variant}`", run.run_id, duration(run.result_s), duration(run.fit_end_s)]
         for rung in m.answer.paused
         for run in rung.runs
     ]
@@ -151,7 +151,7 @@ def crossover_table(m: Machine) -> str:
     devices = [d for d in catalogue.DEVICES if f"{d}_step_s" in m.sweep_table.columns]
     rows = []
     for row in m.sweep_table.itertuples(index=False):
-        step_times = [sentences.seconds(getattr(row, f"{d}_step_s")) for d in devices]
+        step_times = [duration(getattr(row, f"{d}_step_s")) for d in devices]
         rows.append([str(row.hidden_units), str(row.batch_size), *step_times, num(row.cpu_over_cuda)])
     header = ["width", "batch", *(f"{d} per step" for d in devices), "cpu / cuda"]
     return table(header, rows, "r" * len(header))

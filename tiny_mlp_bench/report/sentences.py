@@ -6,20 +6,16 @@ from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import Role, pair_name
 from tiny_mlp_bench.dataset import train_rows
 from tiny_mlp_bench.question import ASKERS_KERAS, ASKERS_RUN, TODAYS_KERAS, TORCH, askers_rung
+from tiny_mlp_bench.report import claims
 from tiny_mlp_bench.report.answer import PAUSED_S, ArchivedGpu
 from tiny_mlp_bench.report.cells import duration, pct, times
-from tiny_mlp_bench.report.inference import Interval, Ratio
+from tiny_mlp_bench.report.inference import Ratio
 from tiny_mlp_bench.report.model import Machine, Report
 from tiny_mlp_bench.report.views import View
 
 TITLE = "Why is PyTorch on a GPU slower than on a CPU, and slower than Keras?"
 KERAS_2 = catalogue.framework(ASKERS_KERAS).label
 KERAS_3 = catalogue.framework(TODAYS_KERAS).label
-
-
-def seconds(value: float | None) -> str:
-    """A time measured once, or a median, in its own unit: "4.4 s", "27 µs"."""
-    return "–" if value is None else duration(Interval(value, None, None, 1)).removesuffix(" (1 run)")
 
 
 def rung_name(view: View) -> str:
@@ -43,14 +39,6 @@ def seed_view(m: Machine, framework: str, device: str) -> View | None:
 def unresolved(found: Ratio) -> str:
     a, b = found.runs
     return f"this study cannot tell them apart: {times(found)}, {a} runs against {b}"
-
-
-def verdict(who: str, found: Ratio, than: str) -> str:
-    """``who`` against ``than``: "Keras was slower: 2.1x (1.6-2.4) the torch loop's time", or that it can't tell."""
-    if not found.resolved:
-        said = unresolved(found)
-        return f"{said[0].upper()}{said[1:]}."  # str.capitalize would lower every later letter
-    return f"{who} was {'slower' if found.estimate > 1 else 'faster'}: {times(found)} {than}'s time."
 
 
 def setup_line(report: Report, m: Machine) -> str:
@@ -114,12 +102,8 @@ def runs_line(m: Machine) -> str:
 def gpu_line(report: Report, m: Machine) -> str:
     """The GPU against the CPU for the original torch loop: here, or quoted from an archive."""
     cuda, cpu = seed_view(m, TORCH, "cuda"), seed_view(m, TORCH, "cpu")
-    if cuda and cpu:
-        head = (
-            f"the original torch loop reached a result in {duration(cuda.result)} on the GPU, "
-            f"{duration(cpu.result)} on the CPU."
-        )
-        return f"{head} {verdict('The GPU', m.answer.gpu.ratio, 'the CPU')}"
+    if cuda and cpu and m.answer.gpu.ratio:
+        return claims.gpu_claim(cuda.result, cpu.result, m.answer.gpu.ratio)
     if cuda:
         on_gpu = duration(cuda.result)
         return f"the original torch loop reached a result in {on_gpu} on the GPU; no run on this CPU completed."
@@ -154,19 +138,8 @@ def keras_line(m: Machine) -> str:
     if not (keras and torch and k.ratio):
         missing = KERAS_2 if not keras else "torch"
         return f"not measured here: no completed {missing} run of the original loop on the CPU."
-    head = (
-        f"on the CPU, {KERAS_2}'s `fit` reached a result in {duration(keras.result)}, "
-        f"the torch loop in {duration(torch.result)}."
-    )
-    text = f"{head} {verdict('Keras', k.ratio, 'the torch loop')}"
-    pause = k.pause
-    if pause and pause.paused and k.ratio_without_pauses:
-        text += (
-            f" In {pause.paused} of {pause.runs} runs `fit` paused up to {seconds(pause.longest_s)} after its last"
-            f" epoch, waiting on tf.data. Less those pauses, its time to result is {times(k.ratio_without_pauses)}"
-            " the torch loop's."
-        )
-    return text
+    pauses = k.pause and claims.Pauses(k.pause.paused, k.pause.runs, k.pause.longest_s)
+    return f"on the CPU, {claims.keras_claim(keras.result, torch.result, k.ratio, k.ratio_without_pauses, pauses)}"
 
 
 def why_line(m: Machine) -> str:
@@ -174,30 +147,17 @@ def why_line(m: Machine) -> str:
     cpu = seed_view(m, TORCH, "cpu")
     floor = floor_view(m, "cpu")
     parts = []
-    floor_said = bool(cpu and cpu.step and floor and floor.step)
-    if floor_said:
-        parts.append(
-            f"the torch loop's step takes {duration(cpu.step)} on the CPU, while the whole step's arithmetic, "
-            f"compiled into one numba loop, takes {duration(floor.step)}."
-        )
-    elif cpu and cpu.step:
-        # The floor's loop runs many epochs a call: a study of a few epochs times it in one block, no step.
-        parts.append(
-            f"the torch loop's step takes {duration(cpu.step)} on the CPU; "
-            "this study timed no steady step of the numba loop to set beside it."
-        )
+    if cpu and cpu.step:
+        parts.append(claims.why_claim(cpu.step, floor.step if floor else None))
     gpu = m.answer.gpu
     if gpu.launch_s:
         parts.append(
-            f"On the GPU each step launches {gpu.kernels} kernels at {seconds(gpu.eager_op_s)} each: "
-            f"{seconds(gpu.launch_s)} before any arithmetic."
+            f"On the GPU each step launches {gpu.kernels} kernels at {duration(gpu.eager_op_s)} each: "
+            f"{duration(gpu.launch_s)} before any arithmetic."
         )
     if not parts:
         return "not measured here: no completed run of the numba floor or of the original torch loop."
-    parts[0] = parts[0][0].lower() + parts[0][1:]
-    if len(parts) == 1 and not floor_said:  # a torch step alone shows no rest to attribute
-        return parts[0]
-    return " ".join(parts) + " The rest is fixed cost: calls, dispatch and Python between them."
+    return " ".join(parts)
 
 
 def floor_view(m: Machine, device: str) -> View | None:
@@ -207,13 +167,7 @@ def floor_view(m: Machine, device: str) -> View | None:
 
 def aa_line(m: Machine) -> str | None:
     aa = m.answer.aa_control
-    if aa is None:
-        return None
-    step = f" and {times(aa.step)} per step" if aa.step else ""
-    return (
-        f"the same code under two names (`{aa.control}`, `{aa.twin}`) took {times(aa.result)} as long to a result"
-        f"{step}. A difference this size is what this machine fakes."
-    )
+    return aa and claims.aa_claim(aa.pair, aa.control, aa.twin, aa.result, aa.step)
 
 
 def pause_line(m: Machine) -> list[str]:
@@ -222,8 +176,8 @@ def pause_line(m: Machine) -> list[str]:
     for rung in m.answer.paused:
         longest = max(r.fit_end_s for r in rung.runs if r.paused)
         lines.append(
-            f"{rung.pair} `{rung.variant}` paused {seconds(PAUSED_S)} or more after its last epoch in "
-            f"{rung.paused} of {len(rung.runs)} runs, up to {seconds(longest)}."
+            f"{rung.pair} `{rung.variant}` paused {duration(PAUSED_S)} or more after its last epoch in "
+            f"{rung.paused} of {len(rung.runs)} runs, up to {duration(longest)}."
         )
     pause = m.answer.keras.pause
     if pause and pause.fisher_p is not None:
@@ -299,7 +253,7 @@ def keras_versions_line(m: Machine) -> str | None:
     if not fits:
         return None
     costs = "; ".join(
-        f"{v.name} pays {seconds(v.fit.epoch_fixed_s)} at every `fit` epoch and {seconds(v.fit.step_s)} a step"
+        f"{v.name} pays {duration(v.fit.epoch_fixed_s)} at every `fit` epoch and {duration(v.fit.step_s)} a step"
         for v in fits
     )
     return f"From the Keras probes (medians of repeated timings): {costs}."
@@ -312,8 +266,8 @@ def gpu_split_line(m: Machine) -> str | None:
         return None
     arithmetic, driving = split
     return (
-        f"On the GPU, the whole step's arithmetic in one numba CUDA kernel takes {seconds(arithmetic)}. The other "
-        f"{seconds(driving)} of the original loop's cuda step is how it drives the GPU: launches, copies and waits."
+        f"On the GPU, the whole step's arithmetic in one numba CUDA kernel takes {duration(arithmetic)}. The other "
+        f"{duration(driving)} of the original loop's cuda step is how it drives the GPU: launches, copies and waits."
     )
 
 
@@ -325,7 +279,7 @@ def keras_split_line(m: Machine) -> str | None:
     per_epoch, per_step = split
 
     def more(value: float) -> str:
-        return f"{seconds(abs(value))} {'more' if value >= 0 else 'less'}"
+        return f"{duration(abs(value))} {'more' if value >= 0 else 'less'}"
 
     return (
         f"Over 1,000 epochs the probes put {KERAS_3} at {more(per_epoch)} than {KERAS_2} in `fit`'s cost per epoch "
@@ -336,7 +290,7 @@ def keras_split_line(m: Machine) -> str | None:
 def epoch_floor_lines(m: Machine) -> list[str]:
     """What a Keras step costs with one train-function call per epoch: the part no per-step change removes."""
     return [
-        f"{f.pair} with one train-function call per epoch still takes {seconds(f.step_s)} a step (medians): the "
+        f"{f.pair} with one train-function call per epoch still takes {duration(f.step_s)} a step (medians): the "
         "rest is the fixed cost of each `fit` epoch."
         for f in m.epoch_floors
     ]
@@ -415,7 +369,7 @@ def floors_line(m: Machine) -> str:
             found.append(f"on {device} {duration(rung.step)} per step, the numba `fused` rung")
         else:
             found.append(
-                f"on {device} {seconds(floor.step_s)} per step, {floor.kernels} kernels at {seconds(floor.kernel_s)}"
+                f"on {device} {duration(floor.step_s)} per step, {floor.kernels} kernels at {duration(floor.kernel_s)}"
                 " each inside a CUDA graph (the probes)"
             )
     return f"The floor, the least a step can cost: {'; '.join(found)}."
@@ -426,7 +380,7 @@ def host_syncs_line(m: Machine) -> str | None:
     if not any(ladder.counts_host_syncs for ladder in m.ladders):
         return None
     costs = m.costs.get("cuda")
-    each = f", {seconds(costs.sync_s)} here" if costs and costs.sync_s else ""
+    each = f", {duration(costs.sync_s)} here" if costs and costs.sync_s else ""
     return (
         "*Host syncs / epoch* counts how often the host waited for the GPU in one more, untimed epoch, as "
         f"torch's sync debug mode counts them; each wait costs at least an empty synchronize{each}."
@@ -447,7 +401,7 @@ def compile_line(m: Machine) -> str | None:
     if rerun.empty:
         return None
     firsts = "; ".join(
-        f"{s.pair} `{s.variant}` {seconds(s.cold_compile_s)} ({s.cold_compile_runs} run"
+        f"{s.pair} `{s.variant}` {duration(s.cold_compile_s)} ({s.cold_compile_runs} run"
         f"{'s' if s.cold_compile_runs > 1 else ''})"
         for s in rerun.itertuples()
     )
