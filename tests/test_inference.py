@@ -108,3 +108,59 @@ def test_runs_of_identical_values_give_the_one_ratio_they_support():
     # Every pairing is 4: the test rejects every other shift at 5% (5 v 3), and accepts the tie at 4.
     found = ratio([1.0] * 5, [0.25] * 3)
     assert (found.estimate, found.low, found.high) == pytest.approx((4.0, 4.0, 4.0))
+
+
+def brute_force_stratified_p(studies, shift: float) -> float:
+    """The two-sided p of the pairings won summed over studies, by relabelling every study's runs every way."""
+    observed, ways = 0.0, []
+    for a, b in studies:
+        log_a, log_b = np.log(a) - shift, np.log(b)
+        observed += sum((x > y) + 0.5 * (x == y) for x in log_a for y in log_b)
+        pooled = np.concatenate([log_a, log_b])
+        each = []
+        for chosen in itertools.combinations(range(len(pooled)), len(a)):
+            rest = [pooled[i] for i in range(len(pooled)) if i not in chosen]
+            each.append(sum((pooled[i] > y) + 0.5 * (pooled[i] == y) for i in chosen for y in rest))
+        ways.append(each)
+    totals = np.array([sum(combo) for combo in itertools.product(*ways)])
+    lower, upper = np.mean(totals <= observed + 1e-9), np.mean(totals >= observed - 1e-9)
+    return min(1.0, 2 * min(lower, upper))
+
+
+STUDIES = [
+    ([1.31, 1.22, 1.40], [1.0, 1.05]),  # one day's runs: a about 1.3 x b
+    ([2.9, 2.5], [1.9, 2.1, 2.0]),  # another day, every time slower, the ratio about the same
+    ([0.7], [0.6]),  # a study of one run against one: its runs add to the test, alone it resolves nothing
+]
+
+
+def test_the_pooled_ratio_inverts_the_stratified_permutation_test_as_brute_force_does():
+    from tiny_mlp_bench.report.inference import pooled_ratio
+
+    found = pooled_ratio(STUDIES)
+    assert found.p_value == pytest.approx(brute_force_stratified_p(STUDIES, 0.0))
+    assert found.runs == (6, 6) and found.resolved
+    # The estimate is the median of the studies' own pairings, never of pairings across studies.
+    own = np.concatenate([np.subtract.outer(np.log(a), np.log(b)).ravel() for a, b in STUDIES])
+    assert found.estimate == pytest.approx(np.exp(np.median(own)))
+    # The interval holds exactly the shifts brute force does not reject, probed at and between the pairings.
+    cuts = np.unique(own)
+    for shift in np.concatenate([cuts, (cuts[:-1] + cuts[1:]) / 2, [cuts[0] - 1, cuts[-1] + 1]]):
+        inside = (found.low is None or np.exp(shift) >= found.low) and (
+            found.high is None or np.exp(shift) <= found.high
+        )
+        assert inside == (brute_force_stratified_p(STUDIES, shift) >= 0.05), shift
+
+
+def test_one_study_pooled_is_that_studys_ratio():
+    from tiny_mlp_bench.report.inference import pooled_ratio
+
+    a, b = [1.0, 1.2, 1.1, 1.3, 1.25], [0.8, 0.9, 0.85, 0.95, 0.7]
+    alone, pooled = ratio(a, b), pooled_ratio([(a, b)])
+    assert (pooled.estimate, pooled.low, pooled.high, pooled.runs) == (
+        alone.estimate,
+        alone.low,
+        alone.high,
+        alone.runs,
+    )
+    assert pooled.p_value == pytest.approx(alone.p_value)

@@ -83,3 +83,56 @@ def ratio(a, b, confidence: float = CONFIDENCE) -> Ratio:
     low = None if first == 0 else float(np.exp(cuts[(first - 1) // 2]))
     high = None if last == len(probes) - 1 else float(np.exp(cuts[last // 2]))
     return Ratio(estimate, low, high, p_value, (len(log_a), len(log_b)))
+
+
+
+def rank_sum_null(m: int, n: int) -> np.ndarray:
+    """The exact null distribution of the Mann-Whitney U of ``m`` runs against ``n`` (pairings the first side wins):
+    P(U = u) for u = 0 .. m n."""
+    counts = np.zeros((m + 1, n + 1, m * n + 1))
+    counts[0, :, 0] = counts[:, 0, 0] = 1.0
+    for i in range(1, m + 1):
+        for j in range(1, n + 1):
+            # The largest of the i + j values is a run of the first side (it wins all j pairings) or of the second.
+            counts[i, j, j:] += counts[i - 1, j, : m * n + 1 - j]
+            counts[i, j] += counts[i, j - 1]
+    return counts[m, n] / counts[m, n].sum()
+
+
+def won(log_a: np.ndarray, log_b: np.ndarray) -> float:
+    """The pairings ``a`` wins, a tie as half."""
+    differences = np.subtract.outer(log_a, log_b)
+    return float(np.sum(differences > 0) + 0.5 * np.sum(differences == 0))
+
+
+def pooled_ratio(studies, confidence: float = CONFIDENCE) -> Ratio:
+    """``a`` over ``b`` over several studies, each a block: ``studies`` holds each study's (a's runs, b's runs).
+
+    The stratified Hodges-Lehmann estimate, the median of every study's own pairings; its interval every shift
+    that the stratified exact test does not reject: the pairings won summed over studies, against the sum of each
+    study's exact null distribution (runs are exchanged only within their study). One study gives ``ratio``'s."""
+    logs = [(np.log(positive(a, "pooled_ratio: a")), np.log(positive(b, "pooled_ratio: b"))) for a, b in studies]
+    if not logs:
+        raise ValueError("pooled_ratio: no study")
+    null = np.ones(1)
+    for log_a, log_b in logs:
+        null = np.convolve(null, rank_sum_null(len(log_a), len(log_b)))
+    below = np.cumsum(null)  # P(W <= w) at w = 0, 1, ..
+
+    def p_value(shift: float) -> float:
+        total = sum(won(log_a - shift, log_b) for log_a, log_b in logs)
+        lower = below[int(np.floor(total))]  # P(W <= total)
+        upper = 1.0 - (below[int(np.ceil(total)) - 1] if total >= 1 else 0.0)  # P(W >= total)
+        return float(min(1.0, 2 * min(lower, upper)))
+
+    pairings = np.sort(np.concatenate([np.subtract.outer(log_a, log_b).ravel() for log_a, log_b in logs]))
+    cuts = np.unique(pairings)
+    probes = np.empty(2 * len(cuts) + 1)  # gap, pairing, gap, ..., pairing, gap
+    probes[0::2] = np.concatenate(([cuts[0] - 1], (cuts[:-1] + cuts[1:]) / 2, [cuts[-1] + 1]))
+    probes[1::2] = cuts
+    accepted = [p_value(shift) >= 1 - confidence for shift in probes]
+    first, last = accepted.index(True), len(accepted) - 1 - accepted[::-1].index(True)
+    low = None if first == 0 else float(np.exp(cuts[(first - 1) // 2]))
+    high = None if last == len(probes) - 1 else float(np.exp(cuts[last // 2]))
+    runs = (sum(len(a) for a, _ in logs), sum(len(b) for _, b in logs))
+    return Ratio(float(np.exp(np.median(pairings))), low, high, p_value(0.0), runs)
