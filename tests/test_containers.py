@@ -376,7 +376,7 @@ def test_tiny_study_runs_every_job_in_its_image(engine, workflow_dir):
 
 def test_version_1_records_read_in_todays_shape():
     # Written on an NVIDIA H200 node before the container block had its fields (its image has /.dockerenv).
-    record = read_record(ROOT / "results" / "archive" / "2026-11-29-h200" / "runs" / "torch-cuda-graphed-2.json")
+    record = read_record(ROOT / "tests" / "data" / "h200-2026-11-29" / "runs" / "torch-cuda-graphed-2.json")
     assert record["schema_version"] == SCHEMA_VERSION and record["load"] is None  # not measured then
     # Timed a block an epoch, a sync each, the compiler's shared cache, the clock's work in the next block.
     assert record["method"] == {

@@ -573,7 +573,7 @@ def gpu_plan_fits(tmp_path: Path, setup_s: float, time_limit: float) -> dict[str
     (tmp_path / "gpu-as-run.yaml").write_text(yaml.safe_dump(config_check.with_catalogue_defaults(config)))
     archives = tmp_path / "archives"
     archives.mkdir()
-    (archives / "2026-11-29-h200").symlink_to(ROOT / "results" / "archive" / "2026-11-29-h200")
+    (archives / "2026-11-29-h200").symlink_to(ROOT / "tests" / "data" / "h200-2026-11-29")
     env = json.loads(next(archives.glob("*/runs/*.json")).read_text())["environment"]
     command = [sys.executable, "-m", "tiny_mlp_bench", "plan", "--config", str(tmp_path / "gpu-as-run.yaml")]
     command += ["--archives", str(archives), "--gpu", env["gpu_name"]]

@@ -389,7 +389,7 @@ def test_resolved_claims_against_the_original_loop_are_stated_with_their_ratio_a
 def test_quoted_gpu_numbers_say_what_they_rest_on():
     from tiny_mlp_bench.report.gpu_archive import quote
 
-    quoted = quote(TEST_DATA.parents[1] / "results" / "archive" / "2026-11-29-h200")
+    quoted = quote(TEST_DATA / "h200-2026-11-29")
     assert (quoted.runs, quoted.modified, quoted.not_converged) == (2, 2, 1)
     report = types.SimpleNamespace(archived_gpu=quoted, no_archive_qualifies=False)
     line = sentences.archived_gpu_line(report)
