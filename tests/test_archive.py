@@ -89,6 +89,7 @@ def test_pack_writes_records_code_provenance_crate_and_manifest(study):
     provenance = json.loads((folder / "provenance.json").read_text())
     made = len(synthetic_study()) + len(synthetic_sweeps()) + len(synthetic_probes())
     assert provenance["study"]["commit"] == head and provenance["study"]["commits"] == {head: made}
+    assert provenance["study"]["kind"] == "default"  # a local study: no GPU study's log in it
     assert provenance["render"]["commit"] == head and provenance["render"]["tree_modified"] is False
     assert provenance["archive"] == "study" and (folder / "requirements" / "runtime.txt").is_file()
     # The manifest is what sha256sum itself checks, and covers every file but the notes.

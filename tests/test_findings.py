@@ -221,7 +221,35 @@ def test_the_run_time_is_the_newest_timed_archives_and_says_whether_it_met_the_a
     assert "[`results/archive/old-cpu`](results/archive/old-cpu/README.md)): over the 15 minutes" in said
 
 
+def test_the_run_time_spans_every_timed_archive_of_the_newest_ones_kinds(archives):
+    for name, took in (("old-cpu", (1112, 166, 946)), ("new-cpu", (278, 68, 210))):
+        (archives / name / "logs").mkdir()
+        make_run = dict(zip(("total_s", "setup_s", "study_s"), took, strict=True))
+        (archives / name / "logs" / "make_run_time.json").write_text(json.dumps(make_run))
+    said = findings.run_time(findings.load_archives(archives))
+    assert said.startswith("`make run` of the default study took 4 min 38 s to 18 min 32 s from a fresh clone")
+    assert "(2 runs, one an archive): 1 min 8 s to 2 min 46 s to set up `.venv`" in said
+    assert said.endswith("over the 15 minutes it aims at on a 2-core machine.")
+
+
+def test_the_cpu_answer_comes_from_the_newest_default_study_not_a_gpu_study_without_cuda(archives):
+    write_archive(archives, "gpu-study-no-cuda", "2026-03-01T10:00:00+00:00", [cpu_machine()])
+    (archives / "gpu-study-no-cuda" / "logs").mkdir()
+    (archives / "gpu-study-no-cuda" / "logs" / "gpu_study.json").write_text("{}")
+    picked = findings.chosen(findings.load_archives(archives))
+    assert [a.name for a, _ in picked] == ["new-cpu", "gpu"]
+
+
 def test_an_archive_rendered_before_the_headline_is_refused(archives):
     (archives / "old-cpu" / "report" / "model.json").write_text(json.dumps({"model": {"machines": [{"label": "x"}]}}))
     with pytest.raises(SystemExit, match="holds no headline"):
         findings.load_archives(archives)
+
+
+def test_a_heading_names_the_cpus_family_model_and_clock_where_its_records_do():
+    named = cpu_machine()
+    named["environment"] |= {"cpu_id": [["AuthenticAMD", 25, 1, 1, "0123"], None], "cpu_mhz": [2445.0, 2596.0]}
+    assert findings.hardware(named) == (
+        "host `box`: Some CPU, 4 logical CPUs (AuthenticAMD family 25 model 1, 2445 to 2596 MHz), no GPU"
+    )
+    assert findings.hardware(cpu_machine()) == "host `box`: Some CPU, 4 logical CPUs, no GPU"  # before version 9

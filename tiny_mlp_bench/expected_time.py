@@ -4,14 +4,14 @@ time around its timed jobs (Snakemake, the dataset, the report) and `.venv`'s se
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from tiny_mlp_bench import jobs, machine, records
+from tiny_mlp_bench import jobs, records
+from tiny_mlp_bench.kinds import DEFAULT_STUDY, archive_machine, in_words, same_machine, study_kind, this_machine
 from tiny_mlp_bench.report.cells import duration
 from tiny_mlp_bench.timing import FIT_PARTS, SETUP_PARTS, STEADY_MARGIN
 
@@ -21,20 +21,6 @@ KINDS = ("runs", "sweep", "probes")  # an archive's folders of timed jobs' recor
 
 class EstimateArchiveError(ValueError):
     """The archive a config names for the estimate is not there."""
-
-
-def this_machine(gpu: str | None) -> dict:
-    return {"cpu_model": machine.cpu_model(), "logical_cpus": os.cpu_count(), "gpu_name": gpu}
-
-
-def same_machine(env: dict, machine: dict, device: str) -> bool:
-    """Whether a record's environment is of this machine's kind, for a job on ``device``."""
-    same_cpu = (env.get("cpu_model"), env.get("logical_cpus")) == (machine["cpu_model"], machine["logical_cpus"])
-    return same_cpu and (device == "cpu" or env.get("gpu_name") == machine["gpu_name"])
-
-
-def in_words(machine: dict) -> str:
-    return f"{machine['cpu_model']}, {machine['logical_cpus']} logical CPUs, {machine['gpu_name'] or 'no GPU'}"
 
 
 def measure_key(job: jobs.Job) -> tuple:
@@ -69,7 +55,7 @@ def records_in(folder: Path):
 
 def archived(archives: Path):
     """Every ok record in the archives, newest archive first, as (archive name, kind, record)."""
-    for folder in newest_first(archives):
+    for folder in (f for f in newest_first(archives) if study_kind(f) == DEFAULT_STUDY):
         for kind, record in records_in(folder):
             if record.get("status") == "ok":
                 yield folder.name, kind, record
@@ -142,7 +128,7 @@ class Pace:
     """An archived study's pace: its ok records by what they measure, and its time besides its timed jobs."""
 
     archive: str
-    machine: dict  # the machine its records ran on (this_machine's keys)
+    machine: dict  # the machine kind its records ran on (kinds.archive_machine)
     like_this_one: bool  # whether that machine is of this one's kind
     measured: dict[tuple, list[tuple[str, dict]]]  # per measure_key, its (kind, record)s
     between_jobs_s: float  # a timed job's share of the time between timed jobs: Snakemake's, the untimed rules'
@@ -175,15 +161,14 @@ def read_pace(folder: Path, machine: dict | None = None) -> Pace:
         took = json.loads(make_run.read_text())
         setup_s = float(took["setup_s"])
         around_s = max(0.0, took["study_s"] - (reached - spans[0][0]).total_seconds())
-    env = next((r["environment"] for kind, r in every if kind == "runs" and r.get("status") == "ok"), {})
-    ran_on = {key: env.get(key) for key in ("cpu_model", "logical_cpus", "gpu_name")}
-    like = machine is not None and same_machine(env, machine, "cuda" if machine["gpu_name"] else "cpu")
+    ran_on = archive_machine(folder)
+    like = machine is not None and same_machine(ran_on, machine, "cuda" if machine["gpu_name"] else "cpu")
     return Pace(folder.name, ran_on, like, measured, between / max(len(spans), 1), around_s, setup_s)
 
 
 def choose_archive(setting: str, archives: Path, machine: dict | None) -> Path | None:
-    """The archive whose pace the estimate takes: ``auto``, the newest with an ok run from a machine of this
-    one's kind (None where there is none); else the archive folder the setting names."""
+    """The archive whose pace the estimate takes: ``auto``, the newest default study with an ok run from a machine
+    of this one's kind (None where there is none); else the archive folder the setting names."""
     if setting != "auto":
         folder = archives / setting
         if not (folder / "provenance.json").is_file():
@@ -192,7 +177,7 @@ def choose_archive(setting: str, archives: Path, machine: dict | None) -> Path |
             )
         return folder
     device = "cuda" if machine["gpu_name"] else "cpu"
-    for folder in newest_first(archives):
+    for folder in (f for f in newest_first(archives) if study_kind(f) == DEFAULT_STUDY):
         for kind, record in records_in(folder):
             if kind == "runs" and record.get("status") == "ok" and same_machine(record["environment"], machine, device):
                 return folder

@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 from tiny_mlp_bench.archive.layout import read_json, record_files
+from tiny_mlp_bench.kinds import study_kind
 
 
 def study_facts(folder: Path) -> dict:
@@ -28,6 +29,7 @@ def study_facts(folder: Path) -> dict:
             if when := record.get("identity", {}).get("started_at"):
                 started.append(when)
     return {
+        "kind": study_kind(folder),
         "commits": dict(sorted(commits.items())),
         "records_from_modified_tree": modified,
         "machines": sorted(hosts),

@@ -10,9 +10,10 @@ from pathlib import Path
 from tiny_mlp_bench import CHECKOUT as ROOT
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.generated_docs import between, write_or_check
+from tiny_mlp_bench.kinds import DEFAULT_STUDY, archive_kind
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH
 from tiny_mlp_bench.report import claims
-from tiny_mlp_bench.report.cells import duration, table
+from tiny_mlp_bench.report.cells import duration, span, table
 from tiny_mlp_bench.report.inference import Interval, Ratio
 from tiny_mlp_bench.report.sentences import tied
 
@@ -35,6 +36,7 @@ class Archive:
     provenance: dict
     model: dict
     make_run: dict | None = None
+    kind: tuple = ()  # kinds.archive_kind: its kind of study and its machine kind
 
     @property
     def first_run(self) -> str:
@@ -54,7 +56,7 @@ def load_archives(folder: Path) -> list[Archive]:
             )
         timed = path / "logs" / "make_run_time.json"
         make_run = json.loads(timed.read_text()) if timed.is_file() else None
-        found.append(Archive(path.name, provenance, model, make_run))
+        found.append(Archive(path.name, provenance, model, make_run, archive_kind(path)))
     return found
 
 
@@ -78,10 +80,12 @@ def has_cuda_seed(machine: dict) -> bool:
 
 
 def chosen(archives: list[Archive]) -> list[tuple[Archive, list[dict]]]:
-    """The newest archive with no cuda run, then the newest with torch's original loop done on cuda; machines quoted."""
+    """The newest default study with no cuda run, then the newest archive with torch's original loop done on cuda;
+    the machines quoted."""
     newest = sorted(archives, key=lambda a: a.first_run, reverse=True)
     picked = []
-    cpu_only = next((a for a in newest if all("cuda" not in completed_devices(m) for m in a.model["machines"])), None)
+    local = (a for a in newest if a.kind[0] == DEFAULT_STUDY)
+    cpu_only = next((a for a in local if all("cuda" not in completed_devices(m) for m in a.model["machines"])), None)
     if cpu_only:
         picked.append((cpu_only, list(cpu_only.model["machines"])))
     gpu = next((a for a in newest if any(has_cuda_seed(m) for m in a.model["machines"])), None)
@@ -209,9 +213,22 @@ def cpus(machine: dict) -> str:
     return "; ".join(f"{model}, {count} logical CPUs" for model, count in machine["environment"].get("cpu", []))
 
 
+def cpu_identity(machine: dict) -> str:
+    """The CPU's vendor, family and model, and its clock, where its records name them (version 9 on): " (...)"."""
+    env = machine["environment"]
+    said = [
+        f"{vendor} family {family} model {model}"
+        for vendor, family, model in sorted({tuple(found[:3]) for found in env.get("cpu_id", []) if found})
+    ]
+    clocks = sorted(mhz for mhz in env.get("cpu_mhz", []) if mhz)
+    if clocks:
+        said.append(span(clocks[0], clocks[-1], 0).replace("–", " to ") + " MHz")
+    return f" ({', '.join(said)})" if said else ""
+
+
 def hardware(machine: dict) -> str:
     gpus = ", ".join(name for name in machine["environment"].get("gpu", []) if name) or "no GPU"
-    return f"host `{machine['label']}`: {cpus(machine)}, {gpus}"
+    return f"host `{machine['label']}`: {cpus(machine)}{cpu_identity(machine)}, {gpus}"
 
 
 def heading(archive: Archive, machine: dict) -> str:
@@ -273,19 +290,27 @@ def short_answer(archives: list[Archive]) -> str:
     return f"**In short** (times to a result, each with its 95% interval over runs; [terms](#terms)): {shown}"
 
 
+def spread(values: list[float]) -> str:
+    """Times over several studies as their range, one time where there is one."""
+    low, high = duration(min(values)), duration(max(values))
+    return low if low == high else f"{low} to {high}"
+
+
 def run_time(archives: list[Archive]) -> str:
-    """How long `make run` took, from the newest archive that timed it as a whole (its make_run_time.json)."""
+    """How long `make run` took from a fresh clone: over every archive of the newest timed one's kinds (of study
+    and of machine) that timed it as a whole (its make_run_time.json)."""
     timed = sorted((a for a in archives if a.make_run), key=lambda a: a.first_run, reverse=True)
     if not timed:
         return "No archived study timed its `make run` as a whole."
-    archive, took = timed[0], timed[0].make_run
-    machine = archive.model["machines"][0]
-    aim = "over" if took["study_s"] > AIM_S else "within"
+    kind = [a for a in timed if a.kind == timed[0].kind]
+    took = {key: [a.make_run[key] for a in kind] for key in ("total_s", "setup_s", "study_s")}
+    aim = "over" if max(took["study_s"]) > AIM_S else "within"
+    runs = "one run" if len(kind) == 1 else f"{len(kind)} runs, one an archive"
+    where = ", ".join(f"[`results/archive/{a.name}`](results/archive/{a.name}/README.md)" for a in kind)
     return (
-        f"`make run` of the default study took {duration(took['total_s'])} from a fresh clone on a machine with "
-        f"{cpus(machine)} (one run): {duration(took['setup_s'])} to set up `.venv`, {duration(took['study_s'])} "
-        f"for the study and its report (`logs/make_run_time.json` in "
-        f"[`results/archive/{archive.name}`](results/archive/{archive.name}/README.md)): {aim} the "
+        f"`make run` of the default study took {spread(took['total_s'])} from a fresh clone on a machine with "
+        f"{cpus(timed[0].model['machines'][0])} ({runs}): {spread(took['setup_s'])} to set up `.venv`, "
+        f"{spread(took['study_s'])} for the study and its report (`logs/make_run_time.json` in {where}): {aim} the "
         f"{AIM_S // 60} minutes it aims at on a 2-core machine."
     )
 

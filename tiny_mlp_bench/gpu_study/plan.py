@@ -14,8 +14,9 @@ import yaml
 
 from tiny_mlp_bench import CHECKOUT, catalogue, jobs
 from tiny_mlp_bench.catalogue import Role
-from tiny_mlp_bench.expected_time import archived, measure_key, newest_measured, record_key, seconds_of, this_machine
+from tiny_mlp_bench.expected_time import archived, measure_key, newest_measured, record_key, seconds_of
 from tiny_mlp_bench.gpu_study.lanes import ARCHIVE_RESERVE_S
+from tiny_mlp_bench.kinds import this_machine
 from tiny_mlp_bench.question import TORCH, askers_keras, askers_rung
 
 TIERS = ("the question", "never measured on a GPU", "the rest")

@@ -9,8 +9,8 @@ from collections import Counter
 from pathlib import Path
 
 from tiny_mlp_bench.archive.layout import PROVENANCE, SNAKEMAKE_LOGS
+from tiny_mlp_bench.kinds import GPU_STUDY_LOG as STUDY_LOG
 
-STUDY_LOG = "logs/gpu_study.json"
 LANE_LOGS = "logs/gpu_study"  # each lane's Snakemake calls' output, <lane>.log, and prepare.log
 
 

@@ -85,7 +85,6 @@ def ratio(a, b, confidence: float = CONFIDENCE) -> Ratio:
     return Ratio(estimate, low, high, p_value, (len(log_a), len(log_b)))
 
 
-
 def rank_sum_null(m: int, n: int) -> np.ndarray:
     """The exact null distribution of the Mann-Whitney U of ``m`` runs against ``n`` (pairings the first side wins):
     P(U = u) for u = 0 .. m n."""

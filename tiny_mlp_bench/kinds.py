@@ -1,0 +1,59 @@
+"""What makes two studies comparable, each defined once: the kind of machine they ran on, and the kind of study.
+Standard library only: the GPU study's command reads it on a node's bare Python."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+from tiny_mlp_bench import machine
+
+# The kinds of study: the default study (`make run`, or any local config), the GPU study (scripts/gpu_study.py).
+DEFAULT_STUDY, GPU_STUDY = "default", "gpu"
+GPU_STUDY_LOG = "logs/gpu_study.json"  # what the GPU study leaves in its archive, and no other study does
+KIND_FIELDS = ("cpu_model", "logical_cpus", "gpu_name")  # a machine kind, as a record's environment names it
+
+
+def this_machine(gpu: str | None) -> dict:
+    """This machine's kind."""
+    return {"cpu_model": machine.cpu_model(), "logical_cpus": os.cpu_count(), "gpu_name": gpu}
+
+
+def same_machine(env: dict, kind: dict, device: str) -> bool:
+    """Whether a record's environment is of the machine ``kind``, for a job on ``device``: the same CPU model and
+    count, and for a cuda job the same GPU (a GPU host's cpu jobs name no GPU yet belong to its kind)."""
+    same_cpu = (env.get("cpu_model"), env.get("logical_cpus")) == (kind["cpu_model"], kind["logical_cpus"])
+    return same_cpu and (device == "cpu" or env.get("gpu_name") == kind["gpu_name"])
+
+
+def in_words(kind: dict) -> str:
+    return f"{kind['cpu_model']}, {kind['logical_cpus']} logical CPUs, {kind['gpu_name'] or 'no GPU'}"
+
+
+def archive_records(folder: Path) -> list[dict]:
+    """The run records of an archive, as they are on disk (a kind is read from fields every version has)."""
+    return [json.loads(path.read_text()) for path in sorted((folder / "runs").glob("*.json"))]
+
+
+def archive_machine(folder: Path) -> dict:
+    """An archive's machine kind: its run records' most common CPU model and count, and the GPU any record names."""
+    envs = [record.get("environment") or {} for record in archive_records(folder)]
+    cpus = Counter((env.get("cpu_model"), env.get("logical_cpus")) for env in envs)
+    (cpu_model, logical_cpus), _ = cpus.most_common(1)[0] if cpus else ((None, None), 0)
+    gpus = sorted({env["gpu_name"] for env in envs if env.get("gpu_name")})
+    return {"cpu_model": cpu_model, "logical_cpus": logical_cpus, "gpu_name": gpus[0] if gpus else None}
+
+
+def study_kind(folder: Path) -> str:
+    """An archive's kind of study: as its provenance records it, or, sealed before it did, by what it holds."""
+    provenance = folder / "provenance.json"
+    recorded = json.loads(provenance.read_text())["study"].get("kind") if provenance.is_file() else None
+    return recorded or (GPU_STUDY if (folder / GPU_STUDY_LOG).is_file() else DEFAULT_STUDY)
+
+
+def archive_kind(folder: Path) -> tuple[str, tuple]:
+    """What an archive is compared by: its kind of study and its machine kind."""
+    kind = archive_machine(folder)
+    return study_kind(folder), tuple(kind[field] for field in KIND_FIELDS)
