@@ -193,10 +193,10 @@ def test_the_short_answer_orders_only_what_the_runs_resolve(tmp_path):
     write_archive(tmp_path, "cpu-study", "2026-12-03T10:00:00", [cpu])
     write_archive(tmp_path, "gpu-study", "2026-12-04T10:00:00", [gpu])
     said = findings.short_answer(findings.load_archives(tmp_path))
-    gpu_part, cpu_part = said.split(" On a CPU ")
+    gpu_part, cpu_part = said.split(" On a machine with Some CPU, 4 logical CPUs ")
     assert (
-        "On a GPU (Some GPU, [`gpu-study`](results/archive/gpu-study/report.md)), the original torch loop took 27 s"
-        in (gpu_part)
+        "On a machine with Some GPU ([`gpu-study`](results/archive/gpu-study/report.md)), the original torch loop "
+        "took 27 s" in gpu_part
     )
     assert gpu_part.endswith("1.1× (0.7–1.3) as long, but 3 runs against 4 cannot order the two.")
     assert (

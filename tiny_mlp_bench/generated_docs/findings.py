@@ -209,8 +209,9 @@ def headline_table(machine: dict) -> str:
 
 
 def cpus(machine: dict) -> str:
-    """The machine's CPUs, from its runs' environment: "AMD EPYC, 2 logical CPUs"."""
-    return "; ".join(f"{model}, {count} logical CPUs" for model, count in machine["environment"].get("cpu", []))
+    """The machine's CPUs, from its runs' environment: "AMD EPYC, 2 logical CPUs" (trademark marks left out)."""
+    found = machine["environment"].get("cpu", [])
+    return "; ".join(f"{model.replace('(R)', '').replace('(TM)', '')}, {count} logical CPUs" for model, count in found)
 
 
 def cpu_identity(machine: dict) -> str:
@@ -280,10 +281,10 @@ def short_answer(archives: list[Archive]) -> str:
             if "cuda" in completed_devices(machine):
                 gpus = ", ".join(name for name in machine["environment"]["gpu"] if name)
                 found = gpu_claim(machine)
-                gpu += [f"On a GPU ({gpus}, {link(archive)}), {found}"] if found else []
+                gpu += [f"On a machine with {gpus} ({link(archive)}), {found}"] if found else []
             else:
                 found = keras_claim(machine)
-                keras += [f"On a CPU ({cpus(machine)}, {link(archive)}), {found}"] if found else []
+                keras += [f"On a machine with {cpus(machine)} ({link(archive)}), {found}"] if found else []
                 found = why_claim(machine)
                 why += [f"Why a step this small is slow: {found}"] if found else []
     shown = " ".join([*gpu, *keras, *why])
