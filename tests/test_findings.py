@@ -228,7 +228,7 @@ def test_the_run_time_spans_every_timed_archive_of_the_newest_ones_kinds(archive
         (archives / name / "logs" / "make_run_time.json").write_text(json.dumps(make_run))
     said = findings.run_time(findings.load_archives(archives))
     assert said.startswith("`make run` of the default study took 4 min 38 s to 18 min 32 s from a fresh clone")
-    assert "(2 runs, one an archive): 1 min 8 s to 2 min 46 s to set up `.venv`" in said
+    assert "(2 runs, each its own archive): 1 min 8 s to 2 min 46 s to set up `.venv`" in said
     assert said.endswith("over the 15 minutes it aims at on a 2-core machine.")
 
 

@@ -306,7 +306,7 @@ def run_time(archives: list[Archive]) -> str:
     kind = [a for a in timed if a.kind == timed[0].kind]
     took = {key: [a.make_run[key] for a in kind] for key in ("total_s", "setup_s", "study_s")}
     aim = "over" if max(took["study_s"]) > AIM_S else "within"
-    runs = "one run" if len(kind) == 1 else f"{len(kind)} runs, one an archive"
+    runs = "one run" if len(kind) == 1 else f"{len(kind)} runs, each its own archive"
     where = ", ".join(f"[`results/archive/{a.name}`](results/archive/{a.name}/README.md)" for a in kind)
     return (
         f"`make run` of the default study took {spread(took['total_s'])} from a fresh clone on a machine with "
