@@ -116,6 +116,17 @@ def test_auto_takes_an_archive_of_a_like_machine_and_a_named_one_must_be_there(t
     assert "at the pace of other, made on Other CPU, 2 logical CPUs, no GPU (this one: Test CPU" in line
 
 
+def test_auto_paces_a_local_study_by_a_default_study_while_the_gpu_plan_reads_every_study(tmp_path):
+    archives = two_rungs(tmp_path)
+    # A newer GPU study of the same machine: its pace is no local study's, but what it measured counts.
+    gpu_study = write_archive(archives, "gpu-study", [timed(synthetic_record("torch", "cpu", 1), 0, 30)])
+    (gpu_study / "provenance.json").write_text(json.dumps({"study": {"first_run_started": "2026-02-01T12:00:00"}}))
+    (gpu_study / "logs").mkdir()
+    (gpu_study / "logs" / "gpu_study.json").write_text("{}")
+    assert expected_time.choose_archive("auto", archives, LIKE).name == "study"
+    assert {name for name, _, _ in expected_time.archived(archives)} == {"study", "gpu-study"}
+
+
 def config_as_run(path: Path) -> dict:
     """A config file with the schema's defaults and the catalogue's filled in, as a study runs it."""
     schema = yaml.safe_load((ROOT / "config" / "config.schema.yaml").read_text())

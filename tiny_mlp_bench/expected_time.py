@@ -54,8 +54,9 @@ def records_in(folder: Path):
 
 
 def archived(archives: Path):
-    """Every ok record in the archives, newest archive first, as (archive name, kind, record)."""
-    for folder in (f for f in newest_first(archives) if study_kind(f) == DEFAULT_STUDY):
+    """Every ok record in the archives of every kind of study, newest archive first, as (archive name, kind,
+    record): the GPU study's plan reads what any study measured."""
+    for folder in newest_first(archives):
         for kind, record in records_in(folder):
             if record.get("status") == "ok":
                 yield folder.name, kind, record
