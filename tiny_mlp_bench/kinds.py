@@ -28,6 +28,11 @@ def same_machine(env: dict, kind: dict, device: str) -> bool:
     return same_cpu and (device == "cpu" or env.get("gpu_name") == kind["gpu_name"])
 
 
+def cpu_name(model: str) -> str:
+    """A CPU model name as prose writes it: without trademark marks, which would nest parentheses in a line's own."""
+    return model.replace("(R)", "").replace("(TM)", "")
+
+
 def in_words(kind: dict) -> str:
     return f"{kind['cpu_model']}, {kind['logical_cpus']} logical CPUs, {kind['gpu_name'] or 'no GPU'}"
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from tiny_mlp_bench import CHECKOUT as ROOT
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.generated_docs import between, write_or_check
-from tiny_mlp_bench.kinds import DEFAULT_STUDY, archive_kind
+from tiny_mlp_bench.kinds import DEFAULT_STUDY, archive_kind, cpu_name
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH
 from tiny_mlp_bench.report import claims
-from tiny_mlp_bench.report.cells import duration, span, table
+from tiny_mlp_bench.report.cells import duration, table
 from tiny_mlp_bench.report.inference import Interval, Ratio
 from tiny_mlp_bench.report.sentences import tied
 
@@ -211,7 +211,7 @@ def headline_table(machine: dict) -> str:
 def cpus(machine: dict) -> str:
     """The machine's CPUs, from its runs' environment: "AMD EPYC, 2 logical CPUs" (trademark marks left out)."""
     found = machine["environment"].get("cpu", [])
-    return "; ".join(f"{model.replace('(R)', '').replace('(TM)', '')}, {count} logical CPUs" for model, count in found)
+    return "; ".join(f"{cpu_name(model)}, {count} logical CPUs" for model, count in found)
 
 
 def cpu_identity(machine: dict) -> str:
@@ -223,7 +223,8 @@ def cpu_identity(machine: dict) -> str:
     ]
     clocks = sorted(mhz for mhz in env.get("cpu_mhz", []) if mhz)
     if clocks:
-        said.append(span(clocks[0], clocks[-1], 0).replace("–", " to ") + " MHz")
+        low, high = (f"{mhz:.0f}" for mhz in (clocks[0], clocks[-1]))
+        said.append(f"{low} MHz" if low == high else f"{low} to {high} MHz")
     return f" ({', '.join(said)})" if said else ""
 
 

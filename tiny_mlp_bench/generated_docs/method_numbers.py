@@ -45,9 +45,13 @@ def end(kind: str) -> str:
     return f"<!-- end of {kind} numbers -->"
 
 
+def archive_records(archive: Path) -> list[dict]:
+    return [read_record(path) for path in sorted((archive / "runs").glob("*.json"))]
+
+
 def archive_runs(archive: Path) -> tuple[list[dict], pd.DataFrame]:
     """The archive's run records, and their rows as the report makes them (one study: its reference canary)."""
-    records = [read_record(path) for path in sorted((archive / "runs").glob("*.json"))]
+    records = archive_records(archive)
     canary = reference_canary(records)
     return records, pd.DataFrame([run_row(record, "", canary) for record in records])
 
@@ -184,7 +188,7 @@ def canary_numbers(archives: Path) -> str:
     """Per archive with canaries: how far blocks slowed with their canary (beta), and what scaling by it would do."""
     rows = []
     for archive in sorted(path.parent for path in archives.glob("*/runs")):
-        records = [r for r in archive_runs(archive)[0] if r["status"] == "ok"]
+        records = [r for r in archive_records(archive) if r["status"] == "ok"]
         reference = reference_canary(records)
         betas, took_off = [], []
         for record in records:

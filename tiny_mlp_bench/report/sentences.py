@@ -5,6 +5,7 @@ from __future__ import annotations
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import Role, pair_name
 from tiny_mlp_bench.dataset import train_rows
+from tiny_mlp_bench.kinds import cpu_name
 from tiny_mlp_bench.question import ASKERS_KERAS, ASKERS_RUN, TODAYS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report import claims
 from tiny_mlp_bench.report.answer import PAUSED_S, ArchivedGpu
@@ -43,9 +44,7 @@ def unresolved(found: Ratio) -> str:
 
 def setup_line(report: Report, m: Machine) -> str:
     env = m.environment
-    # Trademark marks would nest parentheses inside the line's own.
-    names = {model: model.replace("(R)", "").replace("(TM)", "") for model, _ in env["cpu"]}
-    cpu = "; ".join(f"{names[model]}, {count} logical CPUs" for model, count in env["cpu"])
+    cpu = "; ".join(f"{cpu_name(model)}, {count} logical CPUs" for model, count in env["cpu"])
     gpu = ", ".join(name for name in env["gpu"] if name) or "no GPU"
     p = report.parameters
     settings = (
