@@ -25,22 +25,28 @@ ARCHIVE = [
     *runs("resident", [1.0, 1.1, 0.9]),
     *runs("reference", [0.08], framework="numpy"),
     *runs("seed", [2.0, 2.0], framework="keras"),
+    synthetic_record("torch", "cuda", 1, 2.0, variant="resident", step_ms=0.3),
 ]
+# This study's day ran every rung twice as fast: the torch seed took half the archive's time per step.
 THIS = [
-    *runs("seed", [0.5, 0.55, 0.45, 0.52, 0.48]),  # half the archive's, 5 runs a side: faster
-    *runs("sync_free", [0.5, 0.52, 0.49, 0.51, 0.5]),  # twice the archive's: slower
-    *runs("compiled", [0.12, 0.18, 0.14, 0.16, 0.15]),  # inside the archive's runs: not resolved
-    *runs("resident", [0.5, 0.55, 0.45]),  # half the archive's, but 3 runs against 3 cannot resolve it
+    *runs("seed", [0.5, 0.55, 0.45, 0.52, 0.48]),
+    *runs("sync_free", [0.5, 0.52, 0.49, 0.51, 0.5]),  # 4x the archive's ratio to the seed: slower
+    *runs("compiled", [0.05, 0.1, 0.075, 0.06, 0.09]),  # half the archive's time, as the seed: no change
+    *runs("resident", [0.25, 0.275, 0.225]),  # half the archive's ratio, but 3 runs against 3 cannot resolve it
     *runs("reference", [0.04], framework="numpy"),  # one run a side
+    synthetic_record("torch", "cuda", 1, 2.0, variant="resident", step_ms=0.3),  # no torch seed on cuda
 ]
 
 
-def test_a_change_is_called_only_where_the_runs_resolve_it():
+def test_a_change_is_judged_by_each_rungs_ratio_to_its_own_studys_torch_seed():
     found = {(c.pair, c.variant): c for c in compare(THIS, ARCHIVE)}
     seed = found["torch-cpu", "seed"]
-    assert seed.verdict("step", None) == "faster" and seed.ratio("step").estimate == pytest.approx(0.5, rel=0.05)
-    assert seed.ratio("step").high < 1 and seed.ratio("step").p_value == pytest.approx(2 / 252)  # least at 5 v 5
-    assert found["torch-cpu", "sync_free"].verdict("step", None) == "slower"
+    assert seed.verdict("step", None) == "the yardstick: raw times, never judged"
+    assert seed.ratio("step").estimate == pytest.approx(0.5, rel=0.05)  # the day, shown
+    sync_free = found["torch-cpu", "sync_free"]
+    assert sync_free.verdict("step", None) == "slower" and sync_free.ratio("step").estimate == pytest.approx(4, 0.05)
+    assert sync_free.ratio("step").p_value == pytest.approx(2 / 252)  # the least p at 5 runs against 5
+    # Half the archive's time, as the whole day was: no change.
     assert found["torch-cpu", "compiled"].verdict("step", None) == "not resolved by 5 and 5 runs"
     # Every run of one side below every run of the other, yet the exact test's p is 0.10: nothing is bounded.
     resident = found["torch-cpu", "resident"]
@@ -50,22 +56,24 @@ def test_a_change_is_called_only_where_the_runs_resolve_it():
     assert found["numpy-cpu", "reference"].verdict("step", None) == "not resolved by 1 and 1 runs"
     keras = found["keras-cpu", "seed"]
     assert keras.verdict("step", None) == "only in the archive" and keras.ratio("step") is None
+    cuda = found["torch-cuda", "resident"]
+    assert cuda.verdict("step", None) == "no torch seed on cuda on both sides to judge by" and not cuda.ratio("step")
     # Time to result beside per step: every synthetic run took 2 s to a result, on both sides.
-    assert seed.ratio("result").estimate == pytest.approx(1.0)
+    assert sync_free.ratio("result").estimate == pytest.approx(1.0)
 
 
 def test_a_resolved_change_inside_the_noise_band_is_not_called():
-    seed = next(c for c in compare(THIS, ARCHIVE) if (c.pair, c.variant) == ("torch-cpu", "seed"))
-    assert seed.verdict("step", NoiseBand(2.5, "two studies")) == "within the noise band (×2.50)"
-    assert seed.verdict("step", NoiseBand(1.5, "two studies")) == "faster"  # 0.5 lies outside 1/1.5 to 1.5
+    sync_free = next(c for c in compare(THIS, ARCHIVE) if (c.pair, c.variant) == ("torch-cpu", "sync_free"))
+    assert sync_free.verdict("step", NoiseBand(5.0, "two studies")) == "within the noise band (×5.00)"
+    assert sync_free.verdict("step", NoiseBand(3.0, "two studies")) == "slower"  # 4 lies outside 1/3 to 3
 
 
-def test_the_noise_band_is_the_largest_ratio_of_two_studies_of_the_same_code_less_compiled_rungs():
+def test_the_noise_band_is_the_largest_change_in_a_ratio_to_the_seed_less_compiled_rungs():
     found = noise_band(compare(THIS, ARCHIVE), ({"name": "a"}, {"name": "b"}))
-    # seed 0.5x and sync_free 2x per step are the largest; compiled (1.3x its runs apart) is left out.
-    assert found["band"] == pytest.approx(2.0, rel=0.05)
-    assert not any("compiled" in rung for rung in found["ratios"])
-    assert found["ratios"]["torch-cpu `seed` result"] == pytest.approx(1.0)
+    # sync_free's 4x per step is the largest; compiled (the cache timed) and the yardstick itself are left out.
+    assert found["band"] == pytest.approx(4.0, rel=0.05)
+    assert not any("compiled" in rung or "`seed`" in rung for rung in found["ratios"])
+    assert found["ratios"]["torch-cpu `sync_free` result"] == pytest.approx(1.0)
 
 
 def test_the_projects_noise_band_names_its_studies_and_docs_method_names_it():
@@ -91,9 +99,11 @@ def test_the_command_writes_a_row_per_rung_and_view(tmp_path):
     steps = result.stdout.split("## Keras's pause at the end of fit")[0]
     rows = {(row[0], row[1]): row[2:] for row in table_rows(steps)}
     seed = rows["torch-cpu `seed`", "per step"]
-    assert seed[1] == "5" and seed[3] == "5"
-    assert seed[4] == "0.50" and seed[6] == "0.008" and seed[7] == "faster"  # outside the project's noise band
-    assert rows["torch-cpu `seed`", "time to result"][4] == "1.00"
+    assert (
+        seed[1] == "5" and seed[3] == "5" and seed[4] == "0.50" and seed[7] == "the yardstick: raw times, never judged"
+    )
+    sync_free = rows["torch-cpu `sync_free`", "per step"]
+    assert sync_free[4] == "4.00" and sync_free[6] == "0.008" and sync_free[7] == "slower"  # beyond the noise band
     assert rows["torch-cpu `resident`", "per step"][5:] == [
         "unbounded–unbounded",
         "0.100",

@@ -86,7 +86,8 @@ def band_line(band: NoiseBand | None) -> str:
         return "No noise band has been measured (results/archive/noise-band.json): a resolved change is called."
     return (
         f"A resolved ratio inside the noise band, ×{band.ratio:.2f} either way, is not called a change: two "
-        f"studies of the same code on one kind of machine ({band.source}) were that far apart."
+        f"studies of the same code on one kind of machine ({band.source}) were that far apart in a rung's ratio to "
+        "the seed. A band from two studies says what those two differed by; more studies of the kind would widen it."
     )
 
 
@@ -99,7 +100,7 @@ def render(
     band: NoiseBand | None,
 ) -> str:
     found = [row for c in changes for row in rows(c, band)]
-    header = ["rung", "view", "this study", "runs", "archive", "runs", "this / archive", "95% interval", "p"]
+    header = ["rung", "view", "this study", "runs", "archive", "runs", "this / archive, to seed", "95% interval", "p"]
     header += ["verdict"]
     return "\n".join(
         [
@@ -109,9 +110,13 @@ def render(
             f"- The archive: {versions(archive)}",
             "",
             "Each rung's time to result and time per step: the geometric mean of the runs, with a 95% t-interval "
-            "on their logs. The ratio is Hodges–Lehmann's, with the 95% interval of the exact Mann–Whitney test "
-            "inverted, and p is that test's. A change is called faster or slower only where the interval excludes "
-            "1 and p < 0.05; 3 runs against 3 cannot get there (their least p is 0.10). " + band_line(band),
+            "on their logs. Absolute times belong to the day, so a rung is judged by its ratio to torch's original "
+            "loop (`seed`) on its device in its own study: each run over the geometric mean of that study's torch "
+            "seed runs, this study's against the archive's. The torch seed's own row shows its raw times' ratio, "
+            "the day's difference, and is never judged. The ratio is Hodges–Lehmann's, with the 95% interval of the "
+            "exact Mann–Whitney test inverted, and p is that test's. A change is called faster or slower only where "
+            "the interval excludes 1 and p < 0.05; 3 runs against 3 cannot get there (their least p is 0.10). "
+            + band_line(band),
             "",
             table(header, found, "llrrrrrrrl"),
             "",
