@@ -1,4 +1,5 @@
-"""The README's short answer, `make run`'s time and "What it found", written from the newest archives."""
+"""The README's short answer (from every archive's run records), `make run`'s time and "What it found" (from the
+newest archives' report models)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.generated_docs import between, write_or_check
 from tiny_mlp_bench.kinds import DEFAULT_STUDY, archive_kind, cpu_name
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH
-from tiny_mlp_bench.report import claims
+from tiny_mlp_bench.report import across, claims
 from tiny_mlp_bench.report.cells import duration, table
 from tiny_mlp_bench.report.inference import Interval, Ratio
 from tiny_mlp_bench.report.sentences import tied
@@ -121,21 +122,6 @@ def keras_claim(machine: dict) -> str | None:
         return None
     keras_result, torch_result = (interval(row["view"]["result"]) for row in (keras_row, torch_row))
     return claims.keras_claim(keras_result, torch_result, found, ratio(keras["ratio_without_pauses"]), pauses(keras))
-
-
-def why_claim(machine: dict) -> str | None:
-    """The original torch loop's step on cpu against the floor's, the same arithmetic in one compiled loop."""
-    torch = question_row(machine, TORCH, "cpu")
-    if not (torch and torch["view"]["step"]):
-        return None
-    floors = [
-        row["view"]
-        for row in machine["headline"]
-        if row["view"]["device"] == "cpu"
-        and row["view"]["step"]
-        and catalogue.role_of(row["view"]["framework"], row["view"]["variant"]) == catalogue.Role.FLOOR
-    ]
-    return claims.why_claim(interval(torch["view"]["step"]), interval(floors[0]["step"]) if floors else None)
 
 
 def gpu_bullet(machine: dict) -> str:
@@ -270,26 +256,29 @@ def question_row(machine: dict, framework: str, device: str | None = None) -> di
     )
 
 
-def link(archive: Archive) -> str:
-    return f"[`{archive.name}`](results/archive/{archive.name}/report.md)"
+def link(study) -> str:
+    """An archive (an Archive or an across.Study) by name, linked to its report."""
+    return f"[`{study.name}`](results/archive/{study.name}/report.md)"
 
 
-def short_answer(archives: list[Archive]) -> str:
-    """The README's first answer from the archives ``findings`` quotes: GPU against CPU, Keras against torch, why."""
-    gpu, keras, why = [], [], []
-    for archive, machines in chosen(archives):
-        for machine in machines:
-            if "cuda" in completed_devices(machine):
-                gpus = ", ".join(name for name in machine["environment"]["gpu"] if name)
-                found = gpu_claim(machine)
-                gpu += [f"On a machine with {gpus} ({link(archive)}), {found}"] if found else []
-            else:
-                found = keras_claim(machine)
-                keras += [f"On a machine with {cpus(machine)} ({link(archive)}), {found}"] if found else []
-                found = why_claim(machine)
-                why += [f"Why a step this small is slow: {found}"] if found else []
-    shown = " ".join([*gpu, *keras, *why])
-    return f"**In short** (times to a result, each with its 95% interval over runs; [terms](#terms)): {shown}"
+def short_answer(studies: list[across.Study]) -> str:
+    """The README's first answer: each claim over every study of each machine kind, from their run records. GPU
+    against CPU and Keras against torch are said on every kind that ran them, holding or not; the fixed cost only
+    where it holds."""
+    said = []
+    for claim in (across.GPU_RESULT, across.KERAS_STEP, across.KERAS_RESULT, across.FIXED_COST):
+        found = across.across(studies, claim)
+        if claim == across.FIXED_COST:
+            found = [kind for kind in found if kind.holds]
+        if found:
+            said.append(claims.across_claim(found, link))
+    if any(kind.holds for kind in across.across(studies, across.FIXED_COST)):
+        said.append("That is why a step this small is slow: the rest of it is fixed cost, calls, dispatch and Python.")
+    shown = " ".join(said)
+    return (
+        "**In short** (each ratio within one study, pooled over the studies of one machine kind, with its 95% "
+        f"interval; [terms](#terms)): {shown}"
+    )
 
 
 def spread(values: list[float]) -> str:
@@ -317,8 +306,9 @@ def run_time(archives: list[Archive]) -> str:
     )
 
 
-def with_findings(text: str, archives: list[Archive], source: str = "README.md") -> str:
-    text = between(text, ANSWER_BEGIN, ANSWER_END, short_answer(archives), source)
+def with_findings(text: str, folder: Path, source: str = "README.md") -> str:
+    archives = load_archives(folder)
+    text = between(text, ANSWER_BEGIN, ANSWER_END, short_answer(across.read_studies(folder)), source)
     text = between(text, RUN_TIME_BEGIN, RUN_TIME_END, run_time(archives), source)
     return between(text, BEGIN, END, findings(archives), source)
 
@@ -329,6 +319,6 @@ def main(argv=None, prog=None) -> int:
     parser.add_argument("--readme", type=Path, default=README, help="default: the project's README.md")
     parser.add_argument("--archives", type=Path, default=ARCHIVES, help="default: the project's results/archive")
     args = parser.parse_args(argv)
-    wanted = {args.readme: with_findings(args.readme.read_text(), load_archives(args.archives), str(args.readme))}
+    wanted = {args.readme: with_findings(args.readme.read_text(), args.archives, str(args.readme))}
     stale = "the findings differ from the archives' report models"
     return write_or_check(wanted, check=args.check, stale=stale, fix="make findings")

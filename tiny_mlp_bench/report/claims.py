@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tiny_mlp_bench.report.cells import duration, times
+from tiny_mlp_bench.kinds import cpu_name
+from tiny_mlp_bench.report import across
+from tiny_mlp_bench.report.cells import decimals, duration, figures, times
 from tiny_mlp_bench.report.inference import Interval, Ratio
 
 
@@ -91,3 +93,68 @@ def aa_claim(pair: str, control: str, twin: str, result: Ratio, step: Ratio | No
         f"{pair} `{control}` runs `{twin}`'s very code under another name and took {times(result)} as long to a "
         f"result{per_step}: {verdict}. A difference this size is what this machine fakes."
     )
+
+
+# Each claim across studies as the README's answer words it: what is measured, ``a`` and ``b`` (a over b).
+ACROSS_WORDS = {
+    across.GPU_RESULT: ("To a result", "the original torch loop on the GPU", "the same loop on the same machine's CPU"),
+    across.KERAS_STEP: ("Per step", "Keras 2's `fit`", "the original torch loop"),
+    across.KERAS_RESULT: ("To a result", "Keras 2's `fit`", "the original torch loop"),
+    across.FIXED_COST: ("Per step", "the original torch loop", "the same arithmetic compiled into one numba loop"),
+}
+
+
+def machine_words(kind: tuple) -> str:
+    """A machine kind (kinds.archive_kind's second part) in prose: its GPU, then its CPUs."""
+    cpu, count, gpu = kind[1]
+    cpus = f"{cpu_name(cpu)} with {count} logical CPUs"
+    return f"{gpu} ({cpus})" if gpu else cpus
+
+
+def one_run_a_side(found: Ratio) -> bool:
+    return max(found.runs) == 1
+
+
+def ratio_said(found: Ratio) -> str:
+    """A ratio in an across-studies sentence: with its interval; bare where 1 run a side stands behind it, which
+    the sentence says once."""
+    return f"{figures(found.estimate, decimals(found.estimate))}×" if one_run_a_side(found) else times(found)
+
+
+def kind_phrase(claim: across.Across, label) -> str:
+    """One machine kind's part of a claim: the pooled ratio and each study's where it holds; each study's value and
+    what would resolve it where it does not. ``label``: a study's name as the text links it."""
+    where = machine_words(claim.kind)
+    each = [f"{label(study)} {ratio_said(found)}" for study, found in claim.studies]
+    if claim.holds and claim.one_study:
+        return f"{times(claim.pooled)} as long on {where}, one study's finding ({label(claim.studies[0][0])})"
+    if claim.holds:
+        return f"{times(claim.pooled)} as long on {where} over {len(each)} studies ({', '.join(each)})"
+    resolved = [found.resolved for _, found in claim.studies]
+    if any(resolved):
+        each = [text + ("" if done else ", unresolved") for text, done in zip(each, resolved, strict=True)]
+    studies = "its one study" if claim.one_study else "the studies"
+    lead = "it depends on the study" if any(resolved) else f"{studies} cannot order the two"
+    once = " (1 run a side in each)" if all(one_run_a_side(found) for _, found in claim.studies) else ""
+    if claim.against:
+        power = "; as studies resolve it both ways, more runs a side would not settle it"
+    elif claim.runs_needed:
+        power = f"; at the spread seen, about {claim.runs_needed} runs a side would resolve it"
+    elif once:
+        power = f"; the exact test needs {across.fewest_runs()} runs a side at least"
+    else:
+        power = ""
+    return f"on {where} {lead}: {', '.join(each)}{once}{power}"
+
+
+def across_claim(found: list[across.Across], label) -> str:
+    """One claim of the README's answer over the machine kinds in ``found`` (newest study first), one sentence: which
+    is slower where the claim holds on every kind and agrees, else each kind's part as it stands."""
+    found = sorted(found, key=lambda claim: claim.studies[-1][0].day, reverse=True)
+    measure, a, b = ACROSS_WORDS[found[0].claim]
+    parts = "; ".join(kind_phrase(claim, label) for claim in found)
+    directions = {claim.pooled.estimate > 1 for claim in found}
+    if all(claim.holds for claim in found) and len(directions) == 1:
+        word = "slower than" if directions == {True} else "faster than"
+        return f"{measure}, {a} was {word} {b}: {parts}."
+    return f"{measure}, {a} against {b}: {parts}."

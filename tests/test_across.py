@@ -1,0 +1,116 @@
+"""Claims across studies (tiny_mlp_bench/report/across.py): each study's ratio from its own run records, pooled
+over the studies of one kind, and the one rule for when a claim holds."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from helpers import write_study
+from tiny_mlp_bench.kinds import DEFAULT_STUDY
+from tiny_mlp_bench.report import across, claims
+from tiny_mlp_bench.report.inference import SIGNIFICANCE
+
+SLOWER = (8.1, 8.3, 8.6, 8.8, 9.0)  # Keras 2's runs: about 1.5x torch's
+TORCH = (5.4, 5.5, 5.7, 5.8, 6.0)
+
+
+def keras_result(root) -> list[across.Across]:
+    return across.across(across.read_studies(root), across.KERAS_RESULT)
+
+
+def test_a_claim_holds_where_the_pooled_test_resolves_it_and_no_study_resolves_it_the_other_way(tmp_path):
+    write_study(tmp_path, "a", SLOWER, TORCH)
+    write_study(tmp_path, "b", [s * 1.1 for s in SLOWER], [s * 1.1 for s in TORCH])
+    (found,) = keras_result(tmp_path)
+    assert found.holds and not found.one_study and not found.against
+    assert [s.name for s, _ in found.studies] == ["a", "b"]
+    assert found.pooled.runs == (10, 10) and 1.4 < found.pooled.estimate < 1.6
+    assert found.pooled.p_value < SIGNIFICANCE and found.pooled.low > 1
+    sentence = claims.across_claim([found], lambda s: s.name)
+    assert sentence.startswith("To a result, Keras 2's `fit` was slower than the original torch loop: 1.5")
+    assert "over 2 studies (a 1.5" in sentence
+
+
+def test_a_study_resolving_the_other_way_breaks_the_claim_and_each_value_is_said(tmp_path):
+    write_study(tmp_path, "a", SLOWER, TORCH)
+    write_study(tmp_path, "b", SLOWER, TORCH)
+    write_study(tmp_path, "c", TORCH, SLOWER)  # the reverse, resolved
+    (found,) = keras_result(tmp_path)
+    assert [s.name for s in found.against] == ["c"]
+    assert not found.holds and found.runs_needed is None
+    sentence = claims.across_claim([found], lambda s: s.name)
+    assert sentence.startswith("To a result, Keras 2's `fit` against the original torch loop: on Test CPU with 2 ")
+    assert "it depends on the study: a 1.5× (1.4–1.6), b 1.5× (1.4–1.6), c 0.66× (0.61–0.72);" in sentence
+    assert sentence.endswith("as studies resolve it both ways, more runs a side would not settle it.")
+
+
+def test_where_no_study_resolves_it_the_power_line_says_how_many_runs_would(tmp_path):
+    write_study(tmp_path, "a", (7.0, 9.0, 5.5), (5.0, 7.5, 6.0))
+    write_study(tmp_path, "b", (6.0, 8.0), (5.5, 7.0))
+    (found,) = keras_result(tmp_path)
+    assert not found.holds and not found.against and found.runs_needed > 5
+    sentence = claims.across_claim([found], lambda s: s.name)
+    assert "the studies cannot order the two: a 1.2× (" in sentence
+    assert sentence.endswith(f"; at the spread seen, about {found.runs_needed} runs a side would resolve it.")
+
+
+def test_a_study_of_one_run_a_side_adds_its_runs_but_never_disagrees(tmp_path):
+    write_study(tmp_path, "a", SLOWER, TORCH)
+    write_study(tmp_path, "b", SLOWER, TORCH)
+    write_study(tmp_path, "c", TORCH[:1], SLOWER[:1])  # the reverse, but 1 run against 1 cannot resolve anything
+    (found,) = keras_result(tmp_path)
+    assert found.holds and found.pooled.runs == (11, 11) and not found.against
+
+
+def test_a_study_that_ran_one_side_only_is_left_out_and_one_study_is_its_own_finding(tmp_path):
+    write_study(tmp_path, "a", SLOWER, TORCH)
+    write_study(tmp_path, "torch-only", (), TORCH)
+    (found,) = keras_result(tmp_path)
+    assert found.one_study and found.holds and [s.name for s, _ in found.studies] == ["a"]
+    assert ", one study's finding (a)." in claims.across_claim([found], lambda s: s.name)
+
+
+def test_studies_pool_only_with_their_own_kind_of_study_and_machine(tmp_path):
+    write_study(tmp_path, "cpu", SLOWER, TORCH)
+    write_study(tmp_path, "gpu-1", (), TORCH[:1], cuda_s=SLOWER[:1], gpu="Some GPU")
+    write_study(tmp_path, "gpu-2", (), TORCH[1:2], cuda_s=SLOWER[1:2], gpu="Some GPU")
+    studies = across.read_studies(tmp_path)
+    assert [kind.kind[0] for kind in across.across(studies, across.KERAS_RESULT)] == [DEFAULT_STUDY]
+    (gpu,) = across.across(studies, across.GPU_RESULT)
+    assert gpu.kind[1][2] == "Some GPU" and len(gpu.studies) == 2 and not gpu.holds
+    assert gpu.runs_needed is None  # no spread was seen: each study ran 1 run a side
+    sentence = claims.across_claim([gpu], lambda s: s.name)
+    assert sentence.startswith("To a result, the original torch loop on the GPU against the same loop on the same ")
+    assert "the studies cannot order the two: gpu-1 1.50×, gpu-2 1.51× (1 run a side in each)" in sentence
+    assert sentence.endswith("; the exact test needs 4 runs a side at least.")
+
+
+def test_a_study_without_run_records_of_its_machine_is_refused_by_name(tmp_path):
+    (tmp_path / "empty" / "runs").mkdir(parents=True)
+    (tmp_path / "empty" / "provenance.json").write_text(json.dumps({"study": {}}))
+    with pytest.raises(ValueError, match="empty: no run records of its own machine kind"):
+        across.read_studies(tmp_path)
+
+
+def test_the_power_line_names_runs_that_resolve_the_ratio_about_as_often_as_it_says():
+    rng = np.random.default_rng(7)
+    estimate = 1.3
+    seen = [np.exp(rng.normal(0, 0.25, 5)) for _ in range(4)]
+    needed = across.runs_needed([(seen[0], seen[1]), (seen[2], seen[3])], estimate)
+    spread = np.sqrt(sum(np.sum((np.log(s) - np.log(s).mean()) ** 2) for s in seen) / 16)  # within the studies
+
+    def resolved_share(n: int) -> float:
+        """How often a study of ``n`` runs a side, at the spread seen, resolves the ratio with the exact test."""
+        hits = 0
+        for _ in range(400):
+            a, b = rng.normal(np.log(estimate), spread, n), rng.normal(0, spread, n)
+            hits += stats.mannwhitneyu(a, b, method="exact").pvalue < SIGNIFICANCE
+        return hits / 400
+
+    assert 0.7 < resolved_share(needed) < 0.92  # about POWER, as the normal approximation promises
+    assert resolved_share(max(needed // 2, across.fewest_runs())) < 0.6
+    assert across.fewest_runs() == 4  # 2 / C(8, 4) = 0.029: the fewest runs a side at which p < 0.05 is possible

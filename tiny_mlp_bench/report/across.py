@@ -1,0 +1,161 @@
+"""Claims across studies: each study's ratio from its own run records with today's estimator, pooled over the
+studies of one kind (kind of study and machine kind), and the one rule for when a claim holds."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from tiny_mlp_bench import catalogue
+from tiny_mlp_bench.catalogue import Role
+from tiny_mlp_bench.kinds import archive_kind, same_machine
+from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
+from tiny_mlp_bench.records import read_record
+from tiny_mlp_bench.report.inference import SIGNIFICANCE, Ratio, pooled_ratio, rank_sum_null, ratio
+from tiny_mlp_bench.report.runs import reference_canary, run_row, summarize
+
+# The claims of the README's answer, each ``a`` over ``b``: Keras 2's `fit` against the original torch loop on a
+# CPU per step and to a result; torch's loop on the GPU against the same machine's CPU; torch's step against the
+# numba floor's, the same arithmetic with every per-operation call gone.
+KERAS_STEP, KERAS_RESULT, GPU_RESULT, FIXED_COST = "keras_step", "keras_result", "gpu_result", "fixed_cost"
+CLAIMS = (KERAS_STEP, KERAS_RESULT, GPU_RESULT, FIXED_COST)
+POWER = 0.8  # the chance a study of the runs named by the power line resolves a ratio the size of the pooled one
+
+
+@dataclass(frozen=True)
+class Study:
+    """One archived study: its name, first day, kind (kinds.archive_kind), and each claim's two sides' run values."""
+
+    name: str
+    day: str
+    kind: tuple
+    sides: dict[str, tuple[tuple[float, ...], tuple[float, ...]]]
+
+    def ratio(self, claim: str) -> Ratio | None:
+        a, b = self.sides.get(claim, ((), ()))
+        return ratio(a, b) if a and b else None
+
+
+def rung_values(summary: pd.DataFrame, framework: str, device: str, variant: str | None, view: str) -> tuple:
+    """A rung's completed runs' values in ``view`` ("result" or "step"); empty where it has none."""
+    rows = summary[
+        (summary["framework"] == framework) & (summary["device"] == device) & (summary["variant"] == variant)
+    ]
+    found = rows.iloc[0][f"{view}_values"] if len(rows) else ()
+    return found if isinstance(found, tuple) else ()  # NaN where no run of the rung measured the view
+
+
+def seed(summary: pd.DataFrame, framework: str, device: str, view: str) -> tuple:
+    """The original loop's (the asker's rung's) values."""
+    return rung_values(summary, framework, device, askers_rung(framework), view)
+
+
+def floor_steps(summary: pd.DataFrame, device: str) -> tuple:
+    """The floor rung's per-step values on ``device``: the same arithmetic with every per-operation call gone."""
+    floors = (r for r in summary.itertuples() if catalogue.role_of(r.framework, r.variant) == Role.FLOOR)
+    return next(
+        (
+            found
+            for r in floors
+            if r.device == device and (found := rung_values(summary, r.framework, device, r.variant, "step"))
+        ),
+        (),
+    )
+
+
+def claim_sides(summary: pd.DataFrame) -> dict[str, tuple[tuple, tuple]]:
+    return {
+        KERAS_STEP: (seed(summary, ASKERS_KERAS, "cpu", "step"), seed(summary, TORCH, "cpu", "step")),
+        KERAS_RESULT: (seed(summary, ASKERS_KERAS, "cpu", "result"), seed(summary, TORCH, "cpu", "result")),
+        GPU_RESULT: (seed(summary, TORCH, "cuda", "result"), seed(summary, TORCH, "cpu", "result")),
+        FIXED_COST: (seed(summary, TORCH, "cpu", "step"), floor_steps(summary, "cpu")),
+    }
+
+
+def read_study(folder: Path) -> Study:
+    """An archive's claims' run values, from its run records (upgraded, validated) of its own machine kind."""
+    kind = archive_kind(folder)
+    machine = dict(zip(("cpu_model", "logical_cpus", "gpu_name"), kind[1], strict=True))
+    records = [read_record(path) for path in sorted((folder / "runs").glob("*.json"))]
+    records = [r for r in records if same_machine(r["environment"], machine, r["identity"]["device"])]
+    if not records:
+        raise ValueError(f"{folder}: no run records of its own machine kind in runs/")
+    canary = reference_canary(records)
+    summary = summarize(pd.DataFrame([run_row(r, folder.name, canary) for r in records]))
+    day = min(r["identity"]["started_at"] for r in records)[:10]
+    return Study(folder.name, day, kind, claim_sides(summary))
+
+
+def read_studies(folder: Path) -> list[Study]:
+    """Every archive in ``folder`` (a subfolder with a provenance.json), oldest first."""
+    found = [read_study(path) for path in sorted(folder.iterdir()) if (path / "provenance.json").is_file()]
+    return sorted(found, key=lambda s: (s.day, s.name))
+
+
+@dataclass(frozen=True)
+class Across:
+    """One claim over the studies of one kind that ran both its sides: each study's ratio and the pooled one."""
+
+    claim: str
+    kind: tuple
+    studies: tuple[tuple[Study, Ratio], ...]  # oldest first
+    pooled: Ratio
+    runs_needed: int | None = None  # the power line: where no study disagrees, yet it does not hold
+
+    @property
+    def against(self) -> tuple[Study, ...]:
+        """Studies that resolve the claim the other way from the pooled estimate."""
+        slower = self.pooled.estimate > 1
+        return tuple(s for s, found in self.studies if found.resolved and (found.estimate > 1) != slower)
+
+    @property
+    def holds(self) -> bool:
+        """The one rule: the pooled test resolves it, and no study resolves it the other way."""
+        return self.pooled.resolved and not self.against
+
+    @property
+    def one_study(self) -> bool:
+        """A claim resting on one study: stated as that study's finding until a second agrees."""
+        return len(self.studies) == 1
+
+
+def fewest_runs() -> int:
+    """The fewest runs a side at which the exact rank test can resolve anything at all (4: p = 2/70)."""
+    return next(n for n in range(2, 20) if 2 * rank_sum_null(n, n)[0] < SIGNIFICANCE)
+
+
+def runs_needed(studies: list[tuple[tuple, tuple]], estimate: float) -> int | None:
+    """Runs a side for a study to resolve a ratio of ``estimate`` with POWER, at the within-study spread of logs
+    seen (both sides, every study with two runs or more): the normal approximation for a t-test on logs, less the
+    rank test's asymptotic efficiency 3/pi, and never below the fewest runs the exact test needs.
+    None where no spread was seen (1 run a side everywhere) or the estimate is 1."""
+    groups = [np.log(side) for pair in studies for side in pair if len(side) > 1]
+    if not groups or estimate == 1:
+        return None
+    freedom = sum(len(g) - 1 for g in groups)
+    variance = sum(float(np.sum((g - g.mean()) ** 2)) for g in groups) / freedom
+    z = stats.norm.ppf(1 - SIGNIFICANCE / 2) + stats.norm.ppf(POWER)
+    normal = 2 * z**2 * variance / math.log(estimate) ** 2
+    return max(math.ceil(normal / (3 / math.pi)), fewest_runs())
+
+
+def across(studies: list[Study], claim: str) -> list[Across]:
+    """``claim`` per kind of study and machine kind, over that kind's studies that ran both sides."""
+    found = []
+    for kind in dict.fromkeys(s.kind for s in studies):
+        ran = [(s, s.ratio(claim)) for s in studies if s.kind == kind]
+        ran = [(s, r) for s, r in ran if r is not None]
+        if not ran:
+            continue
+        sides = [s.sides[claim] for s, _ in ran]
+        pooled = pooled_ratio(sides)
+        result = Across(claim, kind, tuple(ran), pooled)
+        if not result.holds and not result.against:  # where studies disagree, more runs would not settle it
+            result = Across(claim, kind, tuple(ran), pooled, runs_needed(sides, pooled.estimate))
+        found.append(result)
+    return found
