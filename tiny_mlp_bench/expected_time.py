@@ -11,7 +11,15 @@ from datetime import datetime
 from pathlib import Path
 
 from tiny_mlp_bench import jobs, records
-from tiny_mlp_bench.kinds import DEFAULT_STUDY, archive_machine, in_words, same_machine, study_kind, this_machine
+from tiny_mlp_bench.kinds import (
+    DEFAULT_STUDY,
+    KIND_FIELDS,
+    archive_kind,
+    archive_machine,
+    in_words,
+    same_machine,
+    this_machine,
+)
 from tiny_mlp_bench.report.cells import duration
 from tiny_mlp_bench.timing import FIT_PARTS, SETUP_PARTS, STEADY_MARGIN
 
@@ -168,8 +176,8 @@ def read_pace(folder: Path, machine: dict | None = None) -> Pace:
 
 
 def choose_archive(setting: str, archives: Path, machine: dict | None) -> Path | None:
-    """The archive whose pace the estimate takes: ``auto``, the newest default study with an ok run from a machine
-    of this one's kind (None where there is none); else the archive folder the setting names."""
+    """The archive whose pace the estimate takes: ``auto``, the newest default study of this machine's kind (None
+    where there is none); else the archive folder the setting names."""
     if setting != "auto":
         folder = archives / setting
         if not (folder / "provenance.json").is_file():
@@ -178,10 +186,10 @@ def choose_archive(setting: str, archives: Path, machine: dict | None) -> Path |
             )
         return folder
     device = "cuda" if machine["gpu_name"] else "cpu"
-    for folder in (f for f in newest_first(archives) if study_kind(f) == DEFAULT_STUDY):
-        for kind, record in records_in(folder):
-            if kind == "runs" and record.get("status") == "ok" and same_machine(record["environment"], machine, device):
-                return folder
+    for folder in newest_first(archives):
+        study, kind = archive_kind(folder)  # the one definition the README's claims pool by
+        if study == DEFAULT_STUDY and same_machine(dict(zip(KIND_FIELDS, kind, strict=True)), machine, device):
+            return folder
     return None
 
 
