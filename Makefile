@@ -2,6 +2,7 @@
 # program, `tiny-mlp-bench` in .venv (`python -m tiny_mlp_bench --help` lists its commands).
 #   make run              set up .venv and run the study with config/config.yaml -> results/report.md
 #   make quick            the whole pipeline on a few epochs (config/quick.yaml) in quick/ -> quick/results/report.md
+#   make busy             the question's loops idle and beside one busy core (config/busy.yaml) in busy/
 #   make test             set up .venv with the test tools; run the lints and the whole test suite
 #   make test-fast        the lints and the fast tests (no real workflow, cluster, container or network)
 #   make lint             the lints alone: ruff, snakefmt, snakemake --lint, hadolint
@@ -18,14 +19,14 @@
 #   make gpu-kit          what scripts/gpu_study.py installs on a GPU machine without a registry
 #   make kit-table        docs/gpu-kit.md's table of that kit, from it
 #   make lock, lock-cuda, lock-gpu-kit   resolve the locks in requirements/ again
-#   make clean            remove the study's outputs (results/archive/ stays) and quick/
+#   make clean            remove the study's outputs (results/archive/ stays), quick/ and busy/
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # Rules call `python` and tests call `snakemake`: both must be the environment's.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help run quick test test-fast docs variant-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit kit-table clean images image-torch image-keras torch-cpu-wheel compare archive verify
+.PHONY: help run quick busy test test-fast docs variant-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit kit-table clean images image-torch image-keras torch-cpu-wheel compare archive verify
 
 # A bare `make` prints the targets: starting a study is `make run`.
 .DEFAULT_GOAL := help
@@ -39,6 +40,12 @@ run: $(BIN)/.runtime-installed
 # default study's, and it quotes no archive (quick/ has none). Its numbers answer nothing.
 quick: $(BIN)/.runtime-installed
 	snakemake --cores all --directory quick --configfile config/quick.yaml
+
+# The busy-core study (config/busy.yaml) in busy/, apart from the default study's results and logs; the project's
+# archives are linked in, so that it says its expected time. Archive it with: make archive ARCHIVE_ARGS="--study busy"
+busy: $(BIN)/.runtime-installed
+	mkdir -p busy/results && ln -sfn ../../results/archive busy/results/archive
+	snakemake --cores all --directory busy --configfile config/busy.yaml
 
 # Every test, then the slowest named (a test too slow for test-fast gets a marker: docs/development.md). Most run on
 # every core (pytest-xdist), a file's tests on one worker, so that a module's costly fixture is built once; those held
@@ -203,4 +210,4 @@ torch-cpu-wheel: | $(BIN)/python
 # The study's outputs, not the archived studies in results/archive/.
 clean:
 	find results -mindepth 1 -maxdepth 1 ! -name archive -exec rm -rf {} + 2>/dev/null || true
-	rm -rf logs .snakemake quick
+	rm -rf logs .snakemake quick busy

@@ -120,21 +120,26 @@ def get_run_records():
     return [job.output for job in jobs.training_runs(config)]
 
 
-def train_job(wildcards):
-    """The training run a train job's wildcards name."""
+def train_job(wildcards, condition=jobs.IDLE):
+    """The training run a train (or train_busy) job's wildcards name."""
     return jobs.Job(
         "train",
         wildcards.device,
         wildcards.framework,
         wildcards.variant,
         int(wildcards.repeat),
+        condition,
     )
 
 
-def get_compiled_first(wildcards):
+def get_compiled_first(wildcards, condition=jobs.IDLE):
     """A compiling rung's later run waits for its first, whose cold compilation fills the cache it reuses."""
-    first = train_job(wildcards).compiled_first
+    first = train_job(wildcards, condition).compiled_first
     return [first.output] if first else []
+
+
+def get_busy_compiled_first(wildcards):
+    return get_compiled_first(wildcards, jobs.BUSY)
 
 
 def get_sweeps():
@@ -233,8 +238,13 @@ def get_launcher(wildcards):
 
 
 # Each timed job's options: its wildcards' job with the config's values (jobs.TrainingJob, SweepJob, ProbeJob).
-def get_train_args(wildcards, threads):
-    return shlex.join(jobs.training_job(config, train_job(wildcards), threads).flags())
+def get_train_args(wildcards, threads, condition=jobs.IDLE):
+    job = train_job(wildcards, condition)
+    return shlex.join(jobs.training_job(config, job, threads).flags())
+
+
+def get_busy_train_args(wildcards, threads):
+    return get_train_args(wildcards, threads, jobs.BUSY)
 
 
 def get_sweep_args(wildcards, threads):

@@ -29,6 +29,26 @@ rule train:
         "exec {params.run} {params.script} {params.args} > {log} 2>&1"
 
 
+# The same run beside one busy core (the config's conditions): a rule of its own, whose file name says so.
+use rule train as train_busy with:
+    input:
+        dataset=jobs.DATASET,
+        compiled_first=get_busy_compiled_first,
+    output:
+        record=report(
+            jobs.OUTPUTS["train_busy"],
+            caption="captions/run_record.rst",
+            category="3. Run records",
+            subcategory="{framework}-{device}",
+            labels={"variant": "{variant}", "repeat": "{repeat}", "condition": "busy"},
+        ),
+    log:
+        jobs.log_pattern("train_busy"),
+    priority: run_order_priority("train_busy")
+    params:
+        args=get_busy_train_args,
+
+
 # The crossover map: per-step time of torch sync_free over batch size x width on one device.
 rule sweep_crossover:
     output:

@@ -21,6 +21,7 @@ class Role(Enum):
     ONE_CALL_PER_EPOCH = "one call per epoch"  # Keras's train function called once an epoch
     PAUSE_FREE = "no pause after fit"  # Keras 2's fit without the autotuning thread it can wait for at its end
     AA_CONTROL = "the A/A control"  # another rung's very code under a second name: what the machine fakes between them
+    ONE_THREAD = "one thread"  # the asker's loop with one CPU thread: what the thread pool costs beside a busy core
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ class Variant:
     call_epochs: int | tuple[tuple[str, int], ...] = 1
     # torch.compile into Inductor's on-disk cache: a study's first run compiles cold, later runs reuse it.
     compiles: bool = False
+    # CPU threads it runs with, intra- and inter-op, whatever the job was given; None: the job's (cpu_threads).
+    threads: int | None = None
     # What runs it: a callable (fw, spec, data, clock) -> Training (backends/contract.py).
     loop: Callable | None = field(default=None, compare=False, repr=False)
 
@@ -68,6 +71,13 @@ class Variant:
     def why_not_on(self, device: str) -> str:
         where = " and ".join(self.devices)
         return f"{self.framework} {self.name} runs on {where} only"
+
+
+# What a one_thread rung takes away, against the asker's loop it otherwise is (torch's and Keras 2's, on cpu).
+ONE_THREAD_REMOVES = (
+    "the thread pool, against `seed`: the same loop with one intra-op and one inter-op thread, so no fork and "
+    "join around each op and no wait on a worker the OS has preempted"
+)
 
 
 FRAMEWORKS = (

@@ -53,4 +53,5 @@ def add_fields(parser: argparse.ArgumentParser, spec) -> None:
             parser.add_argument(flag, action="store_true", help=text)
         else:
             required, choices = item.default is dataclasses.MISSING, item.metadata["choices"]
-            parser.add_argument(flag, type=kind, choices=choices, required=required, help=text)
+            default = None if required else item.default
+            parser.add_argument(flag, type=kind, choices=choices, required=required, default=default, help=text)

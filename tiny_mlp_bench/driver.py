@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import os
 import shutil
 import statistics
 import time
@@ -17,7 +18,8 @@ from tiny_mlp_bench.backends.contract import Backend, Loop, RunSpec, Training, e
 from tiny_mlp_bench.dataset import Dataset
 from tiny_mlp_bench.envelope import DeviceMissing, Measurement, run_job
 from tiny_mlp_bench.initial_weights import SCHEME, live_initial_weights
-from tiny_mlp_bench.jobs import TrainingJob
+from tiny_mlp_bench.jobs import BUSY, TrainingJob
+from tiny_mlp_bench.neighbour import busy_core, neighbour_core
 from tiny_mlp_bench.records import RECORD_TYPE, SCHEMA_VERSION, write_record
 from tiny_mlp_bench.timing import METHOD, STEADY_MARGIN, Clock, SteadyClock
 
@@ -150,6 +152,7 @@ class TrainingRun(Measurement):
         self._backend, self._loop = backend, loop
         self.started_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         self.quality, self.details, self.steps_taken, self.steady = None, {}, None, None
+        self.neighbour = None  # beside a busy core: its core and the CPU it got (neighbour.busy_core)
         self.compile_cache = "cold"  # what the run found in its compiler cache (a run that compiles nothing: cold)
 
     @property
@@ -170,7 +173,8 @@ class TrainingRun(Measurement):
             batch_size=job.batch_size,
             learning_rate=job.learning_rate,
             hidden_units=job.hidden_units,
-            threads=job.threads,
+            # A rung that fixes its thread count (one_thread) runs with it whatever the job was given.
+            threads=catalogue.variant(job.framework, job.variant).threads or job.threads,
             compile_cache=None if job.compile_cache is None else str(job.compile_cache.resolve()),
         )
         self.clock = Clock(label=self.label, planned_epochs=self.spec.epochs)
@@ -191,9 +195,15 @@ class TrainingRun(Measurement):
             self.say(f"compiler cache {self.job.compile_cache}: {self.compile_cache}")
         loop = self._loop or backends.loop(self.framework, self.spec.variant)
         window = (self.job.steady_window_s, self.job.steady_block_s)
-        self.quality, self.details, self.steps_taken, self.steady = time_and_score(
-            self.backend, loop, fw, self.spec, data, self.clock, self.job.min_r2, window
-        )
+        busy = self.job.condition == BUSY
+        if busy:
+            self.say(f"beside one busy core (core {neighbour_core()} of {len(os.sched_getaffinity(0))})")
+        # Busy from before the timing point to after the per-step window: the whole of what is timed.
+        with busy_core(busy) as reading:
+            self.quality, self.details, self.steps_taken, self.steady = time_and_score(
+                self.backend, loop, fw, self.spec, data, self.clock, self.job.min_r2, window
+            )
+        self.neighbour = reading or None
 
     def method(self) -> dict:
         return {**METHOD, "compile_cache": self.compile_cache}
@@ -228,10 +238,11 @@ class TrainingRun(Measurement):
                 "variant": spec.variant,
                 "repeat": spec.repeat,
                 "started_at": self.started_at,
-                "condition": "idle",
+                "condition": self.job.condition,
             },
             "status": status,
             "reason": reason,
+            "neighbour": self.neighbour,
             "parameters": parameters(spec, data.metadata, self.details, self.backend.own_init),
             "timings": timings,
             "quality": self.quality,

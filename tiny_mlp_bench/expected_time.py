@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from tiny_mlp_bench import jobs, records
+from tiny_mlp_bench import catalogue, jobs, question, records
 from tiny_mlp_bench.kinds import (
     DEFAULT_STUDY,
     KIND_FIELDS,
@@ -32,8 +32,12 @@ class EstimateArchiveError(ValueError):
 
 
 def measure_key(job: jobs.Job) -> tuple:
-    """What a job measures, whatever its repeat: what an earlier study may have measured already."""
-    return (job.rule, job.device, job.framework, job.variant)
+    """What a job measures, whatever its repeat and condition: what an earlier study may have measured already. A
+    rung that only fixes its thread count (one_thread) is paced as the loop it runs, which the default study has."""
+    variant = job.variant
+    if job.rule == "train" and catalogue.role_of(job.framework, job.variant) == catalogue.Role.ONE_THREAD:
+        variant = question.askers_rung(job.framework)
+    return (job.rule, job.device, job.framework, variant)
 
 
 def record_key(kind: str, record: dict) -> tuple:

@@ -13,6 +13,8 @@ from tiny_mlp_bench.catalogue import Role
 DATASET = "results/data/dataset.parquet"  # rules/dataset.smk's output, which every training run reads
 OUTPUTS = {
     "train": "results/runs/{framework}-{device}-{variant}-{repeat}.json",
+    # A run beside one busy core (neighbour.py): a rule of its own, so that its file name and run id say so.
+    "train_busy": "results/runs/{framework}-{device}-{variant}-busy-{repeat}.json",
     "sweep_crossover": "results/sweep/{device}.json",
     "probe_fixed_costs": "results/probes/{framework}-{device}.json",
 }
@@ -20,6 +22,10 @@ OUTPUTS = {
 
 # Shared by a compiling rung's runs: the first compiles cold, later ones reuse it, so cold is measured once a study.
 COMPILE_CACHE = "results/compile_cache/{framework}-{device}-{variant}"
+
+# What a training run is set beside (the config's `conditions`): nothing, or one busy core.
+IDLE, BUSY = "idle", "busy"
+CONDITIONS = (IDLE, BUSY)
 
 
 def log_pattern(rule: str) -> str:
@@ -36,37 +42,44 @@ class Job:
     framework: str | None = None
     variant: str | None = None
     repeat: int | None = None
+    condition: str = IDLE  # a training run's: what it is set beside
+
+    @property
+    def workflow_rule(self) -> str:
+        """The Snakemake rule that makes it: a busy run's is train_busy."""
+        return f"{self.rule}_{BUSY}" if self.condition == BUSY else self.rule
 
     @property
     def output(self) -> str:
-        return OUTPUTS[self.rule].format(**asdict(self))
+        return OUTPUTS[self.workflow_rule].format(**asdict(self))
 
     @property
     def log(self) -> str:
-        return log_pattern(self.rule).format(**asdict(self))
+        return log_pattern(self.workflow_rule).format(**asdict(self))
 
     @property
     def name(self) -> str:
-        """How the study's log and the archive's README name it: the run id, sweep-<device>, probe-<pair>."""
+        """How the study's log and the archive's README name it: the run id (its record's file stem),
+        sweep-<device>, probe-<pair>."""
         if self.rule == "train":
-            return f"{self.framework}-{self.device}-{self.variant}-{self.repeat}"
+            return PurePosixPath(self.output).stem
         if self.rule == "sweep_crossover":
             return f"sweep-{self.device}"
         return f"probe-{self.framework}-{self.device}"
 
     @property
     def compile_cache(self) -> str | None:
-        """The compiler cache a compiling rung's training runs share; None for every other job."""
+        """The compiler cache a compiling rung's training runs share (per condition); None for every other job."""
         if self.rule != "train" or not catalogue.variant(self.framework, self.variant).compiles:
             return None
-        return COMPILE_CACHE.format(**asdict(self))
+        return COMPILE_CACHE.format(**asdict(self)) + (f"-{BUSY}" if self.condition == BUSY else "")
 
     @property
     def compiled_first(self) -> Job | None:
         """The run whose cold compilation this one's cache holds: the rung's first, for its later runs."""
         if self.compile_cache is None or self.repeat == 1:
             return None
-        return Job(self.rule, self.device, self.framework, self.variant, 1)
+        return Job(self.rule, self.device, self.framework, self.variant, 1, self.condition)
 
 
 def about(help: str, kind=str, config: str | None = None, choices=None) -> dict:
@@ -162,6 +175,10 @@ class TrainingJob(JobOptions):
         default=None, metadata=about("training-loop variant (the job's {variant}); default: the framework's first")
     )
     require_gpu: bool = field(default=False, metadata=REQUIRE_GPU)
+    condition: str = field(
+        default=IDLE,
+        metadata=about("what the run is set beside: nothing, or one busy core (the job's rule)", choices=CONDITIONS),
+    )
     compile_cache: Path | None = field(
         default=None,
         metadata=about(
@@ -174,7 +191,11 @@ class TrainingJob(JobOptions):
 
     @property
     def job(self) -> Job:
-        return Job("train", self.device, self.framework, self.variant, self.repeat)
+        return Job("train", self.device, self.framework, self.variant, self.repeat, self.condition)
+
+    def flags(self, leave_out: tuple[str, ...] = ()) -> list[str]:
+        # An idle run's options are what they were before conditions: a finished study's runs do not rerun.
+        return super().flags(leave_out + (("condition",) if self.condition == IDLE else ()))
 
 
 def training_job(config: dict, job: Job, threads: int) -> TrainingJob:
@@ -187,6 +208,7 @@ def training_job(config: dict, job: Job, threads: int) -> TrainingJob:
         dataset=Path(DATASET),
         output=Path(job.output),
         threads=threads,
+        condition=job.condition,
         compile_cache=None if job.compile_cache is None else Path(job.compile_cache),
     )
 
@@ -263,14 +285,16 @@ def rung_repeats(config: dict, framework: str, variant: str) -> int:
 
 
 def training_runs(config: dict) -> list[Job]:
-    """framework x device x its variants x repeat, where the catalogue says the variant runs on the device."""
+    """framework x device x its variants x repeat x condition, where the catalogue says the variant runs on the
+    device."""
     return [
-        Job("train", device, framework, variant, repeat)
+        Job("train", device, framework, variant, repeat, condition)
         for framework in config["frameworks"]
         for device in config["devices"]
         for variant in config["variants"][framework]
         if catalogue.variant(framework, variant).runs_on(device)
         for repeat in range(1, rung_repeats(config, framework, variant) + 1)
+        for condition in config.get("conditions", (IDLE,))  # a config from before conditions: idle
     ]
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from tiny_mlp_bench import machine
 
-# The kinds of study: the default study (`make run`, or any local config), the GPU study (scripts/gpu_study.py).
-DEFAULT_STUDY, GPU_STUDY = "default", "gpu"
+# The kinds of study: the default study (`make run`, or any local config), the GPU study (scripts/gpu_study.py), the
+# busy-core study (`make busy`: runs beside one busy core, whose claims never pool with an idle study's).
+DEFAULT_STUDY, GPU_STUDY, BUSY_STUDY = "default", "gpu", "busy"
 GPU_STUDY_LOG = "logs/gpu_study.json"  # what the GPU study leaves in its archive, and no other study does
 KIND_FIELDS = ("cpu_model", "logical_cpus", "gpu_name")  # a machine kind, as a record's environment names it
 
@@ -55,7 +56,12 @@ def study_kind(folder: Path) -> str:
     """An archive's kind of study: as its provenance records it, or, sealed before it did, by what it holds."""
     provenance = folder / "provenance.json"
     recorded = json.loads(provenance.read_text())["study"].get("kind") if provenance.is_file() else None
-    return recorded or (GPU_STUDY if (folder / GPU_STUDY_LOG).is_file() else DEFAULT_STUDY)
+    if recorded:
+        return recorded
+    if (folder / GPU_STUDY_LOG).is_file():
+        return GPU_STUDY
+    busy = any((record.get("identity") or {}).get("condition") == "busy" for record in archive_records(folder))
+    return BUSY_STUDY if busy else DEFAULT_STUDY
 
 
 def archive_kind(folder: Path) -> tuple[str, tuple]:

@@ -18,9 +18,15 @@ def pack_main(argv=None, prog=None) -> int:
     parser = argparse.ArgumentParser(prog=prog, description="Archive the finished study in results/ and logs/.")
     parser.add_argument("--name", help="the archive's folder name (default: <date>-<gpu model or host>)")
     parser.add_argument("--allow-modified", action="store_true", help="archive from a modified tree, and say so")
+    parser.add_argument(
+        "--study",
+        type=Path,
+        default=CHECKOUT,
+        help="the folder the study ran in, with its results/ and logs/ (default: the checkout; busy for make busy)",
+    )
     args = parser.parse_args(argv)
     try:
-        folder = pack(CHECKOUT, ARCHIVES, name=args.name, allow_modified=args.allow_modified)
+        folder = pack(CHECKOUT, ARCHIVES, name=args.name, allow_modified=args.allow_modified, study=args.study)
     except ArchiveError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

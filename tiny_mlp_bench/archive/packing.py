@@ -62,9 +62,13 @@ def copy_quoted(archives: Path, name: str, folder: Path) -> None:
         shutil.copy2(record, folder / QUOTED / name / "runs" / record.name)
 
 
-def pack(repo: Path, archives: Path, *, name: str | None = None, allow_modified: bool = False) -> Path:
-    """Pack the finished study in ``repo``'s results/ and logs/, with its Snakemake logs, into ``archives``/<name>."""
-    results = repo / "results"
+def pack(
+    repo: Path, archives: Path, *, name: str | None = None, allow_modified: bool = False, study: Path | None = None
+) -> Path:
+    """Pack the finished study in ``study``'s results/ and logs/ (by default ``repo``'s), with its Snakemake logs,
+    into ``archives``/<name>; ``repo`` is the checkout whose code it ran."""
+    study = (study or repo).resolve()
+    results = study / "results"
     needed = (results / "report.md", results / MODEL, results / "runs", results / "config.yaml")
     missing = [p for p in needed if not p.exists()]
     if missing:
@@ -73,9 +77,9 @@ def pack(repo: Path, archives: Path, *, name: str | None = None, allow_modified:
             "first (make run, or snakemake --cores all)"
         )
     sources = {kind: results / kind for kind in (*RECORD_FOLDERS, "data")}
-    sources |= {"logs": repo / "logs", "config.yaml": results / "config.yaml"}
+    sources |= {"logs": study / "logs", "config.yaml": results / "config.yaml"}
     model = read_json(results / MODEL)["model"]
-    snakemake_logs = study_logs(repo)
+    snakemake_logs = study_logs(study)
     quoted = (model.get("archived_gpu") or {}).get("archive")
     if name is None:  # a second study of the same machine on the same day gets the next free name
         name = unused_name(archives, archive_name(results, datetime.date.today()))

@@ -17,7 +17,7 @@ from tiny_mlp_bench.backends.keras_runtime import (
     start_device,
     wait_for_device,
 )
-from tiny_mlp_bench.catalogue import DEVICES, Role, Variant
+from tiny_mlp_bench.catalogue import DEVICES, ONE_THREAD_REMOVES, Role, Variant
 
 # framework -> (backend, the module Keras is imported as)
 KERAS_BACKENDS = {
@@ -43,6 +43,7 @@ def epoch_clock(keras, clock, epochs_per_fit_epoch: int = 1):
 COMPILE_OPTIONS = {
     "seed": lambda steps_per_epoch: {},
     "autotune_off": lambda steps_per_epoch: {},  # the asker's compile: only fit's dataset differs
+    "one_thread": lambda steps_per_epoch: {},  # the asker's compile: only TensorFlow's thread pools differ
     "xla": lambda steps_per_epoch: {"jit_compile": True},
     "steps_per_execution": lambda steps_per_epoch: {"steps_per_execution": steps_per_epoch},
     "epoch_blocks": lambda steps_per_epoch: {
@@ -256,6 +257,16 @@ RUNGS = (
     ),
     xla("tf_keras"),
     one_call_per_epoch("tf_keras"),
+    Variant(
+        "tf_keras",
+        "one_thread",
+        ("cpu",),
+        ONE_THREAD_REMOVES,
+        default=False,  # the busy-core study's (config/busy.yaml): on an idle machine the count hardly matters
+        role=Role.ONE_THREAD,
+        threads=1,  # set before TensorFlow starts (keras_runtime.prepare)
+        loop=FitRun,
+    ),
     askers_fit("keras", "Keras 3 on TensorFlow"),
     xla("keras"),
     one_call_per_epoch("keras"),

@@ -8,6 +8,7 @@ import pandas as pd
 
 from tiny_mlp_bench.backends.contract import GPU_EPOCHS_PER_BLOCK
 from tiny_mlp_bench.catalogue import DEVICES, pair_name
+from tiny_mlp_bench.jobs import BUSY, IDLE
 from tiny_mlp_bench.question import TORCH, askers_rung
 from tiny_mlp_bench.report import fixed_costs
 from tiny_mlp_bench.report.answer import Answer, ArchivedGpu, answer
@@ -64,8 +65,11 @@ class Report:
     no_archive_qualifies: bool = False
 
 
-def machine(label: str, records: list[dict], sweeps: list[dict], probes: list[dict]) -> Machine:
-    canary = reference_canary(records)
+def machine(
+    label: str, records: list[dict], sweeps: list[dict], probes: list[dict], canary: float | None = None
+) -> Machine:
+    """One machine's numbers; ``canary``: its study's reference canary (by default its own runs')."""
+    canary = reference_canary(records) if canary is None else canary
     runs = pd.DataFrame([run_row(r, label, canary) for r in records])
     runs = runs.sort_values(["framework", "device", "variant", "repeat"], kind="stable").reset_index(drop=True)
     summary = summarize(runs)
@@ -121,14 +125,20 @@ def build_report(
     labels = machine_labels([*records, *sweeps, *probes])
     by_machine: dict[str, tuple[list, list, list]] = {}
     for item in records:
-        by_machine.setdefault(labels[machine_key(item["environment"])], ([], [], []))[0].append(item)
+        by_machine.setdefault(condition_label(labels, item), ([], [], []))[0].append(item)
     for index, items in ((1, sweeps), (2, probes)):
         for item in items:
             # Runs from one machine go with every sweep and probe; runs from several, with their own machine's.
             label = next(iter(by_machine)) if len(by_machine) == 1 else labels[machine_key(item["environment"])]
             if label in by_machine:
                 by_machine[label][index].append(item)
-    machines = tuple(machine(label, *by_machine[label]) for label in sorted(by_machine))
+    # A machine's runs beside a busy core are a machine of their own, whose slow blocks are judged by its idle
+    # runs' canary: the busy core slows the canary too.
+    idle = {condition_label(labels, r): r for r in records if r["identity"]["condition"] == IDLE}
+    canaries = {label: reference_canary([r for r in records if condition_label(labels, r) == label]) for label in idle}
+    machines = tuple(
+        machine(label, *by_machine[label], canaries.get(idle_label(label))) for label in sorted(by_machine)
+    )
     runs = pd.concat([m.runs for m in machines], ignore_index=True)
     runs = runs.sort_values(["framework", "device", "variant", "repeat", "machine"], kind="stable")
     keys = ("epochs", "n_train", "batch_size", "learning_rate", "hidden_units")
@@ -141,6 +151,19 @@ def build_report(
         archived_gpu=archived_gpu,
         no_archive_qualifies=no_archive_qualifies,
     )
+
+
+BESIDE_BUSY_CORE = ", beside one busy core"  # what a machine's label adds for its runs beside a busy core
+
+
+def condition_label(labels: dict[tuple, str], record: dict) -> str:
+    """The report's machine of a run record: its machine's label, plus what it was set beside if not idle."""
+    label = labels[machine_key(record["environment"])]
+    return label + BESIDE_BUSY_CORE if record["identity"]["condition"] == BUSY else label
+
+
+def idle_label(label: str) -> str:
+    return label.removesuffix(BESIDE_BUSY_CORE)
 
 
 def archived_gpu(archive: str, records: list[dict]) -> ArchivedGpu | None:
