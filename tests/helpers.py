@@ -19,7 +19,7 @@ import yaml
 from tiny_mlp_bench import jobs
 from tiny_mlp_bench.backends.contract import RunSpec
 from tiny_mlp_bench.initial_weights import live_initial_weights
-from tiny_mlp_bench.kinds import DEFAULT_STUDY, GPU_STUDY
+from tiny_mlp_bench.kinds import BUSY_STUDY, DEFAULT_STUDY, GPU_STUDY
 from tiny_mlp_bench.records import PROBE_SCHEMA_VERSION, SCHEMA_VERSION
 from tiny_mlp_bench.timing import METHOD
 
@@ -460,12 +460,15 @@ def spec_for(
     )
 
 
-def write_study(root, name: str, keras_s=(), torch_s=(), cuda_s=(), gpu: str | None = None, day: str = "2026-01-01"):
+def write_study(
+    root, name: str, keras_s=(), torch_s=(), cuda_s=(), gpu: str | None = None, day="2026-01-01", condition="idle"
+):
     """An archive of Keras 2's and torch's original loops on cpu (and torch's on cuda) with these times to a
-    result; each run's step is its time over 4000, so that per step and to a result agree."""
+    result; each run's step is its time over 4000, so that per step and to a result agree. Called again for the
+    same folder with ``condition="busy"``, it adds runs beside a busy core and makes it a busy-core study."""
     folder = root / name
-    (folder / "runs").mkdir(parents=True)
-    kind = GPU_STUDY if gpu else DEFAULT_STUDY
+    (folder / "runs").mkdir(parents=True, exist_ok=True)
+    kind = GPU_STUDY if gpu else BUSY_STUDY if condition == "busy" else DEFAULT_STUDY
     (folder / "provenance.json").write_text(json.dumps({"study": {"kind": kind}}))
     sides = (("tf_keras", "cpu", keras_s), ("torch", "cpu", torch_s), ("torch", "cuda", cuda_s))
     for framework, device, times in sides:
@@ -473,6 +476,8 @@ def write_study(root, name: str, keras_s=(), torch_s=(), cuda_s=(), gpu: str | N
             record = synthetic_record(framework, device, repeat, seconds, step_ms=seconds / 4)
             record["identity"]["started_at"] = f"{day}T00:0{repeat}:00+00:00"
             record["environment"]["gpu_name"] = gpu if device == "cuda" else None
+            if condition == "busy":
+                record["identity"] |= {"condition": "busy", "run_id": f"{framework}-{device}-seed-busy-{repeat}"}
             path = folder / "runs" / f"{record['identity']['run_id']}.json"
             path.write_text(json.dumps(record))
     return folder

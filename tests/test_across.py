@@ -114,3 +114,20 @@ def test_the_power_line_names_runs_that_resolve_the_ratio_about_as_often_as_it_s
     assert 0.7 < resolved_share(needed) < 0.92  # about POWER, as the normal approximation promises
     assert resolved_share(max(needed // 2, across.fewest_runs())) < 0.6
     assert across.fewest_runs() == 4  # 2 / C(8, 4) = 0.029: the fewest runs a side at which p < 0.05 is possible
+
+
+def test_a_busy_core_studys_claims_come_from_its_busy_runs_and_never_pool_with_an_idle_study(tmp_path):
+    write_study(tmp_path, "idle", SLOWER, TORCH)
+    write_study(tmp_path, "busy", SLOWER, TORCH)  # its idle runs
+    write_study(tmp_path, "busy", TORCH, SLOWER, condition="busy")  # beside the busy core, the order turns
+    studies = across.read_studies(tmp_path)
+    assert {s.name: s.kind[0] for s in studies} == {"idle": "default", "busy": "busy"}
+    (busy,) = across.across(studies, across.BUSY_KERAS_RESULT)
+    assert [s.name for s, _ in busy.studies] == ["busy"] and busy.pooled.estimate < 1 and busy.one_study
+    # Its idle runs still give its idle claims, a kind of their own: never pooled with the default study's.
+    assert [len(kind.studies) for kind in across.across(studies, across.KERAS_RESULT)] == [1, 1]
+    sentence = claims.busy_answer([busy], lambda s: s.name)
+    assert sentence.startswith(
+        "Beside one busy core, to a result, Keras 2's `fit` against the original torch loop: 0.6"
+    )
+    assert sentence.endswith("one study's finding (busy).")

@@ -60,3 +60,26 @@ def test_a_compiling_rungs_later_runs_share_its_cache_and_wait_for_its_first():
     assert seed.compile_cache is None and seed.compiled_first is None
     assert jobs.Job("sweep_crossover", "cpu").compile_cache is None
     assert jobs.Job("probe_fixed_costs", "cpu", "torch").compile_cache is None
+
+
+def test_a_busy_run_is_its_own_rule_file_and_id_and_an_idle_runs_options_are_as_before():
+    config = CONFIG | {"frameworks": ["torch"], "devices": ["cpu"], "conditions": ["idle", "busy"]}
+    runs = jobs.training_runs(config)
+    assert Counter(job.condition for job in runs) == {"idle": len(runs) // 2, "busy": len(runs) // 2}
+    busy = jobs.Job("train", "cpu", "torch", "seed", 2, jobs.BUSY)
+    assert busy.workflow_rule == "train_busy" and busy.name == "torch-cpu-seed-busy-2"
+    assert busy.output == "results/runs/torch-cpu-seed-busy-2.json"
+    assert busy.log == "logs/train_busy/torch-cpu-seed-busy-2.log"
+    idle = jobs.Job("train", "cpu", "torch", "seed", 2)
+    assert idle.workflow_rule == "train" and idle.output == "results/runs/torch-cpu-seed-2.json"
+    # The idle run's options name no condition, so that a study finished before conditions does not rerun.
+    settings = config | {"epochs": 1000, "batch_size": 64, "learning_rate": 0.001, "hidden_units": 20}
+    settings |= {"convergence_min_r2": 0.99, "steady_window_s": 1.0, "steady_block_s": 0.05, "require_gpu": False}
+    assert "--condition" not in jobs.training_job(settings, idle, 2).flags()
+    assert jobs.training_job(settings, busy, 2).flags()[-2:] == ["--condition", "busy"]
+    # A busy compiling rung keeps a cache of its own, and its later runs wait for its own first.
+    later = jobs.Job("train", "cpu", "torch", "fused_epoch", 2, jobs.BUSY)
+    assert later.compile_cache.endswith("fused_epoch-busy") and later.compiled_first.condition == jobs.BUSY
+    # A config from before conditions (an archive's) asks for idle runs only.
+    before = {key: value for key, value in config.items() if key != "conditions"}
+    assert {job.condition for job in jobs.training_runs(before)} == {jobs.IDLE}

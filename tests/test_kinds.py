@@ -35,6 +35,10 @@ def test_an_archives_machine_kind_is_its_runs_cpu_and_any_gpu_they_name(tmp_path
     assert kinds.archive_kind(local) == ("default", ("AMD EPYC", 2, None))
     # Where the provenance records the kind of study, it is what it says.
     assert kinds.study_kind(write_study(tmp_path / "busy", [AMD], kind="busy")) == "busy"
+    # Sealed before it recorded its kind, an archive with a run beside a busy core is a busy-core study.
+    unsaid = write_study(tmp_path / "unsaid", [AMD, AMD])
+    (unsaid / "runs" / "run-1.json").write_text(json.dumps({"environment": AMD, "identity": {"condition": "busy"}}))
+    assert kinds.study_kind(unsaid) == kinds.BUSY_STUDY
 
 
 def test_a_gpu_hosts_cpu_records_are_of_its_kind_for_cpu_jobs_only():

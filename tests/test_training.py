@@ -6,6 +6,7 @@ import collections
 import datetime
 import json
 import math
+import os
 import types
 
 import numpy as np
@@ -812,3 +813,21 @@ def test_a_restart_puts_back_the_initial_weights_and_a_fresh_optimizer(small_dat
         np.testing.assert_array_equal(np.asarray(training.predict(rows)), untrained, err_msg=f"{framework} {variant}")
         training.fit(Clock(), 1)  # a fresh optimizer counts from no steps
         assert training.steps_taken() == math.ceil(len(data.train) / spec.batch_size), f"{framework} {variant}"
+
+
+def test_a_busy_run_records_its_neighbour_and_one_thread_runs_on_one_thread(small_dataset, tmp_path):
+    out = tmp_path / "r.json"
+    args = run_args(small_dataset, out, "--variant", "one_thread", "--threads", 2, "--condition", "busy")
+    assert run(args, fake_backend(), fake_loop(lambda f: 4 * f[:, 0] + 3 * f[:, 1] + 10)) == 0
+    record = read_record(out)
+    assert record["status"] == "ok", record["reason"]
+    assert record["identity"]["condition"] == "busy" and record["identity"]["run_id"] == "torch-cpu-one_thread-busy-1"
+    assert record["parameters"]["threads"] == 1  # the rung's count, whatever the job was given
+    neighbour = record["neighbour"]
+    assert (
+        neighbour["core"] == max(os.sched_getaffinity(0)) and neighbour["wall_s"] >= record["timings"]["fit_predict_s"]
+    )
+    assert 0 < neighbour["cpu_share"] <= 1.1  # it kept its core busy while the run was timed
+    idle = tmp_path / "idle.json"
+    assert run(run_args(small_dataset, idle), fake_backend(), fake_loop(lambda f: 4 * f[:, 0] + 3 * f[:, 1] + 10)) == 0
+    assert read_record(idle)["neighbour"] is None and read_record(idle)["identity"]["run_id"] == "torch-cpu-seed-1"

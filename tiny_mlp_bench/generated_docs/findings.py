@@ -11,7 +11,7 @@ from pathlib import Path
 from tiny_mlp_bench import CHECKOUT as ROOT
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.generated_docs import between, write_or_check
-from tiny_mlp_bench.kinds import DEFAULT_STUDY, archive_kind, cpu_name
+from tiny_mlp_bench.kinds import BUSY_STUDY, DEFAULT_STUDY, archive_kind, cpu_name
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH
 from tiny_mlp_bench.report import across, claims
 from tiny_mlp_bench.report.cells import duration, table
@@ -266,14 +266,17 @@ def short_answer(studies: list[across.Study]) -> str:
     against CPU and Keras against torch are said on every kind that ran them, holding or not; the fixed cost only
     where it holds."""
     said = []
+    idle = [study for study in studies if study.kind[0] != BUSY_STUDY]  # a busy study's claims are its own
     for claim in (across.GPU_RESULT, across.KERAS_STEP, across.KERAS_RESULT, across.FIXED_COST):
-        found = across.across(studies, claim)
+        found = across.across(idle, claim)
         if claim == across.FIXED_COST:
             found = [kind for kind in found if kind.holds]
         if found:
             said.append(claims.across_claim(found, link))
-    if any(kind.holds for kind in across.across(studies, across.FIXED_COST)):
-        said.append("That is why a step this small is slow: the rest of it is fixed cost, calls, dispatch and Python.")
+    busy = [study for study in studies if study.kind[0] == BUSY_STUDY]
+    found = [c for claim in (across.BUSY_KERAS_RESULT, across.BUSY_ONE_THREAD) for c in across.across(busy, claim)]
+    if found:
+        said.append(claims.busy_answer(found, link))
     shown = " ".join(said)
     return (
         "**In short** (each ratio within one study, pooled over the studies of one machine kind, with its 95% "

@@ -13,17 +13,23 @@ from scipy import stats
 
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import Role
+from tiny_mlp_bench.jobs import BUSY, IDLE
 from tiny_mlp_bench.kinds import archive_kind, same_machine
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.records import read_record
 from tiny_mlp_bench.report.inference import SIGNIFICANCE, Ratio, pooled_ratio, rank_sum_null, ratio
 from tiny_mlp_bench.report.runs import reference_canary, run_row, summarize
 
+SUMMARY_KEYS = ("pair", "framework", "device", "variant")  # an empty summary's columns: no rung ran
+
 # The claims of the README's answer, each ``a`` over ``b``: Keras 2's `fit` against the original torch loop on a
 # CPU per step and to a result; torch's loop on the GPU against the same machine's CPU; torch's step against the
 # numba floor's, the same arithmetic with every per-operation call gone.
 KERAS_STEP, KERAS_RESULT, GPU_RESULT, FIXED_COST = "keras_step", "keras_result", "gpu_result", "fixed_cost"
-CLAIMS = (KERAS_STEP, KERAS_RESULT, GPU_RESULT, FIXED_COST)
+# The busy-core study's, from its runs beside one busy core: Keras 2 against torch to a result, as the question
+# timed them; torch's loop on one thread against its default pool, per step.
+BUSY_KERAS_RESULT, BUSY_ONE_THREAD = "busy_keras_result", "busy_one_thread"
+CLAIMS = (KERAS_STEP, KERAS_RESULT, GPU_RESULT, FIXED_COST, BUSY_KERAS_RESULT, BUSY_ONE_THREAD)
 POWER = 0.8  # the chance a study of the runs named by the power line resolves a ratio the size of the pooled one
 
 
@@ -69,11 +75,21 @@ def floor_steps(summary: pd.DataFrame, device: str) -> tuple:
 
 
 def claim_sides(summary: pd.DataFrame) -> dict[str, tuple[tuple, tuple]]:
+    """The idle runs' claims."""
     return {
         KERAS_STEP: (seed(summary, ASKERS_KERAS, "cpu", "step"), seed(summary, TORCH, "cpu", "step")),
         KERAS_RESULT: (seed(summary, ASKERS_KERAS, "cpu", "result"), seed(summary, TORCH, "cpu", "result")),
         GPU_RESULT: (seed(summary, TORCH, "cuda", "result"), seed(summary, TORCH, "cpu", "result")),
         FIXED_COST: (seed(summary, TORCH, "cpu", "step"), floor_steps(summary, "cpu")),
+    }
+
+
+def busy_sides(summary: pd.DataFrame) -> dict[str, tuple[tuple, tuple]]:
+    """The claims of the runs beside one busy core."""
+    one_thread = catalogue.rung_with_role(TORCH, Role.ONE_THREAD).name
+    return {
+        BUSY_KERAS_RESULT: (seed(summary, ASKERS_KERAS, "cpu", "result"), seed(summary, TORCH, "cpu", "result")),
+        BUSY_ONE_THREAD: (rung_values(summary, TORCH, "cpu", one_thread, "step"), seed(summary, TORCH, "cpu", "step")),
     }
 
 
@@ -85,10 +101,15 @@ def read_study(folder: Path) -> Study:
     records = [r for r in records if same_machine(r["environment"], machine, r["identity"]["device"])]
     if not records:
         raise ValueError(f"{folder}: no run records of its own machine kind in runs/")
-    canary = reference_canary(records)
-    summary = summarize(pd.DataFrame([run_row(r, folder.name, canary) for r in records]))
+    idle = [r for r in records if r["identity"]["condition"] == IDLE]
+    canary = reference_canary(idle)  # a busy core slows the canary too: only idle runs say what fast is
+
+    def summary(condition: str) -> pd.DataFrame:
+        rows = [run_row(r, folder.name, canary) for r in records if r["identity"]["condition"] == condition]
+        return summarize(pd.DataFrame(rows)) if rows else pd.DataFrame(columns=SUMMARY_KEYS)
+
     day = min(r["identity"]["started_at"] for r in records)[:10]
-    return Study(folder.name, day, kind, claim_sides(summary))
+    return Study(folder.name, day, kind, claim_sides(summary(IDLE)) | busy_sides(summary(BUSY)))
 
 
 def read_studies(folder: Path) -> list[Study]:

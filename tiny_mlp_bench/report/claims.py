@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from tiny_mlp_bench.kinds import cpu_name
 from tiny_mlp_bench.report import across
+from tiny_mlp_bench.report.busy_core import BusyCore, Views
 from tiny_mlp_bench.report.cells import decimals, duration, figures, times
 from tiny_mlp_bench.report.inference import Interval, Ratio
 
@@ -100,7 +101,15 @@ ACROSS_WORDS = {
     across.GPU_RESULT: ("To a result", "the original torch loop on the GPU", "the same loop on the same machine's CPU"),
     across.KERAS_STEP: ("Per step", "Keras 2's `fit`", "the original torch loop"),
     across.KERAS_RESULT: ("To a result", "Keras 2's `fit`", "the original torch loop"),
-    across.FIXED_COST: ("Per step", "the original torch loop", "the same arithmetic compiled into one numba loop"),
+    across.FIXED_COST: (
+        "Per step",
+        "the original torch loop",
+        "the same arithmetic compiled into one numba loop (the rest of its step is fixed cost: calls, dispatch and "
+        "Python)",
+    ),
+    # Said after "Beside one busy core," (busy_answer).
+    across.BUSY_KERAS_RESULT: ("to a result", "Keras 2's `fit`", "the original torch loop"),
+    across.BUSY_ONE_THREAD: ("per step", "torch's loop on one thread", "on its default thread pool"),
 }
 
 
@@ -158,3 +167,76 @@ def across_claim(found: list[across.Across], label) -> str:
         word = "slower than" if directions == {True} else "faster than"
         return f"{measure}, {a} was {word} {b}: {parts}."
     return f"{measure}, {a} against {b}: {parts}."
+
+
+def busy_answer(found: list[across.Across], label) -> str:
+    """The busy-core studies' claims, each machine kind's, in one sentence of the README's answer: Keras 2 against
+    torch to a result, then torch's loop on one thread against its default pool per step."""
+    parts = []
+    for claim in (across.BUSY_KERAS_RESULT, across.BUSY_ONE_THREAD):
+        kinds = [kind for kind in found if kind.claim == claim]
+        if kinds:
+            measure, a, b = ACROSS_WORDS[claim]
+            parts.append(f"{measure}, {a} against {b}: {'; '.join(kind_phrase(kind, label) for kind in kinds)}")
+    return f"Beside one busy core, {'; '.join(parts)}."
+
+
+def both_views(found: Views) -> str:
+    return f"{times(found.result)} as long to a result and {times(found.step)} per step"
+
+
+def busy_lines(found: BusyCore) -> list[str]:
+    """The busy-core study's answer: the question's order beside one busy core, what the core did to each loop, what
+    one thread does, and how much the core count matters."""
+    idle, busy = found.keras_over_torch
+    if found.askers_order is None:
+        verdict = "the runs cannot tell whether the asker's order (Keras faster than torch) holds beside a busy core"
+    elif found.askers_order:
+        verdict = "the asker's order, Keras faster than torch, reproduces beside a busy core"
+    else:
+        verdict = "the asker's order, Keras faster than torch, does not reproduce beside a busy core"
+    lines = [
+        f"Beside one busy core, Keras 2's `fit` took {both_views(busy)} as the original torch loop; idle, "
+        f"{both_views(idle)}: {verdict}."
+    ]
+    slowed = [f"{rung.label} {times(views.step)}" for rung, views in found.busy_over_idle if views.step]
+    if slowed:
+        lines.append(
+            f"What the busy core did, per step, each rung's runs beside it over its idle runs: {', '.join(slowed)}."
+        )
+    cpus = [f"{rung.label} {cpu:.2f}" for rung, cpu in found.idle_cpus if cpu is not None]
+    if cpus:
+        lines.append(
+            f"CPUs each original loop kept busy idle, its per-step blocks' CPU time over their wall time: "
+            f"{', '.join(cpus)}. Only a loop that keeps more than one busy has a thread for a busy core to hold up."
+        )
+    for framework, idle_views, busy_views in found.one_thread:
+        lines.append(
+            f"{framework} on one thread against its default pool: beside the busy core {both_views(busy_views)}; "
+            f"idle {both_views(idle_views)}."
+        )
+    # Advice only where the runs support it: one thread made some loop faster beside the busy core, and none slower.
+    ratios = [found for _, *views in found.one_thread for side in views for found in (side.result, side.step)]
+    hurts = any(r and r.resolved and r.estimate > 1 for r in ratios)
+    helps = [
+        f"{fw} {times(busy.step)}"
+        for fw, _, busy in found.one_thread
+        if busy.step and busy.step.resolved and busy.step.estimate < 1
+    ]
+    if helps and not hurts:
+        lines.append(
+            f"For a model this small on a machine that does other work, use one CPU thread: it made no loop slower "
+            f"here, and beside the busy core it took {', '.join(helps)} as long per step. In torch, "
+            "`torch.set_num_threads(1)` and `torch.set_num_interop_threads(1)`; in TensorFlow, "
+            "`tf.config.threading.set_intra_op_parallelism_threads(1)` and `set_inter_op_parallelism_threads(1)` "
+            "before it starts."
+        )
+    share = ""
+    if found.neighbour_share:
+        low, high = (f"{value:.0%}" for value in found.neighbour_share)
+        share = f" The busy loop got {low if low == high else f'{low} to {high}'} of its core."
+    lines.append(
+        f"One busy core is 1 of this machine's {found.logical_cpus} logical CPUs: the size of what it does depends "
+        f"on that count, and one busy core of many takes a smaller share.{share}"
+    )
+    return lines

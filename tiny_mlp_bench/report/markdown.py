@@ -9,7 +9,8 @@ import pandas as pd
 
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import Role
-from tiny_mlp_bench.report import sentences
+from tiny_mlp_bench.report import claims, sentences
+from tiny_mlp_bench.report.busy_core import BusyCore
 from tiny_mlp_bench.report.cells import approx, duration, num, pct, span, table, times
 from tiny_mlp_bench.report.fixed_costs import COMPILED_EPOCH
 from tiny_mlp_bench.report.ladder import Ladder, Rung
@@ -321,6 +322,20 @@ def machine_page(report: Report, m: Machine) -> dict:
     }
 
 
+def busy_table(found: BusyCore) -> str:
+    """The busy-core study's ratios, idle and beside the busy core, then what the busy core did to each rung."""
+    rows = []
+    pairs = [("Keras 2 `seed` / torch `seed`", *found.keras_over_torch)]
+    pairs += [(f"{framework} `one_thread` / `seed`", idle, busy) for framework, idle, busy in found.one_thread]
+    for name, idle, busy in pairs:
+        rows += [[name, "to a result", times(idle.result), times(busy.result)]]
+        rows += [["", "per step", times(idle.step), times(busy.step)]]
+    for rung, views in found.busy_over_idle:
+        rows += [[f"{rung.label}: busy / idle", "to a result", "", times(views.result)]]
+        rows += [["", "per step", "", times(views.step)]]
+    return table(["ratio", "view", "idle", "beside one busy core"], rows, "llrr")
+
+
 def environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE.parent),
@@ -343,6 +358,8 @@ def render_markdown(
     template = environment().get_template(TEMPLATE.name)
     return template.render(
         title=sentences.TITLE,
+        busy=claims.busy_lines(report.busy) if report.busy else None,
+        busy_table=busy_table(report.busy) if report.busy else None,
         report=report,
         pages=pages,
         plot_link=plot_link,

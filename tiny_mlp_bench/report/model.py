@@ -12,6 +12,7 @@ from tiny_mlp_bench.jobs import BUSY, IDLE
 from tiny_mlp_bench.question import TORCH, askers_rung
 from tiny_mlp_bench.report import fixed_costs
 from tiny_mlp_bench.report.answer import Answer, ArchivedGpu, answer
+from tiny_mlp_bench.report.busy_core import BESIDE_BUSY_CORE, BusyCore, busy_core
 from tiny_mlp_bench.report.crossover_map import Crossover, Sweep, crossovers, sweep_frame, sweep_table
 from tiny_mlp_bench.report.ladder import TARGETS, EpochFloor, Ladder, Target, epoch_floors, judge, ladders
 from tiny_mlp_bench.report.machines import environment, machine_key, machine_labels
@@ -63,6 +64,7 @@ class Report:
     # The archived GPU answer quoted where no machine here ran cuda (config gpu_answer_archive); or that none qualified.
     archived_gpu: ArchivedGpu | None = None
     no_archive_qualifies: bool = False
+    busy: BusyCore | None = None  # a host's runs idle and beside one busy core, where any was busy
 
 
 def machine(
@@ -150,10 +152,8 @@ def build_report(
         machines=machines,
         archived_gpu=archived_gpu,
         no_archive_qualifies=no_archive_qualifies,
+        busy=busy_core(machines),
     )
-
-
-BESIDE_BUSY_CORE = ", beside one busy core"  # what a machine's label adds for its runs beside a busy core
 
 
 def condition_label(labels: dict[tuple, str], record: dict) -> str:

@@ -115,6 +115,12 @@ def step_estimates(timings: dict, reference: float | None = None) -> dict:
     }
 
 
+def window_cpus(timings: dict) -> float | None:
+    window = timings.get("steady") or {}
+    cpu, wall = window.get("block_cpu_s"), window.get("block_s")
+    return sum(cpu) / sum(wall) if cpu and wall and sum(wall) > 0 else None
+
+
 def run_row(record: dict, machine: str, reference: float | None = None) -> dict:
     """One run's row: identity, phases, per-step times, quality, machine; ``reference``: its study's canary."""
     ident, timings, quality, env = record["identity"], record["timings"], record["quality"] or {}, record["environment"]
@@ -148,6 +154,10 @@ def run_row(record: dict, machine: str, reference: float | None = None) -> dict:
             for key in ("host_syncs_per_epoch", "epoch_call_us", "epoch_kernel_us")
         },
         **load_columns(record["load"]),
+        # CPUs the per-step window kept busy: its blocks' process CPU time over their wall time (1: one thread).
+        "window_cpus": window_cpus(timings),
+        # Beside a busy core: the share of its core the busy loop got (None idle, and before it was kept).
+        "neighbour_share": (record.get("neighbour") or {}).get("cpu_share"),
         "machine": machine,
         **{key: env[key] for key in ("host", "cpu_model", "logical_cpus", "gpu_name")},
     }
