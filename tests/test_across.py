@@ -128,6 +128,6 @@ def test_a_busy_core_studys_claims_come_from_its_busy_runs_and_never_pool_with_a
     assert [len(kind.studies) for kind in across.across(studies, across.KERAS_RESULT)] == [1, 1]
     sentence = claims.busy_answer([busy], lambda s: s.name)
     assert sentence.startswith(
-        "Beside one busy core, to a result, Keras 2's `fit` against the original torch loop: 0.6"
+        "Beside one busy core, to a result, Keras 2's `fit` was faster than the original torch loop: 0.6"
     )
     assert sentence.endswith("one study's finding (busy).")

@@ -109,7 +109,7 @@ ACROSS_WORDS = {
     ),
     # Said after "Beside one busy core," (busy_answer).
     across.BUSY_KERAS_RESULT: ("to a result", "Keras 2's `fit`", "the original torch loop"),
-    across.BUSY_ONE_THREAD: ("per step", "torch's loop on one thread", "on its default thread pool"),
+    across.BUSY_ONE_THREAD: ("per step", "torch's loop on one thread", "its default thread pool"),
 }
 
 
@@ -159,14 +159,21 @@ def kind_phrase(claim: across.Across, label) -> str:
 def across_claim(found: list[across.Across], label) -> str:
     """One claim of the README's answer over the machine kinds in ``found`` (newest study first), one sentence: which
     is slower where the claim holds on every kind and agrees, else each kind's part as it stands."""
+    measure, _, _ = ACROSS_WORDS[found[0].claim]
+    return f"{measure}, {claim_part(found, label)}."
+
+
+def claim_part(found: list[across.Across], label) -> str:
+    """One claim over its machine kinds, newest study first: "a was slower than b: ..." where it holds on every kind
+    and agrees, else "a against b: " and each kind's part as it stands."""
     found = sorted(found, key=lambda claim: claim.studies[-1][0].day, reverse=True)
-    measure, a, b = ACROSS_WORDS[found[0].claim]
+    _, a, b = ACROSS_WORDS[found[0].claim]
     parts = "; ".join(kind_phrase(claim, label) for claim in found)
     directions = {claim.pooled.estimate > 1 for claim in found}
     if all(claim.holds for claim in found) and len(directions) == 1:
         word = "slower than" if directions == {True} else "faster than"
-        return f"{measure}, {a} was {word} {b}: {parts}."
-    return f"{measure}, {a} against {b}: {parts}."
+        return f"{a} was {word} {b}: {parts}"
+    return f"{a} against {b}: {parts}"
 
 
 def busy_answer(found: list[across.Across], label) -> str:
@@ -176,8 +183,7 @@ def busy_answer(found: list[across.Across], label) -> str:
     for claim in (across.BUSY_KERAS_RESULT, across.BUSY_ONE_THREAD):
         kinds = [kind for kind in found if kind.claim == claim]
         if kinds:
-            measure, a, b = ACROSS_WORDS[claim]
-            parts.append(f"{measure}, {a} against {b}: {'; '.join(kind_phrase(kind, label) for kind in kinds)}")
+            parts.append(f"{ACROSS_WORDS[claim][0]}, {claim_part(kinds, label)}")
     return f"Beside one busy core, {'; '.join(parts)}."
 
 
