@@ -73,13 +73,6 @@ class Variant:
         return f"{self.framework} {self.name} runs on {where} only"
 
 
-# What a one_thread rung takes away, against the asker's loop it otherwise is (torch's and Keras 2's, on cpu).
-ONE_THREAD_REMOVES = (
-    "the thread pool, against `seed`: the same loop with one intra-op and one inter-op thread, so no fork and "
-    "join around each op and no wait on a worker the OS has preempted"
-)
-
-
 FRAMEWORKS = (
     Framework("torch", "torch", image="torch", backend="torch_loops", packages=("torch",), probed=True),
     # Keras 2, the tf-keras package: the asker's tf.keras in 2020, on TensorFlow.
@@ -153,6 +146,22 @@ def rungs() -> tuple[Variant, ...]:
                 raise ValueError(f"{module.__name__} declares {rung.framework} {rung.name} without a loop")
         found += [rung for rung in module.RUNGS if rung.framework == f.name]
     return tuple(found)
+
+
+def one_thread(framework_name: str, loop: Callable) -> Variant:
+    """A framework's one_thread rung: its asker's ``loop`` with one intra-op and one inter-op CPU thread (torch's and
+    Keras 2's, on cpu)."""
+    return Variant(
+        framework_name,
+        "one_thread",
+        ("cpu",),
+        "the thread pool, against `seed`: the same loop with one intra-op and one inter-op thread, so no fork and "
+        "join around each op and no wait on a worker the OS has preempted",
+        default=False,  # the busy-core study's (config/busy.yaml): on an idle machine the count hardly matters
+        role=Role.ONE_THREAD,
+        threads=1,  # set in the backend's prepare, before the framework's runtime starts
+        loop=loop,
+    )
 
 
 class UnknownVariant(KeyError):

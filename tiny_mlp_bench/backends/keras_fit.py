@@ -17,7 +17,7 @@ from tiny_mlp_bench.backends.keras_runtime import (
     start_device,
     wait_for_device,
 )
-from tiny_mlp_bench.catalogue import DEVICES, ONE_THREAD_REMOVES, Role, Variant
+from tiny_mlp_bench.catalogue import DEVICES, Role, Variant, one_thread
 
 # framework -> (backend, the module Keras is imported as)
 KERAS_BACKENDS = {
@@ -257,16 +257,7 @@ RUNGS = (
     ),
     xla("tf_keras"),
     one_call_per_epoch("tf_keras"),
-    Variant(
-        "tf_keras",
-        "one_thread",
-        ("cpu",),
-        ONE_THREAD_REMOVES,
-        default=False,  # the busy-core study's (config/busy.yaml): on an idle machine the count hardly matters
-        role=Role.ONE_THREAD,
-        threads=1,  # set before TensorFlow starts (keras_runtime.prepare)
-        loop=FitRun,
-    ),
+    one_thread("tf_keras", FitRun),
     askers_fit("keras", "Keras 3 on TensorFlow"),
     xla("keras"),
     one_call_per_epoch("keras"),

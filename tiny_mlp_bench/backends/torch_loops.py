@@ -17,7 +17,7 @@ from tiny_mlp_bench.backends.torch_common import (
     start_device,
 )
 from tiny_mlp_bench.backends.torch_epoch import FusedEpochLoop, GraphedEpochLoop
-from tiny_mlp_bench.catalogue import DEVICES, ONE_THREAD_REMOVES, Role, Variant
+from tiny_mlp_bench.catalogue import DEVICES, Role, Variant, one_thread
 
 
 class LoaderLoop(TorchLoop):
@@ -178,14 +178,5 @@ RUNGS = (
         compiles=True,
         loop=GraphedEpochLoop,
     ),
-    Variant(
-        "torch",
-        "one_thread",
-        ("cpu",),
-        ONE_THREAD_REMOVES,
-        default=False,  # the busy-core study's (config/busy.yaml): on an idle machine the count hardly matters
-        role=Role.ONE_THREAD,
-        threads=1,
-        loop=partial(LoaderLoop, batched=False),
-    ),
+    one_thread("torch", partial(LoaderLoop, batched=False)),
 )
