@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 BESIDE_BUSY_CORE = ", beside one busy core"  # what a machine's label adds for its runs beside a busy core
 
 
+def idle_label(label: str) -> str:
+    """The label of the machine whose runs beside a busy core ``label`` names: itself for an idle machine."""
+    return label.removesuffix(BESIDE_BUSY_CORE)
+
+
 @dataclass(frozen=True)
 class Views:
     """One ratio in both views: to a result and per step (None where a side has no run of it)."""
@@ -82,8 +87,8 @@ def median_cpus(machine: Machine, rung: Rung) -> float | None:
 def busy_core(machines: tuple[Machine, ...]) -> BusyCore | None:
     """The first host (by label) with runs both idle and beside a busy core; None where no run was busy."""
     by_label = {m.label: m for m in machines}
-    pairs = [(by_label.get(m.label.removesuffix(BESIDE_BUSY_CORE)), m) for m in machines]
-    pair = next(((idle, busy) for idle, busy in pairs if idle and busy.label.endswith(BESIDE_BUSY_CORE)), None)
+    pairs = [(by_label.get(idle_label(m.label)), m) for m in machines if m.label != idle_label(m.label)]
+    pair = next(((idle, busy) for idle, busy in pairs if idle), None)
     if pair is None:
         return None
     idle, busy = pair

@@ -8,11 +8,11 @@ import pandas as pd
 
 from tiny_mlp_bench.backends.contract import GPU_EPOCHS_PER_BLOCK
 from tiny_mlp_bench.catalogue import DEVICES, pair_name
-from tiny_mlp_bench.jobs import BUSY, IDLE
+from tiny_mlp_bench.jobs import BUSY
 from tiny_mlp_bench.question import TORCH, askers_rung
 from tiny_mlp_bench.report import fixed_costs
 from tiny_mlp_bench.report.answer import Answer, ArchivedGpu, answer
-from tiny_mlp_bench.report.busy_core import BESIDE_BUSY_CORE, BusyCore, busy_core
+from tiny_mlp_bench.report.busy_core import BESIDE_BUSY_CORE, BusyCore, busy_core, idle_label
 from tiny_mlp_bench.report.crossover_map import Crossover, Sweep, crossovers, sweep_frame, sweep_table
 from tiny_mlp_bench.report.ladder import TARGETS, EpochFloor, Ladder, Target, epoch_floors, judge, ladders
 from tiny_mlp_bench.report.machines import environment, machine_key, machine_labels
@@ -136,8 +136,9 @@ def build_report(
                 by_machine[label][index].append(item)
     # A machine's runs beside a busy core are a machine of their own, whose slow blocks are judged by its idle
     # runs' canary: the busy core slows the canary too.
-    idle = {condition_label(labels, r): r for r in records if r["identity"]["condition"] == IDLE}
-    canaries = {label: reference_canary([r for r in records if condition_label(labels, r) == label]) for label in idle}
+    canaries = {
+        label: reference_canary(runs) for label, (runs, _, _) in by_machine.items() if label == idle_label(label)
+    }
     machines = tuple(
         machine(label, *by_machine[label], canaries.get(idle_label(label))) for label in sorted(by_machine)
     )
@@ -160,10 +161,6 @@ def condition_label(labels: dict[tuple, str], record: dict) -> str:
     """The report's machine of a run record: its machine's label, plus what it was set beside if not idle."""
     label = labels[machine_key(record["environment"])]
     return label + BESIDE_BUSY_CORE if record["identity"]["condition"] == BUSY else label
-
-
-def idle_label(label: str) -> str:
-    return label.removesuffix(BESIDE_BUSY_CORE)
 
 
 def archived_gpu(archive: str, records: list[dict]) -> ArchivedGpu | None:
