@@ -45,7 +45,12 @@ def archive_records(folder: Path) -> list[dict]:
 
 def archive_machine(folder: Path) -> dict:
     """An archive's machine kind: its run records' most common CPU model and count, and the GPU any record names."""
-    envs = [record.get("environment") or {} for record in archive_records(folder)]
+    return machine_of(archive_records(folder))
+
+
+def machine_of(records: list[dict]) -> dict:
+    """The machine kind of a study's run records."""
+    envs = [record.get("environment") or {} for record in records]
     cpus = Counter((env.get("cpu_model"), env.get("logical_cpus")) for env in envs)
     (cpu_model, logical_cpus), _ = cpus.most_common(1)[0] if cpus else ((None, None), 0)
     gpus = sorted({env["gpu_name"] for env in envs if env.get("gpu_name")})
@@ -64,7 +69,8 @@ def study_kind(folder: Path) -> str:
     return BUSY_STUDY if busy else DEFAULT_STUDY
 
 
-def archive_kind(folder: Path) -> tuple[str, tuple]:
-    """What an archive is compared by: its kind of study and its machine kind."""
-    kind = archive_machine(folder)
+def archive_kind(folder: Path, records: list[dict] | None = None) -> tuple[str, tuple]:
+    """What an archive is compared by: its kind of study and its machine kind (from ``records``, its run records
+    where the caller has read them already)."""
+    kind = machine_of(archive_records(folder) if records is None else records)
     return study_kind(folder), tuple(kind[field] for field in KIND_FIELDS)

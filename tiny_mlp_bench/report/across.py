@@ -14,7 +14,7 @@ from scipy import stats
 from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.jobs import BUSY, IDLE
-from tiny_mlp_bench.kinds import archive_kind, same_machine
+from tiny_mlp_bench.kinds import KIND_FIELDS, archive_kind, same_machine
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.records import read_record
 from tiny_mlp_bench.report.inference import SIGNIFICANCE, Ratio, pooled_ratio, rank_sum_null, ratio
@@ -95,9 +95,9 @@ def busy_sides(summary: pd.DataFrame) -> dict[str, tuple[tuple, tuple]]:
 
 def read_study(folder: Path) -> Study:
     """An archive's claims' run values, from its run records (upgraded, validated) of its own machine kind."""
-    kind = archive_kind(folder)
-    machine = dict(zip(("cpu_model", "logical_cpus", "gpu_name"), kind[1], strict=True))
     records = [read_record(path) for path in sorted((folder / "runs").glob("*.json"))]
+    kind = archive_kind(folder, records)
+    machine = dict(zip(KIND_FIELDS, kind[1], strict=True))
     records = [r for r in records if same_machine(r["environment"], machine, r["identity"]["device"])]
     if not records:
         raise ValueError(f"{folder}: no run records of its own machine kind in runs/")
