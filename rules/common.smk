@@ -51,6 +51,16 @@ if not _config_problems and config.get("gpu_answer_archive", "auto") not in (
         choose(config["gpu_answer_archive"], ARCHIVES)
     except GpuArchiveError as err:
         _config_problems.append(str(err))
+if not _config_problems and config.get("busy_answer_archive", "auto") not in (
+    "auto",
+    "none",
+):
+    from tiny_mlp_bench.report.busy_archive import BusyArchiveError, choose
+
+    try:
+        choose(config["busy_answer_archive"], ARCHIVES)
+    except BusyArchiveError as err:
+        _config_problems.append(str(err))
 if not _config_problems and config.get("estimate_archive", "auto") != "auto":
     from tiny_mlp_bench.expected_time import EstimateArchiveError, choose_archive
 
@@ -173,6 +183,32 @@ def get_gpu_archive_option(wildcards):
     if folder := gpu_archive():
         return f"--gpu-archive {folder}"
     return "--no-archive-qualifies" if config["gpu_answer_archive"] == "auto" else ""
+
+
+@functools.cache
+def busy_archives():
+    """The archived busy-core studies offered to the report (busy_answer_archive), or None where it asks for none."""
+    from tiny_mlp_bench.report.busy_archive import BusyArchiveError, choose
+
+    try:
+        return choose(config["busy_answer_archive"], ARCHIVES)
+    except BusyArchiveError as err:
+        raise WorkflowError(str(err)) from err
+
+
+def get_busy_archive_records(wildcards):
+    """The offered archives' records the report reads: a new busy-core archive renders it again."""
+    from tiny_mlp_bench.archive.layout import BUSY_QUOTED_RECORDS
+
+    folders = busy_archives() or []
+    return sorted(
+        str(path) for folder in folders for path in folder.glob(BUSY_QUOTED_RECORDS)
+    )
+
+
+def get_busy_archive_option(wildcards):
+    folders = busy_archives()
+    return "" if folders is None else " ".join(["--busy-archives", *map(str, folders)])
 
 
 def get_final_output():

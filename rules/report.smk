@@ -1,11 +1,12 @@
-# The timings table, report and model.json: a pure function of the run records and the quoted GPU archive
-# (gpu_answer_archive). Report, charts and records are also items of `snakemake --report`, captioned in captions/.
+# The timings table, report and model.json: a pure function of the run records and the quoted GPU and busy-core
+# archives (gpu_answer_archive, busy_answer_archive). Report, charts and records are also items of `snakemake --report`, captioned in captions/.
 rule render_report:
     input:
         records=get_run_records(),
         sweeps=get_sweeps(),
         probes=get_probes(),
         gpu_archive=get_gpu_archive_records,
+        busy_archives=get_busy_archive_records,
     output:
         report=report(
             "results/report.md", caption="captions/report_md.rst", category="1. Report"
@@ -45,11 +46,12 @@ rule render_report:
         run=get_launcher,
         script=program("render_report.py"),
         gpu_archive=get_gpu_archive_option,
+        busy_archives=get_busy_archive_option,
     shell:
         "exec {params.run} {params.script} --report {output.report} --timings {output.timings}"
         " --headline {output.headline}"
         " --plot {output.plot} --ladder-plot {output.ladder_plot} --crossover-plot {output.crossover_plot}"
-        " --model {output.model} --html {output.html} {params.gpu_archive}"
+        " --model {output.model} --html {output.html} {params.gpu_archive} {params.busy_archives}"
         " --sweeps {input.sweeps} --probes {input.probes} -- {input.records} > {log} 2>&1"
 
 

@@ -21,7 +21,15 @@ import pytest
 from rocrate.rocrate import ROCrate
 
 import tiny_mlp_bench
-from helpers import ROOT, copy_workflow, synthetic_probes, synthetic_record, synthetic_study, synthetic_sweeps
+from helpers import (
+    ROOT,
+    copy_workflow,
+    synthetic_probes,
+    synthetic_record,
+    synthetic_study,
+    synthetic_sweeps,
+    write_study,
+)
 from tiny_mlp_bench.archive.crate import PROFILES
 from tiny_mlp_bench.archive.layout import RECORD_FOLDERS, ArchiveError
 from tiny_mlp_bench.archive.manifest import check_manifest, write_manifest
@@ -384,6 +392,24 @@ def test_a_report_says_when_no_archive_has_a_gpu_answer_to_quote(study):
     folder = archive(study)
     assert "--no-archive-qualifies" in json.loads((folder / "provenance.json").read_text())["render"]["command"]
     verify(folder)
+
+
+@pytest.mark.slow
+def test_a_report_quotes_a_busy_core_archive_and_its_archive_packs_what_it_quotes(study):
+    results = study / "results"
+    busy = write_study(results / "archive", "busy-study", keras_s=(9.0, 9.2, 9.4), torch_s=(6.0, 6.1, 6.2))
+    write_study(results / "archive", "busy-study", (10.0, 10.2, 10.4), (14.0, 14.2, 14.4), condition="busy")
+    command = render_command(results)
+    cut = command.index("--")
+    render(study, results, [*command[:cut], "--busy-archives", "archive/busy-study", *command[cut:]])
+    quoted = "- **Beside one busy core**: one study, the archive `busy-study` (2026-01-01, this machine kind"
+    assert quoted in (results / "report.md").read_text()
+    folder = archive(study)
+    packed = sorted(p.name for p in (folder / "busy-archive" / "busy-study" / "runs").iterdir())
+    assert packed == sorted(p.name for p in (busy / "runs").glob("*-cpu-seed-*.json")) and len(packed) == 12
+    assert json.loads((folder / "provenance.json").read_text())["render"]["busy_archives_quoted"] == ["busy-study"]
+    shutil.rmtree(busy)  # the archive needs only what it packed
+    assert verify(folder).endswith("byte for byte") and quoted in (folder / "report.md").read_text()
 
 
 @pytest.mark.slow

@@ -3,10 +3,14 @@ idle runs' canary, and the report's first screen says whether the asker's order 
 
 from __future__ import annotations
 
+import json
 import re
+
+import pytest
 
 from helpers import synthetic_record
 from tiny_mlp_bench.report import claims
+from tiny_mlp_bench.report.busy_archive import BusyArchiveError, choose, quote
 from tiny_mlp_bench.report.markdown import render_markdown
 from tiny_mlp_bench.report.model import build_report
 
@@ -83,3 +87,59 @@ def test_a_study_without_busy_runs_has_no_busy_section_and_no_advice_without_evi
     )
     lines = claims.busy_lines(build_report(same).busy)
     assert not any("use one CPU thread" in line for line in lines)
+
+
+def write_archive(archives, name: str, records: list[dict], kind: str = "busy", day="2026-01-01", cpu=None):
+    """An archive of ``kind`` holding ``records``, started on ``day``, on the CPU model ``cpu`` where given."""
+    (archives / name / "runs").mkdir(parents=True)
+    (archives / name / "provenance.json").write_text(json.dumps({"study": {"kind": kind}}))
+    for record in records:
+        record["identity"]["started_at"] = f"{day}T00:00:00+00:00"
+        record["environment"]["cpu_model"] = cpu or record["environment"]["cpu_model"]
+        (archives / name / "runs" / f"{record['identity']['run_id']}.json").write_text(json.dumps(record))
+
+
+def first_screen_busy_line(report) -> str | None:
+    text = render_markdown(report)
+    return next((line for line in text.splitlines() if line.startswith("- **Beside one busy core**")), None)
+
+
+def test_a_default_studys_first_screen_quotes_the_newest_busy_core_archive_of_its_machine_kind(tmp_path):
+    archives = tmp_path / "archive"
+    write_archive(archives, "older", study(), day="2026-01-01")
+    write_archive(archives, "newer", study(), day="2026-02-01")
+    write_archive(archives, "newest-elsewhere", study(), day="2026-03-01", cpu="Another CPU")
+    write_archive(archives, "idle-study", [r for r in study() if r["identity"]["condition"] == "idle"], "default")
+    offered = choose("auto", archives)
+    assert [folder.name for folder in offered] == ["newer", "newest-elsewhere", "older"]
+    idle_here = [r for r in study() if r["identity"]["condition"] == "idle"]
+
+    report = build_report(idle_here, busy_archives=tuple(map(quote, offered)))
+    assert [found.archive for found in report.archived_busy] == ["newer"]
+    line = first_screen_busy_line(report)
+    assert line.startswith(
+        "- **Beside one busy core**: one study, the archive `newer` (2026-02-01, this machine kind, 5 runs a side or "
+        "more), found: beside one busy core, Keras 2's `fit` took 0.7"
+    )
+    assert line.endswith("the asker's order, Keras faster than torch, reproduces beside a busy core.")
+
+    elsewhere = build_report(idle_here, busy_archives=(quote(archives / "newest-elsewhere"),))
+    assert elsewhere.archived_busy == () and first_screen_busy_line(elsewhere) == (
+        "- **Beside one busy core**: no archived busy-core study ran on this machine kind; `make busy` runs one."
+    )
+    # Not asked for (busy_answer_archive: none), or a busy-core study itself: no line.
+    assert first_screen_busy_line(build_report(idle_here)) is None
+    busy_study = build_report(study(), busy_archives=tuple(map(quote, offered)))
+    assert not busy_study.busy_quote_asked and first_screen_busy_line(busy_study) is None
+
+
+def test_a_named_busy_core_archive_must_exist_and_hold_both_loops_in_both_conditions(tmp_path):
+    archives = tmp_path / "archive"
+    assert choose("auto", archives) == [] and choose("none", archives) is None
+    write_archive(archives, "busy", study())
+    write_archive(archives, "torch-only", [r for r in study() if r["identity"]["framework"] == "torch"])
+    assert choose("busy", archives) == [archives / "busy"] and choose("auto", archives) == [archives / "busy"]
+    with pytest.raises(BusyArchiveError, match=r"'busy_answer_archive': .*torch-only does not hold completed runs"):
+        choose("torch-only", archives)
+    with pytest.raises(BusyArchiveError, match=r"'busy_answer_archive': no archive .*/nope"):
+        choose("nope", archives)

@@ -89,9 +89,14 @@ def test_tiny_study_end_to_end(tiny_run):
     assert "### Where the time goes: the variant ladders" in report
     assert ["[`sync_free`](#the-variants)"] in [row[:1] for row in rows]
     assert "Where the GPU starts to win: not measured, no cuda sweep completed." in report
-    # No archive in this clone: the answer says no archived GPU run qualified (gpu_answer_archive: auto),
-    # and the run's start said it had no estimate of its time rather than guess one.
+    # No archive in this clone: the answer says no archived GPU run qualified (gpu_answer_archive: auto), nor a
+    # busy-core study of this machine kind (busy_answer_archive: auto), and the run's start said it had no estimate
+    # of its time rather than guess one.
     assert "No archive holds a completed GPU run of it either." in report
+    assert (
+        "- **Beside one busy core**: no archived busy-core study ran on this machine kind; `make busy` runs one."
+        in report
+    )
     assert "Expected: no estimate; no archived study ran these jobs on a machine like this one (" in output
     numbers = json.loads((directory / "results" / "report" / "model.json").read_text())
     assert numbers["model"]["records"] == len(records) and numbers["model"]["no_archive_qualifies"] is True
@@ -274,6 +279,7 @@ def test_corrupt_dataset_stops_training_with_the_file_named(workflow_dir):
         ({"batch_size": "64"}, "config key 'batch_size': '64' is not of type 'integer'"),
         ({"repeat": 3}, "config key 'repeat' is not a known key; did you mean 'repeats'?"),
         ({"gpu_answer_archive": "nope"}, "config key 'gpu_answer_archive': no archive results/archive/nope"),
+        ({"busy_answer_archive": "nope"}, "config key 'busy_answer_archive': no archive results/archive/nope"),
     ],
 )
 def test_bad_config_stops_before_any_output(workflow_dir, change, expected):

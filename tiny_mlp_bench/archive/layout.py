@@ -27,6 +27,9 @@ CODE = "workflow.tar.gz"  # `git archive` of the tracked files outside results/ 
 OLD_CODE_FOLDER = "workflow"  # what archives held instead before: the code tree at the study's commit
 QUOTED = "gpu-archive"  # the records of the archive whose GPU answer the report quotes: QUOTED/<name>/runs/
 QUOTED_RECORDS = "runs/torch-*-seed-*.json"  # all the quoted answer reads of an archive
+# The records of the busy-core studies whose answer the report quotes, one per machine kind: BUSY_QUOTED/<name>/runs/
+BUSY_QUOTED = "busy-archive"
+BUSY_QUOTED_RECORDS = "runs/*-cpu-seed-*.json"
 SNAKEMAKE_LOGS = "logs/snakemake"  # Snakemake's own logs of the study's invocations
 
 
@@ -69,3 +72,8 @@ def quoted_archive(folder: Path) -> str | None:
     if len(names) > 1:
         raise ArchiveError(f"{folder / QUOTED}: the records of one archive are quoted, not of {', '.join(names)}")
     return names[0] if names else None
+
+
+def busy_quoted_archives(folder: Path) -> list[str]:
+    """The names of the busy-core studies ``folder``'s report quotes, from the records packed for them."""
+    return sorted(p.name for p in (folder / BUSY_QUOTED).glob("*") if p.is_dir())

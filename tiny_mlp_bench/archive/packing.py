@@ -9,6 +9,8 @@ import shutil
 from pathlib import Path
 
 from tiny_mlp_bench.archive.layout import (
+    BUSY_QUOTED,
+    BUSY_QUOTED_RECORDS,
     MODEL,
     PROVENANCE,
     QUOTED,
@@ -48,18 +50,19 @@ def unused_name(archives: Path, name: str) -> str:
     return found
 
 
-def copy_quoted(archives: Path, name: str, folder: Path) -> None:
-    """The records the report quotes of archive ``name``, into ``folder``'s QUOTED/<name>/runs/."""
+def copy_quoted(archives: Path, name: str, folder: Path, into: str = QUOTED, pattern: str = QUOTED_RECORDS) -> None:
+    """The records the report quotes of archive ``name`` (``pattern``), into ``folder``'s ``into``/<name>/runs/:
+    the GPU answer's by default, or a busy-core study's."""
     source = archives / name
-    records = sorted(source.glob(QUOTED_RECORDS))
+    records = sorted(source.glob(pattern))
     if not records:
         raise ArchiveError(
-            f"the report quotes the GPU answer of archive {name}, but {source} holds no {QUOTED_RECORDS}: "
+            f"the report quotes the answer of archive {name}, but {source} holds no {pattern}: "
             "render the report again (snakemake --cores all --forcerun render_report), then archive"
         )
-    (folder / QUOTED / name / "runs").mkdir(parents=True)
+    (folder / into / name / "runs").mkdir(parents=True)
     for record in records:
-        shutil.copy2(record, folder / QUOTED / name / "runs" / record.name)
+        shutil.copy2(record, folder / into / name / "runs" / record.name)
 
 
 def pack(
@@ -81,6 +84,7 @@ def pack(
     model = read_json(results / MODEL)["model"]
     snakemake_logs = study_logs(study)
     quoted = (model.get("archived_gpu") or {}).get("archive")
+    busy_quoted = [found["archive"] for found in model.get("archived_busy", [])]
     if name is None:  # a second study of the same machine on the same day gets the next free name
         name = unused_name(archives, archive_name(results, datetime.date.today()))
     destination = archives / name
@@ -97,6 +101,8 @@ def pack(
         copy_logs(snakemake_logs, folder)
         if quoted:
             copy_quoted(archives, quoted, folder)
+        for busy in busy_quoted:
+            copy_quoted(archives, busy, folder, BUSY_QUOTED, BUSY_QUOTED_RECORDS)
 
     def same_report(folder: Path) -> None:
         # The shown report must be what its records render to; else results/ mixes configs or code.
@@ -116,6 +122,7 @@ def pack(
         check=same_report,
         notes=[] if snakemake_logs else [NONE_FOUND],
         no_archive_qualifies=bool(model.get("no_archive_qualifies")),
+        busy_quote_asked=bool(model.get("busy_quote_asked")),
     )
     return destination
 
@@ -135,4 +142,16 @@ def reseal(folder: Path, repo: Path, *, allow_modified: bool = False, notes=()) 
         if quoted and not (partial / QUOTED).exists():
             copy_quoted(folder.parent, quoted, partial)
 
-    return build(folder, fill, repo, allow_modified=allow_modified, notes=notes, no_archive_qualifies=quoted is None)
+    # An archive keeps the busy-core answers it quoted; one rendered before reports quoted them asks for none.
+    busy_quote_asked = (
+        bool(read_json(folder / MODEL)["model"].get("busy_quote_asked")) if (folder / MODEL).is_file() else False
+    )
+    return build(
+        folder,
+        fill,
+        repo,
+        allow_modified=allow_modified,
+        notes=notes,
+        no_archive_qualifies=quoted is None,
+        busy_quote_asked=busy_quote_asked,
+    )

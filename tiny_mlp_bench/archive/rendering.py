@@ -8,19 +8,22 @@ import sys
 from pathlib import Path
 
 from tiny_mlp_bench.archive.layout import (
+    BUSY_QUOTED,
     HEADLINE,
     MODEL,
     QUOTED,
     RENDER_SCRIPT,
     RENDERED,
     ArchiveError,
+    busy_quoted_archives,
     quoted_archive,
     record_files,
 )
 
 
-def render_command(folder: Path, *, no_archive_qualifies: bool = False) -> list[str]:
-    """render_report.py's arguments, run in the archive; ``no_archive_qualifies``: no archived GPU answer to quote."""
+def render_command(folder: Path, *, no_archive_qualifies: bool = False, busy_quote_asked: bool = False) -> list[str]:
+    """render_report.py's arguments, run in the archive; ``no_archive_qualifies``: no archived GPU answer to quote;
+    ``busy_quote_asked``: the study asked for archived busy-core answers, whether or not one was of its kind."""
     records = record_files(folder)
     if not records["runs"]:
         raise ArchiveError(f"{folder}: no run records in runs/")
@@ -30,6 +33,8 @@ def render_command(folder: Path, *, no_archive_qualifies: bool = False) -> list[
         command += ["--gpu-archive", f"{QUOTED}/{quoted}"]
     elif no_archive_qualifies:
         command += ["--no-archive-qualifies"]
+    if busy_quote_asked:
+        command += ["--busy-archives", *(f"{BUSY_QUOTED}/{name}" for name in busy_quoted_archives(folder))]
     if records["sweep"]:
         command += ["--sweeps", *records["sweep"]]
     if records["probes"]:

@@ -11,7 +11,15 @@ import tempfile
 from pathlib import Path
 
 from tiny_mlp_bench.archive.crate import write_crate
-from tiny_mlp_bench.archive.layout import CODE, OLD_CODE_FOLDER, PROVENANCE, RENDERED, ArchiveError, quoted_archive
+from tiny_mlp_bench.archive.layout import (
+    CODE,
+    OLD_CODE_FOLDER,
+    PROVENANCE,
+    RENDERED,
+    ArchiveError,
+    busy_quoted_archives,
+    quoted_archive,
+)
 from tiny_mlp_bench.archive.manifest import write_manifest
 from tiny_mlp_bench.archive.provenance import study_commit, study_facts
 from tiny_mlp_bench.archive.rendering import render, render_command
@@ -20,11 +28,10 @@ from tiny_mlp_bench.archive.snakemake_logs import archived_logs
 from tiny_mlp_bench.atomic import write_text_atomic
 
 
-def seal(
-    folder: Path, repo: Path, *, name: str, allow_modified: bool, notes: list[str] = (), no_archive_qualifies=False
-) -> dict:
+def seal(folder: Path, repo: Path, *, name: str, allow_modified: bool, notes: list[str] = (), **quoting) -> dict:
     """Render ``folder``'s report with ``repo``'s code at HEAD, pack that code, write provenance, crate and manifest.
-    Refuses a modified tree or records made in one unless ``allow_modified`` (then provenance.json says so)."""
+    Refuses a modified tree or records made in one unless ``allow_modified`` (then provenance.json says so);
+    ``quoting``: render_command's options on the archived answers the report quotes."""
     changed = modified_files(repo)
     facts = study_facts(folder)
     if not allow_modified and (changed or facts["records_from_modified_tree"]):
@@ -47,7 +54,7 @@ def seal(
     head = git(repo, "rev-parse", "HEAD").strip()
     shutil.rmtree(folder / OLD_CODE_FOLDER, ignore_errors=True)
     write_code(repo, head, folder / CODE)
-    command = render_command(folder, no_archive_qualifies=no_archive_qualifies)
+    command = render_command(folder, **quoting)
     render(repo, folder, command)
     provenance = {
         "archive": name,
@@ -62,6 +69,7 @@ def seal(
             "command": command,
             "outputs": [rel for rel in RENDERED if (folder / rel).exists()],  # no crossover chart without sweeps
             "gpu_archive_quoted": quoted_archive(folder),
+            "busy_archives_quoted": busy_quoted_archives(folder),
         },
         "modified_tree_allowed": allow_modified,
         "notes": list(notes),

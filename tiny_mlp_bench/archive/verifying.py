@@ -7,7 +7,16 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from tiny_mlp_bench.archive.layout import CODE, MODEL, PROVENANCE, QUOTED, RECORD_FOLDERS, ArchiveError, read_json
+from tiny_mlp_bench.archive.layout import (
+    BUSY_QUOTED,
+    CODE,
+    MODEL,
+    PROVENANCE,
+    QUOTED,
+    RECORD_FOLDERS,
+    ArchiveError,
+    read_json,
+)
 from tiny_mlp_bench.archive.manifest import check_manifest
 from tiny_mlp_bench.archive.rendering import render
 
@@ -40,7 +49,7 @@ def verify(folder: Path) -> str:
         code, work = Path(tmp, "code"), Path(tmp, "work")
         with tarfile.open(folder / CODE) as tar:
             tar.extractall(code, filter="data")
-        for kind in (*RECORD_FOLDERS, QUOTED):
+        for kind in (*RECORD_FOLDERS, QUOTED, BUSY_QUOTED):
             if (folder / kind).is_dir():
                 shutil.copytree(folder / kind, work / kind)
         render(code, work, rendered["command"])

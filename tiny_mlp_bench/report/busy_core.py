@@ -3,6 +3,7 @@ Its numbers only; claims.busy_lines words them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -64,6 +65,24 @@ class BusyCore:
         runs cannot tell."""
         found = self.keras_over_torch[1].result
         return None if found is None or not found.resolved else found.estimate < 1
+
+
+@dataclass(frozen=True)
+class ArchivedBusy:
+    """An archived busy-core study, quoted in one line by a default study of its machine kind."""
+
+    archive: str
+    date: str  # the day its first quoted run started
+    cpu: tuple[str, int]  # its machine kind: CPU model and logical CPUs
+    runs: int  # the fewest completed runs of the question's two loops in one condition
+    found: BusyCore
+
+
+def newest_of_kind(offered: Iterable[ArchivedBusy], cpus: Iterable[tuple]) -> ArchivedBusy | None:
+    """The newest offered archive that ran on one of ``cpus`` (CPU model, logical CPUs); None where none did."""
+    cpus = {tuple(cpu) for cpu in cpus}
+    found = [(quoted.date, quoted.archive, quoted) for quoted in offered if quoted.cpu in cpus]
+    return max(found)[2] if found else None
 
 
 def over(a: pd.DataFrame, rung_a: Rung, b: pd.DataFrame, rung_b: Rung) -> Views:

@@ -296,6 +296,7 @@ def machine_page(report: Report, m: Machine) -> dict:
         "keras": sentences.keras_line(m),
         "why": sentences.why_line(m),
         "aa": sentences.aa_line(m),
+        "busy": sentences.archived_busy_line(report, m),
         "headline": headline_table(m),
         "question": question_table(m),
         "ratios": ratio_table(m),

@@ -12,7 +12,14 @@ from tiny_mlp_bench.jobs import BUSY
 from tiny_mlp_bench.question import TORCH, askers_rung
 from tiny_mlp_bench.report import fixed_costs
 from tiny_mlp_bench.report.answer import Answer, ArchivedGpu, answer
-from tiny_mlp_bench.report.busy_core import BESIDE_BUSY_CORE, BusyCore, busy_core, idle_label
+from tiny_mlp_bench.report.busy_core import (
+    BESIDE_BUSY_CORE,
+    ArchivedBusy,
+    BusyCore,
+    busy_core,
+    idle_label,
+    newest_of_kind,
+)
 from tiny_mlp_bench.report.crossover_map import Crossover, Sweep, crossovers, sweep_frame, sweep_table
 from tiny_mlp_bench.report.ladder import TARGETS, EpochFloor, Ladder, Target, epoch_floors, judge, ladders
 from tiny_mlp_bench.report.machines import environment, machine_key, machine_labels
@@ -65,6 +72,10 @@ class Report:
     archived_gpu: ArchivedGpu | None = None
     no_archive_qualifies: bool = False
     busy: BusyCore | None = None  # a host's runs idle and beside one busy core, where any was busy
+    # Where no run here was busy and the config asked (busy_answer_archive): the archived busy-core study quoted for
+    # each machine kind here that has one.
+    busy_quote_asked: bool = False
+    archived_busy: tuple[ArchivedBusy, ...] = ()
 
 
 def machine(
@@ -119,8 +130,10 @@ def build_report(
     *,
     archived_gpu: ArchivedGpu | None = None,
     no_archive_qualifies: bool = False,
+    busy_archives: tuple[ArchivedBusy, ...] | None = None,
 ) -> Report:
-    """The whole report's numbers; the same records in any order give the same Report."""
+    """The whole report's numbers; the same records in any order give the same Report. ``busy_archives``: the
+    archived busy-core studies offered to quote, None where the config asked for none."""
     records = sorted(records, key=lambda r: r["identity"]["run_id"])
     sweeps = sorted(sweeps, key=lambda s: (repr(machine_key(s["environment"])), s["device"]))
     probes = sorted(probes, key=lambda p: (repr(machine_key(p["environment"])), p["framework"], p["device"]))
@@ -145,6 +158,9 @@ def build_report(
     runs = pd.concat([m.runs for m in machines], ignore_index=True)
     runs = runs.sort_values(["framework", "device", "variant", "repeat", "machine"], kind="stable")
     keys = ("epochs", "n_train", "batch_size", "learning_rate", "hidden_units")
+    busy = busy_core(machines)
+    asked = busy_archives is not None and busy is None
+    quoted = (newest_of_kind(busy_archives, m.environment["cpu"]) for m in machines) if asked else ()
     return Report(
         records=len(records),
         parameters={key: records[0]["parameters"][key] for key in keys},
@@ -153,7 +169,9 @@ def build_report(
         machines=machines,
         archived_gpu=archived_gpu,
         no_archive_qualifies=no_archive_qualifies,
-        busy=busy_core(machines),
+        busy=busy,
+        busy_quote_asked=asked,
+        archived_busy=tuple({found.archive: found for found in quoted if found}.values()),
     )
 
 

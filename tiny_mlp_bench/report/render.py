@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tiny_mlp_bench.atomic import atomic_path, write_text_atomic
 from tiny_mlp_bench.records import RecordError, read_probe, read_record, read_sweep
+from tiny_mlp_bench.report import busy_archive
 from tiny_mlp_bench.report.gpu_archive import QUALIFIES, quote
 from tiny_mlp_bench.report.html import report_page
 from tiny_mlp_bench.report.markdown import render_markdown
@@ -58,6 +59,13 @@ def parse_args(argv=None, prog=None) -> argparse.Namespace:
     quoted.add_argument(
         "--no-archive-qualifies", action="store_true", help="say that no archived study had a GPU answer to quote"
     )
+    parser.add_argument(
+        "--busy-archives",
+        type=Path,
+        nargs="*",
+        help="archived busy-core studies' folders, of which the first screen quotes the newest of each machine kind "
+        "here; given without folders, it says that none was of this machine kind",
+    )
     args = parser.parse_args(argv)
     if args.sweeps and not args.crossover_plot:
         parser.error("--sweeps needs --crossover-plot")
@@ -76,11 +84,20 @@ def main(argv=None, prog=None) -> int:
         archived = quote(args.gpu_archive) if args.gpu_archive else None
         if args.gpu_archive and archived is None:
             raise RecordError(f"{args.gpu_archive}: --gpu-archive names an archive that does not hold {QUALIFIES}")
+        busy_archives = None if args.busy_archives is None else tuple(map(busy_archive.quote, args.busy_archives))
+        if busy_archives and None in busy_archives:
+            folder = args.busy_archives[busy_archives.index(None)]
+            raise RecordError(f"{folder}: --busy-archives names an archive that does not hold {busy_archive.QUALIFIES}")
     except RecordError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     report = build_report(
-        records, sweeps, probes, archived_gpu=archived, no_archive_qualifies=args.no_archive_qualifies
+        records,
+        sweeps,
+        probes,
+        archived_gpu=archived,
+        no_archive_qualifies=args.no_archive_qualifies,
+        busy_archives=busy_archives,
     )
 
     def link(path: Path) -> str:
