@@ -13,10 +13,10 @@ from helpers import A_GPU_DRIVER, config_flags, run_script, run_seeing
 from tiny_mlp_bench.dataset import read_dataset
 from tiny_mlp_bench.probes import job as probe_job
 from tiny_mlp_bench.probes.keras_epoch import FIT_EPOCHS
-from tiny_mlp_bench.probes.measure import time_calls
 from tiny_mlp_bench.probes.torch_cpu import count_dead_inits, dead_at_start
 from tiny_mlp_bench.probes.torch_step import is_kernel
 from tiny_mlp_bench.records import PROBE_SCHEMA_VERSION, RecordError, read_probe, validate_probe, write_probe
+from tiny_mlp_bench.timing import time_calls
 
 
 def probe(*args, check: bool = False):

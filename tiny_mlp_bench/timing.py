@@ -1,8 +1,9 @@
-"""The one owner of the clock: every time a run or a sweep records is read here."""
+"""The one owner of the clock: every time a run, a sweep or a probe records is read here."""
 
 from __future__ import annotations
 
 import contextlib
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -207,3 +208,42 @@ class SteadyClock(Clock):
             "canary_s": self.canary_s,
         }
         return found | ({"fit_end_s": self.fit_end_s} if self.fit_end_s else {})
+
+
+# How many times time_calls repeats its calls: it gives their median.
+CALL_REPEATS = 7
+
+
+def time_calls(
+    fn: Callable[[], object],
+    calls: int,
+    repeats: int = CALL_REPEATS,
+    sync: Callable[[], object] | None = None,
+    kernels_per_call: int | None = None,
+) -> dict:
+    """Median microseconds per call of ``fn`` over ``repeats`` repeats of ``calls`` calls each."""
+    per = calls * (kernels_per_call or 1)
+
+    def one_repeat() -> tuple[float, float]:
+        """Microseconds per call, wall and this process's CPU time."""
+        if sync is not None:
+            sync()
+        start, start_cpu = time.perf_counter(), time.process_time()
+        for _ in range(calls):
+            fn()
+        if sync is not None:
+            sync()
+        return (time.perf_counter() - start) * 1e6 / per, (time.process_time() - start_cpu) * 1e6 / per
+
+    one_repeat()  # warm-up
+    found, found_cpu = zip(*(one_repeat() for _ in range(repeats)), strict=True)
+    timed = {
+        "value_us": round(statistics.median(found), 4),
+        "calls": calls,
+        "repeats": repeats,
+        "repeat_us": [round(v, 4) for v in found],
+        "repeat_cpu_us": [round(v, 4) for v in found_cpu],
+    }
+    if kernels_per_call is not None:
+        timed["kernels_per_call"] = kernels_per_call
+    return timed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tiny_mlp_bench.backends.torch_captured import FunctionalLoop, compiler_cache_detail
+from tiny_mlp_bench.timing import time_calls
 
 # cpu: C++ wrapper and one-thread kernels (64 x 20 loops are too small to share). Measured on 2 cores,
 # µs per step: Python wrapper 22.5, C++ 20.2; with two threads 25.9, single-threaded kernels 21.3.
@@ -44,8 +45,6 @@ class FusedEpochLoop(FunctionalLoop):
         """cpu, untimed after scoring: the epoch call's µs and its fused kernel's part (the rest: guards, wrapper)."""
         if self.device.type != "cpu":
             return {}
-        from tiny_mlp_bench.probes.measure import time_calls
-
         order = self.torch.randperm(len(self.rows))
         call_us = time_calls(lambda: self.run_epoch(order), SPLIT_CALLS)["value_us"]
         options = COMPILER_OPTIONS["cpu"] | PROFILED_OPTIONS

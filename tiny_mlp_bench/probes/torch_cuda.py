@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tiny_mlp_bench.probes.measure import time_calls
+from tiny_mlp_bench.timing import time_calls
 
 SYNC_CALLS = 1000
 GRAPH_REPLAYS = 1000

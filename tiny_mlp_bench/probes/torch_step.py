@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tiny_mlp_bench.probes.measure import time_calls
+from tiny_mlp_bench.timing import time_calls
 
 EAGER_CALLS = 1000
 STEP_CALLS = 50
