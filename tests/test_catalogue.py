@@ -129,3 +129,32 @@ def test_a_rung_declared_only_in_its_backend_module_reaches_the_config_check_the
     finally:
         monkeypatch.undo()
         catalogue.rungs.cache_clear()
+
+
+# Every module of the package imported with the rungs unreadable: a module that reads them at import ties itself
+# to every backend module (which the catalogue imports to gather them) before anything runs.
+NO_RUNGS_AT_IMPORT = """
+import importlib, pkgutil, traceback
+import tiny_mlp_bench
+from tiny_mlp_bench import catalogue
+
+class ReadAtImport(Exception):
+    pass
+
+def unreadable():
+    raise ReadAtImport
+
+catalogue.rungs = unreadable
+for info in pkgutil.walk_packages(tiny_mlp_bench.__path__, "tiny_mlp_bench."):
+    try:
+        importlib.import_module(info.name)
+    except ReadAtImport as err:
+        frames = [f for f in traceback.extract_tb(err.__traceback__) if f.name == "<module>"]
+        print(f"{info.name}: reads the rungs at {frames[-1].filename}:{frames[-1].lineno}")
+"""
+
+
+def test_no_module_reads_the_rungs_when_it_is_imported():
+    done = subprocess.run([sys.executable, "-c", NO_RUNGS_AT_IMPORT], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "", done.stdout

@@ -9,10 +9,17 @@ import pandas as pd
 from tiny_mlp_bench import catalogue
 
 US = 1e-6
-FLOOR_RUNG = catalogue.sole_rung(catalogue.Role.FLOOR)
-COMPILED_EPOCH = catalogue.sole_rung(catalogue.Role.COMPILED_EPOCH)  # its cpu runs time their compiled call
 # A floor's kind: the floor rung's name (as report/model.json has it) where measured, or computed from kernels.
-MEASURED, COMPUTED = FLOOR_RUNG.name, "kernels"
+COMPUTED = "kernels"
+
+
+def floor_rung() -> catalogue.Variant:
+    return catalogue.sole_rung(catalogue.Role.FLOOR)
+
+
+def compiled_epoch_rung() -> catalogue.Variant:
+    """The rung whose cpu runs time their compiled epoch call."""
+    return catalogue.sole_rung(catalogue.Role.COMPILED_EPOCH)
 
 
 @dataclass(frozen=True)
@@ -21,7 +28,7 @@ class Floor:
 
     device: str
     step_s: float
-    kind: str  # MEASURED: the floor rung's measured time; COMPUTED: kernels per step x in-graph kernel cost
+    kind: str  # the floor rung's name: its measured time; COMPUTED: kernels per step x in-graph kernel cost
     kernels: int | None = None
     kernel_s: float | None = None
     computed_s: float | None = None  # cuda: kernels x in-graph kernel cost, beside a measured floor
@@ -29,7 +36,7 @@ class Floor:
     @property
     def measured(self) -> bool:
         """Whether the floor rung measured it: arithmetic alone, any framework's floor."""
-        return self.kind == MEASURED
+        return self.kind != COMPUTED
 
 
 @dataclass(frozen=True)
@@ -123,8 +130,9 @@ def fixed_costs(probes: list[dict], runs: pd.DataFrame | None = None) -> dict[st
             )
             costs["keras_fit"] = tuple(fits)
     if runs is not None and "epoch_call_us" in runs:
-        pair = catalogue.pair_name(COMPILED_EPOCH.framework, "cpu")
-        ran = runs[(runs["pair"] == pair) & (runs["variant"] == COMPILED_EPOCH.name) & (runs["status"] == "ok")]
+        compiled = compiled_epoch_rung()
+        pair = catalogue.pair_name(compiled.framework, "cpu")
+        ran = runs[(runs["pair"] == pair) & (runs["variant"] == compiled.name) & (runs["status"] == "ok")]
         ran = ran.dropna(subset=["epoch_call_us", "epoch_kernel_us"])
         if len(ran):
             found.setdefault("cpu", {}).update(
@@ -153,12 +161,12 @@ def not_measured(probes: list[dict]) -> tuple[ProbeStatus, ...]:
 
 def floors(summary: pd.DataFrame, costs: dict[str, FixedCosts]) -> dict[str, Floor]:
     """Each device's floor: the floor rung's median step where it ran, else on cuda kernels x in-graph kernel cost."""
-    found = {}
+    found, rung = {}, floor_rung()
     for device in catalogue.DEVICES:
-        pair = catalogue.pair_name(FLOOR_RUNG.framework, device)
-        ran = summary[(summary["pair"] == pair) & (summary["variant"] == FLOOR_RUNG.name)]["step_s"].dropna()
+        pair = catalogue.pair_name(rung.framework, device)
+        ran = summary[(summary["pair"] == pair) & (summary["variant"] == rung.name)]["step_s"].dropna()
         if len(ran):
-            found[device] = Floor(device, float(ran.iloc[0]), MEASURED)
+            found[device] = Floor(device, float(ran.iloc[0]), rung.name)
     cuda = costs.get("cuda")
     if cuda and cuda.ops_per_step and cuda.graph_kernel_s:
         computed = cuda.ops_per_step * cuda.graph_kernel_s

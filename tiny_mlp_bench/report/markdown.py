@@ -12,7 +12,7 @@ from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.report import claims, sentences
 from tiny_mlp_bench.report.busy_core import BusyCore
 from tiny_mlp_bench.report.cells import approx, duration, num, pct, span, table, times
-from tiny_mlp_bench.report.fixed_costs import COMPILED_EPOCH
+from tiny_mlp_bench.report.fixed_costs import compiled_epoch_rung
 from tiny_mlp_bench.report.ladder import Ladder, Rung
 from tiny_mlp_bench.report.model import Machine, Report
 from tiny_mlp_bench.timing import PHASES
@@ -100,7 +100,7 @@ def fixed_costs_table(m: Machine) -> str:
     """What the probes measured, one column per device; a pair of rows per Keras probed."""
     if not m.costs:
         return ""
-    devices = list(m.costs)
+    devices, compiled = list(m.costs), compiled_epoch_rung()
 
     def field(key: str):
         return lambda costs: getattr(costs, key)
@@ -125,7 +125,7 @@ def fixed_costs_table(m: Machine) -> str:
         ("one kernel inside a CUDA graph", field("graph_kernel_s"), duration),
         *keras_rows,
         (
-            f"{COMPILED_EPOCH.framework} `{COMPILED_EPOCH.name}`: one compiled epoch call",
+            f"{compiled.framework} `{compiled.name}`: one compiled epoch call",
             field("fused_call_s"),
             duration,
         ),

@@ -21,7 +21,7 @@ from tiny_mlp_bench.report.busy_core import (
     newest_of_kind,
 )
 from tiny_mlp_bench.report.crossover_map import Crossover, Sweep, crossovers, sweep_frame, sweep_table
-from tiny_mlp_bench.report.ladder import TARGETS, EpochFloor, Ladder, Target, epoch_floors, judge, ladders
+from tiny_mlp_bench.report.ladder import EpochFloor, Ladder, Target, epoch_floors, judge, ladders, targets
 from tiny_mlp_bench.report.machines import environment, machine_key, machine_labels
 from tiny_mlp_bench.report.question_table import QuestionRow, Ratio, question_rows, ratios
 from tiny_mlp_bench.report.runs import LOAD_COLUMNS, reference_canary, run_row, summarize
@@ -111,7 +111,7 @@ def machine(
         initialisation=fixed_costs.initialisation(probes),
         dead_draws_skipped=int(runs["dead_draws_skipped"].sum()),
         runs_with_init=int(runs["dead_draws_skipped"].notna().sum()),
-        targets=tuple(judge(spec, by_pair, costs) for spec in TARGETS),
+        targets=tuple(judge(spec, by_pair, costs) for spec in targets()),
         sweeps=tuple(Sweep(s["device"], s["status"], s["reason"]) for s in sweeps),
         sweep_table=sweep_table(points),
         crossovers=crossovers(points),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -12,16 +13,15 @@ from tiny_mlp_bench.report.inference import Interval, rung_interval
 from tiny_mlp_bench.report.question_table import QUESTION_PAIRS
 from tiny_mlp_bench.timing import PHASES
 
-# The question's pairs, then the catalogue's on its first rung's devices; others (numpy on cuda) follow.
-PAIR_ORDER = [
-    *QUESTION_PAIRS,
-    *(
-        pair
-        for framework in catalogue.FRAMEWORKS
-        for pair in (catalogue.pair_name(framework.name, d) for d in catalogue.ladder(framework.name)[0].devices)
-        if pair not in QUESTION_PAIRS
-    ),
-]
+
+@functools.cache
+def pair_order() -> tuple[str, ...]:
+    """The question's pairs, then the catalogue's on its first rung's devices; others (numpy on cuda) follow. Read
+    from the rungs when a report is made, never at import."""
+    first_rungs = (catalogue.ladder(framework.name)[0] for framework in catalogue.FRAMEWORKS)
+    pairs = (catalogue.pair_name(rung.framework, device) for rung in first_rungs for device in rung.devices)
+    return (*QUESTION_PAIRS, *(pair for pair in pairs if pair not in QUESTION_PAIRS))
+
 
 # Readings of what else the machine was doing, per run (record version 4 on; NaN before).
 LOAD_COLUMNS = (
@@ -235,7 +235,8 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
         .astype({"cold_compile_runs": int})
         .reset_index()
     )
-    order = [PAIR_ORDER.index(p) if p in PAIR_ORDER else len(PAIR_ORDER) for p in summary["pair"]]
+    known = pair_order()
+    order = [known.index(p) if p in known else len(known) for p in summary["pair"]]
     rung = [catalogue.ladder_position(f, v) for f, v in zip(summary["framework"], summary["variant"], strict=True)]
     summary = summary.assign(_order=order, _rung=rung).sort_values(["_order", "pair", "_rung", "variant"])
     return summary.drop(columns=["_order", "_rung"]).reset_index(drop=True)

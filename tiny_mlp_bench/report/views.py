@@ -13,8 +13,6 @@ from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.inference import Interval, Ratio, ratio
 from tiny_mlp_bench.report.ladder import one_time_s
 
-QUESTION_RUNGS = ((TORCH, askers_rung(TORCH)), (ASKERS_KERAS, askers_rung(ASKERS_KERAS)))
-
 
 @dataclass(frozen=True)
 class View:
@@ -121,7 +119,8 @@ def headline(found: tuple[View, ...]) -> tuple[HeadlineRow, ...]:
     rows = []
     for device in catalogue.DEVICES:
         on = [v for v in found if v.device == device]
-        for framework, variant in QUESTION_RUNGS:
+        for framework in (TORCH, ASKERS_KERAS):  # the question's rungs, resolved when a report is made
+            variant = askers_rung(framework)
             rows += [HeadlineRow("question", v) for v in on if (v.framework, v.variant) == (framework, variant)]
     for device in catalogue.DEVICES:
         on = [v for v in found if v.device == device and catalogue.role_of(v.framework, v.variant) != Role.AA_CONTROL]
