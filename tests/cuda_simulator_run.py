@@ -11,9 +11,9 @@ import sys
 import numpy as np
 
 from helpers import spec_for  # beside this file, on its path
-from tiny_mlp_bench.backends import backend, loop
 from tiny_mlp_bench.backends.numba_cuda_fused import CudaFusedRun
 from tiny_mlp_bench.dataset import read_dataset
+from tiny_mlp_bench.registry import backend, loop
 from tiny_mlp_bench.timing import Clock
 
 

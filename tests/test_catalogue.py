@@ -11,14 +11,14 @@ import pytest
 import yaml
 
 from helpers import ROOT
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.generated_docs import variant_table
 
 
 def test_the_readme_table_is_the_catalogues_as_make_variant_table_writes_it(tmp_path):
     assert variant_table.main(["--check"]) == 0, "run: make variant-table"
     rows = variant_table.table().splitlines()[2:]
-    assert len(rows) == len(catalogue.rungs())
+    assert len(rows) == len(registry.rungs())
     assert rows[0] == "| torch | `seed` | cpu, cuda | yes | — (the asker's loop) |"
     assert "| torch | `graphed` | cuda | yes |" in rows[5] and "| tf_keras | `xla` | cpu, cuda | – |" in rows[11]
     assert "| torch | `one_thread` | cpu | – |" in rows[8]  # the busy-core study's, not the default study's
@@ -35,18 +35,18 @@ def test_the_backend_modules_declare_every_rung_with_its_loop_and_import_no_fram
     # One process gathers every rung and backend; none of the frameworks themselves was imported.
     program = """
 import json, sys
-from tiny_mlp_bench import backends, catalogue
+from tiny_mlp_bench import catalogue, registry
 for framework in catalogue.framework_names():
-    assert backends.backend(framework).name == framework
-    assert all(callable(backends.loop(framework, name)) for name in catalogue.variant_names(framework))
+    assert registry.backend(framework).name == framework
+    assert all(callable(registry.loop(framework, name)) for name in registry.variant_names(framework))
 frameworks = {"torch", "tensorflow", "tf_keras", "keras", "jax", "optax", "numba", "sklearn"}
-print(json.dumps({"rungs": len(catalogue.rungs()), "imported": sorted(frameworks & set(sys.modules))}))
+print(json.dumps({"rungs": len(registry.rungs()), "imported": sorted(frameworks & set(sys.modules))}))
 """
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
     found = json.loads(done.stdout)
-    assert found["imported"] == [] and found["rungs"] == len(catalogue.rungs())
-    assert [v.framework for v in catalogue.rungs()] == sorted(
-        (v.framework for v in catalogue.rungs()), key=catalogue.framework_names().index
+    assert found["imported"] == [] and found["rungs"] == len(registry.rungs())
+    assert [v.framework for v in registry.rungs()] == sorted(
+        (v.framework for v in registry.rungs()), key=catalogue.framework_names().index
     )
 
 
@@ -59,12 +59,12 @@ def test_a_backend_module_declares_its_own_frameworks_rungs_each_with_a_loop(mon
         (dataclasses.replace(rung, loop=None), "declares sklearn mlp_regressor without a loop"),
     ]:
         monkeypatch.setattr(sklearn_mlp, "RUNGS", (declared,))
-        catalogue.rungs.cache_clear()
+        registry.rungs.cache_clear()
         with pytest.raises(ValueError, match=problem):
-            catalogue.rungs()
+            registry.rungs()
     monkeypatch.undo()
-    catalogue.rungs.cache_clear()
-    assert catalogue.variant("sklearn", "mlp_regressor").loop is rung.loop
+    registry.rungs.cache_clear()
+    assert registry.variant("sklearn", "mlp_regressor").loop is rung.loop
 
 
 def test_the_study_configs_leave_the_variants_to_the_catalogue():
@@ -75,24 +75,24 @@ def test_the_study_configs_leave_the_variants_to_the_catalogue():
     full = yaml.safe_load((ROOT / "config" / "full.yaml").read_text())["variants"]
     assert set(full.values()) == {catalogue.ALL}
     gpu = yaml.safe_load((ROOT / "config" / "gpu.yaml").read_text())["variants"]
-    assert gpu.pop("torch") == [v.name for v in catalogue.ladder("torch") if v.role != catalogue.Role.ONE_THREAD]
+    assert gpu.pop("torch") == [v.name for v in registry.ladder("torch") if v.role != catalogue.Role.ONE_THREAD]
     assert set(gpu.values()) == {catalogue.ALL}
 
 
 def test_ladders_start_with_the_askers_loop_and_unknown_names_are_refused():
-    assert catalogue.variant_names("torch")[0] == "seed" and catalogue.variant_names("keras")[0] == "seed"
-    assert catalogue.ladder_position("torch", "graphed") == 5
-    assert catalogue.ladder_position("torch", "not-listed") == len(catalogue.ladder("torch"))
+    assert registry.variant_names("torch")[0] == "seed" and registry.variant_names("keras")[0] == "seed"
+    assert registry.ladder_position("torch", "graphed") == 5
+    assert registry.ladder_position("torch", "not-listed") == len(registry.ladder("torch"))
     with pytest.raises(catalogue.UnknownVariant, match="unknown keras variant 'turbo'; known: seed, xla"):
-        catalogue.variant("keras", "turbo")
+        registry.variant("keras", "turbo")
     with pytest.raises(catalogue.UnknownVariant, match="unknown framework 'mxnet'"):
         catalogue.framework("mxnet")
 
 
 def test_where_variants_run():
-    assert not catalogue.variant("torch", "graphed").runs_on("cpu")
-    assert catalogue.variant("numpy", "reference").why_not_on("cuda") == "numpy reference runs on cpu only"
-    assert all(v.runs_on("cpu") or v.runs_on("cuda") for v in catalogue.rungs())
+    assert not registry.variant("torch", "graphed").runs_on("cpu")
+    assert registry.variant("numpy", "reference").why_not_on("cuda") == "numpy reference runs on cpu only"
+    assert all(v.runs_on("cpu") or v.runs_on("cuda") for v in registry.rungs())
 
 
 def test_a_rung_declared_only_in_its_backend_module_reaches_the_config_check_the_plan_and_the_report(
@@ -111,7 +111,7 @@ def test_a_rung_declared_only_in_its_backend_module_reaches_the_config_check_the
         "torch", "turbo", catalogue.DEVICES, "what turbo removes", default=False, loop=torch_loops.SyncFreeLoop
     )
     monkeypatch.setattr(torch_loops, "RUNGS", (*torch_loops.RUNGS, turbo))
-    catalogue.rungs.cache_clear()
+    registry.rungs.cache_clear()
     try:
         schema = yaml.safe_load((ROOT / "config" / "config.schema.yaml").read_text())
         config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -128,7 +128,7 @@ def test_a_rung_declared_only_in_its_backend_module_reaches_the_config_check_the
         assert "what turbo removes" in render_markdown(report)
     finally:
         monkeypatch.undo()
-        catalogue.rungs.cache_clear()
+        registry.rungs.cache_clear()
 
 
 # Every module of the package imported with the rungs unreadable: a module that reads them at import ties itself
@@ -136,7 +136,7 @@ def test_a_rung_declared_only_in_its_backend_module_reaches_the_config_check_the
 NO_RUNGS_AT_IMPORT = """
 import importlib, pkgutil, traceback
 import tiny_mlp_bench
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import catalogue, registry
 
 class ReadAtImport(Exception):
     pass
@@ -144,7 +144,7 @@ class ReadAtImport(Exception):
 def unreadable():
     raise ReadAtImport
 
-catalogue.rungs = unreadable
+registry.rungs = unreadable
 for info in pkgutil.walk_packages(tiny_mlp_bench.__path__, "tiny_mlp_bench."):
     try:
         importlib.import_module(info.name)

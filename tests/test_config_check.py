@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from helpers import ROOT
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.config_check import config_errors, set_by, with_catalogue_defaults
 
 SCHEMA = yaml.safe_load((ROOT / "config" / "config.schema.yaml").read_text())
@@ -98,14 +98,14 @@ def test_what_a_config_leaves_out_is_the_catalogues_default_study_and_all_is_eve
     assert "frameworks" not in DEFAULT and "variants" not in DEFAULT  # config/config.yaml leaves both out
     assert with_catalogue_defaults(DEFAULT) == DEFAULT | {
         "frameworks": catalogue.default_frameworks(),
-        "variants": catalogue.default_variants(),
+        "variants": registry.default_variants(),
     }
     chosen = with_catalogue_defaults(
         {"frameworks": ["torch", "keras"], "variants": {"torch": ["seed"], "keras": "all"}}
     )
     assert chosen["variants"]["torch"] == ["seed"]
     assert chosen["variants"]["keras"] == ["seed", "xla", "steps_per_execution", "epoch_blocks"]
-    assert chosen["variants"]["jax"] == catalogue.default_variants()["jax"]
+    assert chosen["variants"]["jax"] == registry.default_variants()["jax"]
     assert config_errors(DEFAULT | {"variants": {"keras": "all"}}, SCHEMA) == []
     (error,) = config_errors(DEFAULT | {"variants": {"keras": "every"}}, SCHEMA)
     assert error.startswith("config key 'variants.keras': 'every' is not valid under any of the given schemas")

@@ -26,7 +26,7 @@ from helpers import (
     synthetic_study,
     with_driver_paths,
 )
-from tiny_mlp_bench import backends, catalogue, driver, jobs, machine
+from tiny_mlp_bench import catalogue, driver, machine, registry
 from tiny_mlp_bench.backends.contract import GPU_EPOCHS_PER_BLOCK, EpochLoop, RunSpec
 from tiny_mlp_bench.gpu_study import lanes
 from tiny_mlp_bench.initial_weights import live_initial_weights
@@ -146,8 +146,8 @@ def test_a_cuda_run_without_a_gpu_driver_is_skipped_without_importing_its_framew
     framework, no_gpu_driver, small_dataset, tmp_path
 ):
     out = tmp_path / "r.json"
-    unloadable = dataclasses.replace(backends.backend(framework), load=not_to_be_imported)
-    assert driver.run(jobs.parse_args(cuda_args("train.py", framework, small_dataset, out)), unloadable) == 0
+    unloadable = dataclasses.replace(registry.backend(framework), load=not_to_be_imported)
+    assert driver.run(driver.parse_args(cuda_args("train.py", framework, small_dataset, out)), unloadable) == 0
     record = read_record(out)
     assert record["status"] == "skipped" and record["reason"] == no_gpu_driver
     assert record["reason"].startswith("no CUDA device: no GPU driver on this machine (none of ")
@@ -162,8 +162,8 @@ def test_require_gpu_without_a_gpu_driver_fails_without_importing_the_framework(
     no_gpu_driver, small_dataset, tmp_path, capsys
 ):
     out = tmp_path / "r.json"
-    unloadable = dataclasses.replace(backends.backend("keras"), load=not_to_be_imported)
-    args = jobs.parse_args(cuda_args("train.py", "keras", small_dataset, out, "--require-gpu"))
+    unloadable = dataclasses.replace(registry.backend("keras"), load=not_to_be_imported)
+    args = driver.parse_args(cuda_args("train.py", "keras", small_dataset, out, "--require-gpu"))
     assert driver.run(args, unloadable) == 1 and not out.exists()
     said = capsys.readouterr().err
     assert f"keras-cuda-seed-1: error: {no_gpu_driver}, and --require-gpu (config require_gpu) is set" in said
@@ -285,7 +285,7 @@ def test_the_compiled_rungs_counted_epoch_trains_and_compiles_nothing_new(monkey
     torch = torch_common.load("cpu")
     data = read_dataset(question_dataset)  # the trajectory tests' run of this rung: its graphs come from the cache
     spec = helpers.spec_for("compiled", data, epochs=2, compile_cache=compile_cache)
-    loop = backends.loop("torch", "compiled")(torch, spec, data, Clock())
+    loop = registry.loop("torch", "compiled")(torch, spec, data, Clock())
     loop.fit(Clock(), 2)
     loop.predict_test_batch()  # as the driver does before counting: the model is left in eval mode
     assert not loop.model.training
@@ -361,7 +361,7 @@ def test_each_jax_set_up_part_ends_when_the_device_is_done(monkeypatch):
     monkeypatch.setattr(jax, "block_until_ready", recorded_wait)
     spec = spec_for("seed")
     jax_loops.prepare(fw, spec)
-    backends.loop("jax", "seed")(fw, spec, question_sized_data(), PhaseLog(events))
+    registry.loop("jax", "seed")(fw, spec, question_sized_data(), PhaseLog(events))
     assert [waited_inside(events, part) for part in ("data", "model", "optimizer")] == [True, True, True]
 
 
@@ -372,10 +372,10 @@ def test_each_keras_set_up_part_that_puts_work_on_the_device_waits_for_it(monkey
     events = []
     monkeypatch.setattr(keras_fit, "wait_for_device", lambda fw, device: events.append(("wait",)))
     # Keras on TensorFlow: a process has one Keras backend, and the other in-process Keras tests use it.
-    backend, spec = backends.backend("keras"), spec_for("seed")
+    backend, spec = registry.backend("keras"), spec_for("seed")
     fw = backend.load("cpu")
     backend.prepare(fw, spec)
-    backends.loop("keras", "seed")(fw, spec, question_sized_data(), PhaseLog(events))
+    registry.loop("keras", "seed")(fw, spec, question_sized_data(), PhaseLog(events))
     assert [waited_inside(events, part) for part in ("model", "optimizer")] == [True, True]
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from helpers import ROOT, config_flags
-from tiny_mlp_bench import crossover, driver, jobs, machine
+from tiny_mlp_bench import crossover, driver, machine
 from tiny_mlp_bench.probes import job as probe_job
 from tiny_mlp_bench.records import read_probe, read_record, read_sweep
 from tiny_mlp_bench.timing import METHOD
@@ -28,7 +28,7 @@ class Kind:
 
 KINDS = {
     "run": Kind(
-        jobs.main,
+        driver.main,
         driver.TrainingRun,
         read_record,
         (*config_flags("train.py"), "--framework", "torch", "--variant", "seed", "--epochs", "2"),

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from helpers import ROOT, commit_all, copy_workflow, run_snakemake
+from tiny_mlp_bench import registry
 from tiny_mlp_bench.locks.wheels import carried_in
 
 REQUIREMENTS = ROOT / "requirements"
@@ -80,13 +81,13 @@ def test_the_gpu_config_runs_every_rung_but_tensorflows_on_both_devices():
     # Keras on TensorFlow (keras, tf_keras) is left out: the GPU machine has no TensorFlow; so is one_thread, the
     # busy-core study's rung.
     expected = {
-        fw: [v.name for v in catalogue.ladder(fw) if v.role != catalogue.Role.ONE_THREAD]
+        fw: [v.name for v in registry.ladder(fw) if v.role != catalogue.Role.ONE_THREAD]
         for fw in catalogue.framework_names()
         if catalogue.framework(fw).image != "keras"
     }
     assert config["frameworks"] == list(expected)
-    assert {fw: catalogue.study_variants(config["variants"])[fw] for fw in expected} == expected
-    runs = [(fw, v, d) for fw in expected for v in map(partial(catalogue.variant, fw), expected[fw]) for d in v.devices]
+    assert {fw: registry.study_variants(config["variants"])[fw] for fw in expected} == expected
+    runs = [(fw, v, d) for fw in expected for v in map(partial(registry.variant, fw), expected[fw]) for d in v.devices]
     assert len(runs) == 29  # as docs/gpu-kit.md says
 
 

@@ -9,11 +9,11 @@ import re
 import pytest
 
 from helpers import ROOT
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.report.markdown import TEMPLATE, environment
 
-NAMES = {v.name for v in catalogue.rungs()}
+NAMES = {v.name for v in registry.rungs()}
 SOURCES = [
     *sorted((ROOT / "tiny_mlp_bench" / "report").glob("*.py")),
     ROOT / "tiny_mlp_bench" / "gpu_study" / "plan.py",
@@ -70,15 +70,15 @@ def test_the_report_template_spells_no_rung_name():
 
 
 def test_each_role_is_one_rung_of_a_framework_and_the_askers_loop_starts_its_ladder():
-    assert {v.role for v in catalogue.rungs()} - {None} == set(catalogue.Role)
+    assert {v.role for v in registry.rungs()} - {None} == set(catalogue.Role)
     for framework in catalogue.framework_names():
-        roles = [v.role for v in catalogue.ladder(framework) if v.role]
+        roles = [v.role for v in registry.ladder(framework) if v.role]
         assert len(roles) == len(set(roles)), framework
-        if askers := catalogue.rung_with_role(framework, Role.ASKERS):
-            assert catalogue.ladder(framework)[0] == askers
+        if askers := registry.rung_with_role(framework, Role.ASKERS):
+            assert registry.ladder(framework)[0] == askers
     for role in (Role.REFERENCE, Role.FLOOR, Role.COMPILED_EPOCH):
-        assert catalogue.sole_rung(role) in catalogue.rungs()
-    assert [v.framework for v in catalogue.rungs_with_role(Role.ONE_CALL_PER_EPOCH)] == [
+        assert registry.sole_rung(role) in registry.rungs()
+    assert [v.framework for v in registry.rungs_with_role(Role.ONE_CALL_PER_EPOCH)] == [
         "tf_keras",
         "keras",
         "keras_jax",
@@ -86,30 +86,30 @@ def test_each_role_is_one_rung_of_a_framework_and_the_askers_loop_starts_its_lad
 
 
 def test_roles_are_looked_up_by_rung_and_by_framework():
-    assert catalogue.role_of("torch", "seed") is Role.ASKERS and catalogue.role_of("torch", "sync_free") is None
-    assert catalogue.role_of("torch", "not-listed") is None and catalogue.role_of("mxnet", "seed") is None
-    assert catalogue.rung_with_role("numpy", Role.FLOOR).name == "fused"
-    assert catalogue.rung_with_role("sklearn", Role.ASKERS) is None  # scikit-learn's own loop, not the asker's
+    assert registry.role_of("torch", "seed") is Role.ASKERS and registry.role_of("torch", "sync_free") is None
+    assert registry.role_of("torch", "not-listed") is None and registry.role_of("mxnet", "seed") is None
+    assert registry.rung_with_role("numpy", Role.FLOOR).name == "fused"
+    assert registry.rung_with_role("sklearn", Role.ASKERS) is None  # scikit-learn's own loop, not the asker's
     with pytest.raises(ValueError):
-        catalogue.sole_rung(Role.ASKERS)  # every framework but two has one
+        registry.sole_rung(Role.ASKERS)  # every framework but two has one
 
 
 def test_epochs_per_call_may_differ_by_device():
     per_call = {
-        (v.framework, v.name, device): v.epochs_per_call(device) for v in catalogue.rungs() for device in v.devices
+        (v.framework, v.name, device): v.epochs_per_call(device) for v in registry.rungs() for device in v.devices
     }
     assert per_call.pop(("numpy", "fused", "cpu")) == 20 and per_call.pop(("numpy", "fused", "cuda")) == 100
     assert per_call.pop(("keras", "epoch_blocks", "cpu")) == per_call.pop(("keras", "epoch_blocks", "cuda")) == 50
     assert per_call.pop(("jax", "scan", "cpu")) == per_call.pop(("jax", "scan", "cuda")) == 50
     assert set(per_call.values()) == {1}
     with pytest.raises(ValueError, match="numpy reference runs on cpu only"):
-        catalogue.variant("numpy", "reference").epochs_per_call("cuda")
+        registry.variant("numpy", "reference").epochs_per_call("cuda")
 
 
 def test_the_descriptions_state_the_epochs_per_call():
-    assert "one numba CUDA kernel per 100 epochs on cuda" in catalogue.variant("numpy", "fused").removes
-    assert "50 epochs per `fit` epoch" in catalogue.variant("keras", "epoch_blocks").removes
-    assert "each block of 50 epochs" in catalogue.variant("jax", "scan").removes
+    assert "one numba CUDA kernel per 100 epochs on cuda" in registry.variant("numpy", "fused").removes
+    assert "50 epochs per `fit` epoch" in registry.variant("keras", "epoch_blocks").removes
+    assert "each block of 50 epochs" in registry.variant("jax", "scan").removes
 
 
 def test_frameworks_have_labels_and_keras_says_which_and_on_what():

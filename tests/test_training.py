@@ -13,11 +13,10 @@ import numpy as np
 import pytest
 
 from helpers import A_GPU_DRIVER, config_flags, run_script, run_seeing, spec_for
-from tiny_mlp_bench import driver, machine
+from tiny_mlp_bench import driver, machine, registry
 from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
 from tiny_mlp_bench.backends.torch_epoch import SPLIT_CALLS
-from tiny_mlp_bench.driver import run, score
-from tiny_mlp_bench.jobs import parse_args
+from tiny_mlp_bench.driver import parse_args, run, score
 from tiny_mlp_bench.records import read_record, read_sweep
 from tiny_mlp_bench.timing import METHOD, SETUP_PARTS, Clock
 
@@ -253,10 +252,10 @@ def test_keras_2_autotune_off_changes_only_the_option_on_fits_own_dataset(small_
     # Keras 2's fit hands the dataset its array adapter built to DataHandler._infer_steps: what fit iterates.
     from tf_keras.src.engine import data_adapter
 
-    from tiny_mlp_bench.backends import backend, loop
     from tiny_mlp_bench.backends.contract import RunSpec
     from tiny_mlp_bench.dataset import read_dataset
     from tiny_mlp_bench.initial_weights import live_initial_weights
+    from tiny_mlp_bench.registry import backend, loop
     from tiny_mlp_bench.timing import Clock
 
     data, seen = read_dataset(small_dataset), []
@@ -810,15 +809,14 @@ def test_the_per_step_window_stops_at_its_wall_clock_limit(small_dataset, tmp_pa
 
 
 def test_a_restart_puts_back_the_initial_weights_and_a_fresh_optimizer(small_dataset):
-    from tiny_mlp_bench import backends
     from tiny_mlp_bench.dataset import read_dataset
 
     data = read_dataset(small_dataset)
     rows = data.train[:, :2]
     for framework, variant in (("numpy", "reference"), ("numpy", "fused"), ("torch", "seed"), ("torch", "sync_free")):
         spec = spec_for(variant, data)
-        fw = backends.backend(framework).load("cpu")  # threads left as they are: the process is shared
-        loop = backends.loop(framework, variant)
+        fw = registry.backend(framework).load("cpu")  # threads left as they are: the process is shared
+        loop = registry.loop(framework, variant)
         untrained = np.asarray(loop(fw, spec, data, Clock()).predict(rows))
         training = loop(fw, spec, data, Clock())
         training.fit(Clock(), 3)

@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 
 from helpers import TRAJECTORY_EPOCHS, spec_for
-from tiny_mlp_bench import catalogue
-from tiny_mlp_bench.backends import backend, loop
+from tiny_mlp_bench import registry
 from tiny_mlp_bench.dataset import read_dataset
+from tiny_mlp_bench.registry import backend, loop
 from tiny_mlp_bench.timing import Clock
 
 EPOCHS = TRAJECTORY_EPOCHS
@@ -91,7 +91,7 @@ def torch_seed_parameters(data):
 
 CPU_RUNGS = [
     (v.framework, v.name)
-    for v in catalogue.rungs()
+    for v in registry.rungs()
     if v.framework in ("torch", "numpy", "jax") and v.runs_on("cpu") and (v.framework, v.name) != ("torch", "seed")
 ]
 
@@ -222,7 +222,7 @@ def assert_same_keras_weights(got: list, want: list, data, label: str) -> None:
 KERAS_RUNGS = [
     (framework, v.name)
     for framework in ("keras", "tf_keras")
-    for v in catalogue.ladder(framework)
+    for v in registry.ladder(framework)
     if v.name not in ("seed", "epoch_blocks")
 ]
 

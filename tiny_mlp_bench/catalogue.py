@@ -1,9 +1,8 @@
-"""The catalogue of frameworks and their training-loop variants: the one list everything reads."""
+"""The catalogue of frameworks, and what a rung is: the data the backend modules declare their rungs with. The rungs
+themselves are gathered from those modules by tiny_mlp_bench.registry, above both."""
 
 from __future__ import annotations
 
-import functools
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -133,21 +132,6 @@ FRAMEWORKS = (
 )
 
 
-@functools.cache
-def rungs() -> tuple[Variant, ...]:
-    """Every rung in catalogue then ladder order, from the backend modules' ``RUNGS`` (imported on first use)."""
-    found = []
-    for f in FRAMEWORKS:
-        module = importlib.import_module(f"tiny_mlp_bench.backends.{f.backend}")
-        for rung in module.RUNGS:
-            if framework(rung.framework).backend != f.backend:
-                raise ValueError(f"{module.__name__} declares {rung.framework} {rung.name}, not a rung of its own")
-            if not callable(rung.loop):
-                raise ValueError(f"{module.__name__} declares {rung.framework} {rung.name} without a loop")
-        found += [rung for rung in module.RUNGS if rung.framework == f.name]
-    return tuple(found)
-
-
 def one_thread(framework_name: str, loop: Callable) -> Variant:
     """A framework's one_thread rung: its asker's ``loop`` with one intra-op and one inter-op CPU thread (torch's and
     Keras 2's, on cpu)."""
@@ -179,50 +163,6 @@ def framework_names() -> list[str]:
     return [f.name for f in FRAMEWORKS]
 
 
-def ladder(framework_name: str) -> list[Variant]:
-    """A framework's rungs in ladder order, the asker's loop first."""
-    return [v for v in rungs() if v.framework == framework_name]
-
-
-def variant_names(framework_name: str) -> list[str]:
-    return [v.name for v in ladder(framework_name)]
-
-
-def variant(framework_name: str, name: str) -> Variant:
-    for found in ladder(framework_name):
-        if found.name == name:
-            return found
-    raise UnknownVariant(
-        f"unknown {framework_name} variant '{name}'; known: {', '.join(variant_names(framework_name))}"
-    )
-
-
-def ladder_position(framework_name: str, name: str) -> int:
-    """Where a variant stands on its framework's ladder; unknown ones sort last."""
-    names = variant_names(framework_name)
-    return names.index(name) if name in names else len(names)
-
-
-def role_of(framework_name: str, name: str) -> Role | None:
-    """A rung's role; None for an ordinary rung and for one the catalogue does not list."""
-    found = next((v for v in ladder(framework_name) if v.name == name), None)
-    return found.role if found else None
-
-
-def rung_with_role(framework_name: str, role: Role) -> Variant | None:
-    """A framework's rung with ``role``; None where its ladder has none."""
-    return next((v for v in ladder(framework_name) if v.role == role), None)
-
-
-def rungs_with_role(role: Role) -> list[Variant]:
-    return [v for v in rungs() if v.role == role]
-
-
-def sole_rung(role: Role) -> Variant:
-    (found,) = rungs_with_role(role)
-    return found
-
-
 def keras_frameworks(version: int) -> list[Framework]:
     return [f for f in FRAMEWORKS if f.keras == version]
 
@@ -236,20 +176,4 @@ def default_frameworks() -> list[str]:
     return [f.name for f in FRAMEWORKS if f.default]
 
 
-def default_variants() -> dict[str, list[str]]:
-    return {f.name: [v.name for v in ladder(f.name) if v.default] for f in FRAMEWORKS}
-
-
 ALL = "all"  # a framework's `variants` in a config may be this word: every rung of its ladder
-
-
-def study_variants(requested: dict[str, list[str] | str] | None) -> dict[str, list[str]]:
-    """A config's variants per framework: its list, every rung for `all`, else the default rungs."""
-    requested = requested or {}
-    defaults = default_variants()
-
-    def chosen(name: str) -> list[str]:
-        names = requested.get(name, defaults[name])
-        return variant_names(name) if names == ALL else list(names)
-
-    return {name: chosen(name) for name in framework_names()}

@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import catalogue, registry
 
 
 def config_errors(config: dict, schema: dict) -> list[str]:
@@ -87,7 +87,7 @@ def catalogue_errors(config: dict) -> list[str]:
         if framework not in frameworks:
             messages.append(f"config key 'variants.{framework}': '{framework}' is not one of {frameworks}")
             continue
-        known = catalogue.variant_names(framework)
+        known = registry.variant_names(framework)
         messages += [
             f"config key 'variants.{framework}.{i}': '{name}' is not one of {known}"
             for i, name in enumerate([] if names == catalogue.ALL else names)
@@ -105,5 +105,5 @@ def with_catalogue_defaults(config: dict) -> dict:
     """The config with the catalogue's defaults filled in: frameworks, and each one's variants as the study runs."""
     return config | {
         "frameworks": config.get("frameworks", catalogue.default_frameworks()),
-        "variants": catalogue.study_variants(config.get("variants")),
+        "variants": registry.study_variants(config.get("variants")),
     }

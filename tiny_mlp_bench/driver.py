@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import math
 import os
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tiny_mlp_bench import backends, catalogue
+from tiny_mlp_bench import catalogue, cli, registry
 from tiny_mlp_bench.backends.contract import Backend, Loop, RunSpec, Training, epochs_per_call
 from tiny_mlp_bench.dataset import Dataset
 from tiny_mlp_bench.envelope import DeviceMissing, Measurement, run_job
@@ -157,7 +158,7 @@ class TrainingRun(Measurement):
 
     @property
     def backend(self) -> Backend:
-        return self._backend or backends.backend(self.framework)
+        return self._backend or registry.backend(self.framework)
 
     def read(self, data: Dataset) -> None:
         job = self.job
@@ -174,14 +175,14 @@ class TrainingRun(Measurement):
             learning_rate=job.learning_rate,
             hidden_units=job.hidden_units,
             # A rung that fixes its thread count (one_thread) runs with it whatever the job was given.
-            threads=catalogue.variant(job.framework, job.variant).threads or job.threads,
+            threads=registry.variant(job.framework, job.variant).threads or job.threads,
             compile_cache=None if job.compile_cache is None else str(job.compile_cache.resolve()),
         )
         self.clock = Clock(label=self.label, planned_epochs=self.spec.epochs)
 
     def not_on_device(self) -> str | None:
         """The catalogue decides which devices a variant runs on; starting the device, whether it is there."""
-        listed = catalogue.variant(self.framework, self.spec.variant)
+        listed = registry.variant(self.framework, self.spec.variant)
         return None if listed.runs_on(self.device) else listed.why_not_on(self.device)
 
     def load(self):
@@ -193,7 +194,7 @@ class TrainingRun(Measurement):
         if self.spec.compile_cache is not None:
             self.compile_cache = prepare_compile_cache(Path(self.spec.compile_cache), self.spec.repeat == 1)
             self.say(f"compiler cache {self.job.compile_cache}: {self.compile_cache}")
-        loop = self._loop or backends.loop(self.framework, self.spec.variant)
+        loop = self._loop or registry.loop(self.framework, self.spec.variant)
         window = (self.job.steady_window_s, self.job.steady_block_s)
         busy = self.job.condition == BUSY
         if busy:
@@ -272,3 +273,26 @@ def parameters(spec: RunSpec, meta: dict, details: dict[str, str], own_init: str
         "threads": spec.threads,
         "variant_details": details,
     }
+
+
+def parse_args(argv=None, prog=None) -> TrainingJob:
+    ladders = "; ".join(f"{f}: {', '.join(registry.variant_names(f))}" for f in catalogue.framework_names())
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Train the question's 2-20-1 MLP once, time it, and write one run record (JSON).",
+        epilog=f"Frameworks and their variants: {ladders}. {cli.CONFIG_EPILOG}",
+    )
+    cli.add_fields(parser, TrainingJob)
+    args = parser.parse_args(argv)
+    if args.variant is None:
+        args.variant = registry.variant_names(args.framework)[0]
+    try:
+        registry.variant(args.framework, args.variant)
+    except catalogue.UnknownVariant as err:
+        parser.error(f"argument --variant: {err.args[0]}")
+    return TrainingJob(**vars(args))
+
+
+def main(argv=None, prog=None) -> int:
+    """`tiny-mlp-bench run` (scripts/train.py, the train rule's program): one run trained, timed and recorded."""
+    return run(parse_args(argv, prog))

@@ -7,7 +7,8 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from tiny_mlp_bench import backends, catalogue, timing
+from tiny_mlp_bench import catalogue, registry, timing
+from tiny_mlp_bench.backends.contract import Backend
 from tiny_mlp_bench.dataset import Dataset, DatasetError, read_dataset
 from tiny_mlp_bench.machine import JobWatch, collect_environment, gpu_driver_absent, not_imported
 
@@ -34,8 +35,8 @@ class Measurement:
         print(f"{self.label}: {message}", file=sys.stderr, flush=True)
 
     @property
-    def backend(self) -> backends.Backend:
-        return backends.backend(self.framework)
+    def backend(self) -> Backend:
+        return registry.backend(self.framework)
 
     def read(self, data: Dataset | None) -> None:
         """What the job derives from its dataset before anything is imported (the run's spec)."""

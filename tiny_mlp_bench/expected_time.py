@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from tiny_mlp_bench import catalogue, jobs, question, records
+from tiny_mlp_bench import catalogue, jobs, question, records, registry
 from tiny_mlp_bench.kinds import (
     DEFAULT_STUDY,
     KIND_FIELDS,
@@ -35,7 +35,7 @@ def measure_key(job: jobs.Job) -> tuple:
     """What a job measures, whatever its repeat and condition: what an earlier study may have measured already. A
     rung that only fixes its thread count (one_thread) is paced as the loop it runs, which the default study has."""
     variant = job.variant
-    if job.rule == "train" and catalogue.role_of(job.framework, job.variant) == catalogue.Role.ONE_THREAD:
+    if job.rule == "train" and registry.role_of(job.framework, job.variant) == catalogue.Role.ONE_THREAD:
         variant = question.askers_rung(job.framework)
     return (job.rule, job.device, job.framework, variant)
 

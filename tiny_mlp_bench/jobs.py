@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import random
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path, PurePosixPath
 
-from tiny_mlp_bench import catalogue, cli, question
+from tiny_mlp_bench import catalogue, cli, question, registry
 from tiny_mlp_bench.catalogue import Role
 
 DATASET = "results/data/dataset.parquet"  # rules/dataset.smk's output, which every training run reads
@@ -70,7 +69,7 @@ class Job:
     @property
     def compile_cache(self) -> str | None:
         """The compiler cache a compiling rung's training runs share (per condition); None for every other job."""
-        if self.rule != "train" or not catalogue.variant(self.framework, self.variant).compiles:
+        if self.rule != "train" or not registry.variant(self.framework, self.variant).compiles:
             return None
         return COMPILE_CACHE.format(**asdict(self)) + (f"-{BUSY}" if self.condition == BUSY else "")
 
@@ -278,7 +277,7 @@ CLAIMED_ROLES = (Role.FLOOR, Role.AA_CONTROL, Role.REFERENCE)
 
 def rung_repeats(config: dict, framework: str, variant: str) -> int:
     """Runs a rung gets: ``claim_repeats`` (if larger) for rungs the answer's claims compare, else ``repeats``."""
-    role = catalogue.variant(framework, variant).role
+    role = registry.variant(framework, variant).role
     askers = framework in (question.TORCH, question.askers_keras(config["frameworks"])) and role is Role.ASKERS
     claimed = askers or role in CLAIMED_ROLES
     return max(config["repeats"], config["claim_repeats"]) if claimed else config["repeats"]
@@ -292,7 +291,7 @@ def training_runs(config: dict) -> list[Job]:
         for framework in config["frameworks"]
         for device in config["devices"]
         for variant in config["variants"][framework]
-        if catalogue.variant(framework, variant).runs_on(device)
+        if registry.variant(framework, variant).runs_on(device)
         for repeat in range(1, rung_repeats(config, framework, variant) + 1)
         for condition in config.get("conditions", (IDLE,))  # a config from before conditions: idle
     ]
@@ -332,28 +331,3 @@ def in_rounds(timed: list[Job], seed: int) -> list[list[Job]]:
         random.Random(f"{seed}:{number}").shuffle(jobs)
         ordered.append(jobs)
     return ordered
-
-
-def parse_args(argv=None, prog=None) -> TrainingJob:
-    ladders = "; ".join(f"{f}: {', '.join(catalogue.variant_names(f))}" for f in catalogue.framework_names())
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description="Train the question's 2-20-1 MLP once, time it, and write one run record (JSON).",
-        epilog=f"Frameworks and their variants: {ladders}. {cli.CONFIG_EPILOG}",
-    )
-    cli.add_fields(parser, TrainingJob)
-    args = parser.parse_args(argv)
-    if args.variant is None:
-        args.variant = catalogue.variant_names(args.framework)[0]
-    try:
-        catalogue.variant(args.framework, args.variant)
-    except catalogue.UnknownVariant as err:
-        parser.error(f"argument --variant: {err.args[0]}")
-    return TrainingJob(**vars(args))
-
-
-def main(argv=None, prog=None) -> int:
-    """`tiny-mlp-bench run` (scripts/train.py, the train rule's program): one run trained, timed and recorded."""
-    from tiny_mlp_bench import driver  # the frameworks' loops: loaded only to run one
-
-    return driver.run(parse_args(argv, prog))

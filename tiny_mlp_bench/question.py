@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.dataset import train_rows
 
 TORCH = "torch"  # the asker's PyTorch
@@ -34,7 +34,7 @@ ASKER_STEPS = steps_per_run(ASKERS_RUN)  # 12,000: 12 steps an epoch
 
 def askers_rung(framework: str) -> str | None:
     """The name of a framework's rung that is the asker's loop; None where its ladder has none."""
-    found = catalogue.rung_with_role(framework, catalogue.Role.ASKERS)
+    found = registry.rung_with_role(framework, catalogue.Role.ASKERS)
     return found.name if found else None
 
 

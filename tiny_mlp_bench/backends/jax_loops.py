@@ -6,7 +6,6 @@ import re
 
 import numpy as np
 
-from tiny_mlp_bench.backends import register_backend
 from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
 from tiny_mlp_bench.catalogue import DEVICES, Role, Variant
 from tiny_mlp_bench.machine import nvidia_driver
@@ -226,7 +225,7 @@ def peak_gpu_memory_mb(fw, device_name: str) -> float | None:
     return stats["peak_bytes_in_use"] / 2**20 if "peak_bytes_in_use" in stats else None
 
 
-register_backend(
+BACKENDS = (
     Backend(
         name="jax",
         load=load,
@@ -234,7 +233,7 @@ register_backend(
         start_device=start_device,
         describe=describe,
         peak_gpu_memory_mb=peak_gpu_memory_mb,
-    )
+    ),
 )
 RUNGS = (
     Variant(

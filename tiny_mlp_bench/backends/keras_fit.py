@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 
-from tiny_mlp_bench.backends import register_backend
 from tiny_mlp_bench.backends.contract import Backend, RunSpec
 from tiny_mlp_bench.backends.keras_runtime import (
     KerasRuntime,
@@ -220,8 +219,7 @@ def backend_of(framework: str) -> str:
     return KERAS_BACKENDS[framework][0]
 
 
-for keras_framework in KERAS_BACKENDS:
-    register_backend(keras_backend(keras_framework))
+BACKENDS = tuple(keras_backend(keras_framework) for keras_framework in KERAS_BACKENDS)
 
 
 def askers_fit(framework: str, which: str) -> Variant:

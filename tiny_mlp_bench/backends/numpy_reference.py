@@ -7,7 +7,6 @@ import importlib.metadata
 from pathlib import Path
 from types import SimpleNamespace
 
-from tiny_mlp_bench.backends import register_backend
 from tiny_mlp_bench.backends.contract import Backend, RunSpec
 from tiny_mlp_bench.backends.numpy_loop import FUSED_EPOCHS_PER_CALL, FUSED_EPOCHS_PER_LAUNCH, ReferenceRun, simulated
 from tiny_mlp_bench.catalogue import DEVICES, Role, Variant
@@ -106,7 +105,7 @@ def fused(fw, spec: RunSpec, data, clock):
     return FusedRun(fw, spec, data, clock)
 
 
-register_backend(
+BACKENDS = (
     Backend(
         name="numpy",
         load=load,
@@ -114,7 +113,7 @@ register_backend(
         start_device=start_device,
         describe=describe,
         peak_gpu_memory_mb=lambda fw, device: None,
-    )
+    ),
 )
 RUNGS = (
     Variant(

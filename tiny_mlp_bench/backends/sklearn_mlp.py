@@ -5,7 +5,6 @@ from __future__ import annotations
 import warnings
 from types import SimpleNamespace
 
-from tiny_mlp_bench.backends import register_backend
 from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
 from tiny_mlp_bench.catalogue import Variant
 
@@ -77,7 +76,7 @@ def describe(fw, device: str) -> dict:
     return {"versions": {"scikit-learn": fw.sklearn.__version__}, "threads": pools, "cuda": {}, "gpu_name": None}
 
 
-register_backend(
+BACKENDS = (
     Backend(
         name="sklearn",
         load=load,
@@ -88,7 +87,7 @@ register_backend(
         own_init=(
             "scikit-learn's own: Glorot-uniform weights and biases from the run's seed (the output unit is linear)"
         ),
-    )
+    ),
 )
 # No role: scikit-learn's own loop, with no asker's rung to be measured against.
 RUNGS = (

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from functools import partial
 
-from tiny_mlp_bench.backends import register_backend
 from tiny_mlp_bench.backends.contract import Backend
 from tiny_mlp_bench.backends.torch_captured import CompiledLoop, GraphedLoop
 from tiny_mlp_bench.backends.torch_common import (
@@ -103,7 +102,7 @@ class SyncFreeLoop(ResidentLoop):
         }
 
 
-register_backend(
+BACKENDS = (
     Backend(
         name="torch",
         load=load,
@@ -111,7 +110,7 @@ register_backend(
         start_device=start_device,
         describe=describe,
         peak_gpu_memory_mb=peak_gpu_memory_mb,
-    )
+    ),
 )
 RUNGS = (
     Variant(

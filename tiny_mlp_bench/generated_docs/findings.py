@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tiny_mlp_bench import CHECKOUT as ROOT
 from tiny_mlp_bench import catalogue
-from tiny_mlp_bench.generated_docs import between, write_or_check
+from tiny_mlp_bench.generated_docs.markers import between, write_or_check
 from tiny_mlp_bench.kinds import BUSY_STUDY, DEFAULT_STUDY, archive_kind, cpu_name
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH
 from tiny_mlp_bench.report import across, claims

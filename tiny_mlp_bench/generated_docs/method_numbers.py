@@ -11,9 +11,9 @@ import pandas as pd
 from scipy import stats
 
 from tiny_mlp_bench import CHECKOUT as ROOT
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import registry
 from tiny_mlp_bench.catalogue import Role
-from tiny_mlp_bench.generated_docs import write_or_check
+from tiny_mlp_bench.generated_docs.markers import write_or_check
 from tiny_mlp_bench.records import read_record
 from tiny_mlp_bench.report.cells import table
 from tiny_mlp_bench.report.inference import ratio, rung_interval
@@ -66,8 +66,8 @@ def design_numbers(archive: Path) -> str:
     done = runs[(runs["status"] == "ok") & runs["step_s"].notna()]
     steps = {key: group["step_s"].astype(float).tolist() for key, group in done.groupby(["pair", "variant"])}
     lines = []
-    control = catalogue.sole_rung(Role.AA_CONTROL)
-    twin = catalogue.rung_with_role(control.framework, Role.REFERENCE).name
+    control = registry.sole_rung(Role.AA_CONTROL)
+    twin = registry.rung_with_role(control.framework, Role.REFERENCE).name
     pair = f"{control.framework}-{control.devices[0]}"
     if (pair, control.name) in steps and (pair, twin) in steps:
         found = ratio(steps[pair, control.name], steps[pair, twin])
@@ -120,8 +120,8 @@ def estimator_numbers(archive: Path) -> str:
         by_rung.setdefault(key, []).append((candidates(steps, canaries, canary), wholly_slow))
     if not by_rung:
         return f"No run of {archive.name} has a window with a canary (record version 8)."
-    control = catalogue.sole_rung(Role.AA_CONTROL)
-    twin = catalogue.rung_with_role(control.framework, Role.REFERENCE).name
+    control = registry.sole_rung(Role.AA_CONTROL)
+    twin = registry.rung_with_role(control.framework, Role.REFERENCE).name
     pair = f"{control.framework}-{control.devices[0]}"
     rows = []
     for name in next(iter(by_rung.values()))[0][0]:

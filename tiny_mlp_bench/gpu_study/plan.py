@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from tiny_mlp_bench import CHECKOUT, catalogue, jobs
+from tiny_mlp_bench import CHECKOUT, jobs, registry
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.expected_time import archived, measure_key, newest_measured, record_key, seconds_of
 from tiny_mlp_bench.gpu_study.lanes import ARCHIVE_RESERVE_S
@@ -76,7 +76,7 @@ def estimate(job: jobs.Job, estimates: dict[str, float]) -> tuple[float, str]:
 
 def cuda_side(job: jobs.Job) -> tuple | None:
     """The measure_key of the same measurement on cuda; None for a rung that runs on cpu only."""
-    if job.rule == "train" and not catalogue.variant(job.framework, job.variant).runs_on("cuda"):
+    if job.rule == "train" and not registry.variant(job.framework, job.variant).runs_on("cuda"):
         return None
     return (job.rule, "cuda", job.framework, job.variant)
 
@@ -108,7 +108,7 @@ KIND_FIRST = {"probe_fixed_costs": 0, "sweep_crossover": 1, "train": 2}
 def leads_its_lane(planned: Planned) -> int:
     """0 for the floor's run, 1 for torch's probe, where no GPU has measured them (tier 2); 2 for the rest."""
     job = planned.job
-    if planned.tier == 2 and job.rule == "train" and catalogue.role_of(job.framework, job.variant) == Role.FLOOR:
+    if planned.tier == 2 and job.rule == "train" and registry.role_of(job.framework, job.variant) == Role.FLOOR:
         return 0
     if planned.tier == 2 and job.rule == "probe_fixed_costs" and job.framework == TORCH:
         return 1

@@ -82,11 +82,11 @@ def nvvm() -> dict:
 
 def floor_kernel() -> str:
     """The floor rung's kernel compiled for this GPU and run: its step count, or why not."""
-    from tiny_mlp_bench.backends import loop
     from tiny_mlp_bench.backends.contract import RunSpec
     from tiny_mlp_bench.backends.numpy_reference import load
     from tiny_mlp_bench.dataset import make_dataset, read_dataset, write_dataset
     from tiny_mlp_bench.initial_weights import live_initial_weights
+    from tiny_mlp_bench.registry import loop
     from tiny_mlp_bench.timing import Clock
 
     with tempfile.TemporaryDirectory() as scratch:

@@ -17,7 +17,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 from tiny_mlp_bench import CHECKOUT
-from tiny_mlp_bench.generated_docs import between, write_or_check
+from tiny_mlp_bench.generated_docs.markers import between, write_or_check
 from tiny_mlp_bench.locks.pip_index import index_name, pip, platform_args
 
 ROOT = CHECKOUT

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import registry
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.jobs import BUSY, IDLE
 from tiny_mlp_bench.kinds import KIND_FIELDS, archive_kind, same_machine
@@ -63,7 +63,7 @@ def seed(summary: pd.DataFrame, framework: str, device: str, view: str) -> tuple
 
 def floor_steps(summary: pd.DataFrame, device: str) -> tuple:
     """The floor rung's per-step values on ``device``: the same arithmetic with every per-operation call gone."""
-    floors = (r for r in summary.itertuples() if catalogue.role_of(r.framework, r.variant) == Role.FLOOR)
+    floors = (r for r in summary.itertuples() if registry.role_of(r.framework, r.variant) == Role.FLOOR)
     return next(
         (
             found
@@ -86,7 +86,7 @@ def claim_sides(summary: pd.DataFrame) -> dict[str, tuple[tuple, tuple]]:
 
 def busy_sides(summary: pd.DataFrame) -> dict[str, tuple[tuple, tuple]]:
     """The claims of the runs beside one busy core."""
-    one_thread = catalogue.rung_with_role(TORCH, Role.ONE_THREAD).name
+    one_thread = registry.rung_with_role(TORCH, Role.ONE_THREAD).name
     return {
         BUSY_KERAS_RESULT: (seed(summary, ASKERS_KERAS, "cpu", "result"), seed(summary, TORCH, "cpu", "result")),
         BUSY_ONE_THREAD: (rung_values(summary, TORCH, "cpu", one_thread, "step"), seed(summary, TORCH, "cpu", "step")),

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.catalogue import Role, pair_name
 from tiny_mlp_bench.question import ASKERS_KERAS, ASKERS_RUN, TODAYS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor, KerasFit
@@ -301,8 +301,8 @@ def without_pauses(runs: pd.DataFrame, pair: str) -> tuple[float, ...]:
 
 def aa_control(summary: pd.DataFrame) -> AAControl | None:
     """The A/A control against its twin, where both completed."""
-    control = catalogue.sole_rung(Role.AA_CONTROL)
-    twin = catalogue.rung_with_role(control.framework, Role.REFERENCE).name
+    control = registry.sole_rung(Role.AA_CONTROL)
+    twin = registry.rung_with_role(control.framework, Role.REFERENCE).name
     for device in control.devices:
         pair = pair_name(control.framework, device)
         rows = {s.variant: s for s in summary[summary["pair"] == pair].itertuples()}
@@ -331,7 +331,7 @@ def fit_ends(runs: pd.DataFrame, variant: str | None, pair: str = pair_name(ASKE
 
 def keras_pause(runs: pd.DataFrame) -> KerasPause | None:
     """How often Keras 2's fit paused after its last epoch, and its timing point without the pauses."""
-    askers, pause_free_rung = (catalogue.rung_with_role(ASKERS_KERAS, role) for role in (Role.ASKERS, Role.PAUSE_FREE))
+    askers, pause_free_rung = (registry.rung_with_role(ASKERS_KERAS, role) for role in (Role.ASKERS, Role.PAUSE_FREE))
     pause_free_variant = pause_free_rung.name if pause_free_rung else None
     seed, pause_free = fit_ends(runs, askers.name), fit_ends(runs, pause_free_variant)
     if seed.empty:

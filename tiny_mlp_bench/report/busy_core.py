@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.across import rung_values
@@ -112,7 +112,7 @@ def busy_core(machines: tuple[Machine, ...]) -> BusyCore | None:
         return None
     idle, busy = pair
     seeds = {f: Rung(f, askers_rung(f)) for f in (TORCH, ASKERS_KERAS)}
-    threaded = {f: catalogue.rung_with_role(f, Role.ONE_THREAD) for f in seeds}
+    threaded = {f: registry.rung_with_role(f, Role.ONE_THREAD) for f in seeds}
     one_thread = {f: Rung(f, found.name) for f, found in threaded.items() if found}
     shares = busy.runs["neighbour_share"].dropna().astype(float)
     return BusyCore(

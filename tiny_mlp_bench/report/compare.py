@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.catalogue import pair_name
 from tiny_mlp_bench.question import TORCH, askers_rung
 from tiny_mlp_bench.records import RecordError, read_record
@@ -148,7 +148,7 @@ def noise_band(changes: list[RungChange], names: tuple[dict, dict]) -> dict:
     the yardstick and compiled rungs (cache timed) left out."""
     ratios = {}
     for change in changes:
-        listed = catalogue.variant(change.pair.split("-")[0], change.variant)
+        listed = registry.variant(change.pair.split("-")[0], change.variant)
         if listed.compiles or change.is_yardstick:
             continue
         for view in VIEWS:

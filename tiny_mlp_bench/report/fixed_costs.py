@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import catalogue, registry
 
 US = 1e-6
 # A floor's kind: the floor rung's name (as report/model.json has it) where measured, or computed from kernels.
@@ -14,12 +14,12 @@ COMPUTED = "kernels"
 
 
 def floor_rung() -> catalogue.Variant:
-    return catalogue.sole_rung(catalogue.Role.FLOOR)
+    return registry.sole_rung(catalogue.Role.FLOOR)
 
 
 def compiled_epoch_rung() -> catalogue.Variant:
     """The rung whose cpu runs time their compiled epoch call."""
-    return catalogue.sole_rung(catalogue.Role.COMPILED_EPOCH)
+    return registry.sole_rung(catalogue.Role.COMPILED_EPOCH)
 
 
 @dataclass(frozen=True)

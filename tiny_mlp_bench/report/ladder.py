@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import registry
 from tiny_mlp_bench.catalogue import Role, pair_name
 from tiny_mlp_bench.question import TODAYS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor
@@ -35,7 +35,7 @@ def beyond_the_askers(framework: str, device: str, goal: float) -> TargetSpec:
 
 def within(framework: str, device: str, goal: float, role: Role) -> TargetSpec:
     """A pair's best rung within ``goal`` times the step of the one rung with ``role``."""
-    baseline = catalogue.sole_rung(role)
+    baseline = registry.sole_rung(role)
     return TargetSpec(
         "within", pair_name(framework, device), None, goal, pair_name(baseline.framework, device), baseline.name
     )
@@ -82,7 +82,7 @@ class Rung:
 
     @property
     def role(self) -> Role | None:
-        return catalogue.role_of(self.framework, self.variant)
+        return registry.role_of(self.framework, self.variant)
 
 
 @dataclass(frozen=True)

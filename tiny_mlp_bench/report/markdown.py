@@ -7,7 +7,7 @@ from pathlib import Path
 import jinja2
 import pandas as pd
 
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.report import claims, sentences
 from tiny_mlp_bench.report.busy_core import BusyCore
@@ -202,7 +202,7 @@ def variants_table(m: Machine) -> str:
     rows = []
     for s in m.summary.drop_duplicates(["framework", "variant"]).itertuples():
         try:
-            what = catalogue.variant(s.framework, s.variant).removes
+            what = registry.variant(s.framework, s.variant).removes
         except catalogue.UnknownVariant:
             what = "(not in this commit's catalogue)"
         rows.append([s.framework, f"`{s.variant}`", what])

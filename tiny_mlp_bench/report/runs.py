@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.report.inference import Interval, rung_interval
 from tiny_mlp_bench.report.question_table import QUESTION_PAIRS
 from tiny_mlp_bench.timing import PHASES
@@ -18,7 +18,7 @@ from tiny_mlp_bench.timing import PHASES
 def pair_order() -> tuple[str, ...]:
     """The question's pairs, then the catalogue's on its first rung's devices; others (numpy on cuda) follow. Read
     from the rungs when a report is made, never at import."""
-    first_rungs = (catalogue.ladder(framework.name)[0] for framework in catalogue.FRAMEWORKS)
+    first_rungs = (registry.ladder(framework.name)[0] for framework in catalogue.FRAMEWORKS)
     pairs = (catalogue.pair_name(rung.framework, device) for rung in first_rungs for device in rung.devices)
     return (*QUESTION_PAIRS, *(pair for pair in pairs if pair not in QUESTION_PAIRS))
 
@@ -237,6 +237,6 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     )
     known = pair_order()
     order = [known.index(p) if p in known else len(known) for p in summary["pair"]]
-    rung = [catalogue.ladder_position(f, v) for f, v in zip(summary["framework"], summary["variant"], strict=True)]
+    rung = [registry.ladder_position(f, v) for f, v in zip(summary["framework"], summary["variant"], strict=True)]
     summary = summary.assign(_order=order, _rung=rung).sort_values(["_order", "pair", "_rung", "variant"])
     return summary.drop(columns=["_order", "_rung"]).reset_index(drop=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.catalogue import Role, pair_name
 from tiny_mlp_bench.dataset import train_rows
 from tiny_mlp_bench.kinds import cpu_name
@@ -175,7 +175,7 @@ def why_line(m: Machine) -> str:
 
 
 def floor_view(m: Machine, device: str) -> View | None:
-    floor = catalogue.sole_rung(Role.FLOOR)
+    floor = registry.sole_rung(Role.FLOOR)
     return view_of(m, floor.framework, floor.name, device)
 
 
@@ -233,7 +233,7 @@ def resolved_claims(m: Machine) -> list[str]:
             for what, r in (("a time to result of", v.result_vs_seed), ("a time per step of", v.step_vs_seed))
             if r is not None and r.resolved
         ]
-        if found and catalogue.role_of(v.framework, v.variant) != Role.AA_CONTROL:
+        if found and registry.role_of(v.framework, v.variant) != Role.AA_CONTROL:
             lines.append(f"{v.pair} `{v.variant}`: {'; '.join(found)}.")
     return lines
 

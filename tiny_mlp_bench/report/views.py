@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.inference import Interval, Ratio, ratio
@@ -123,7 +123,7 @@ def headline(found: tuple[View, ...]) -> tuple[HeadlineRow, ...]:
             variant = askers_rung(framework)
             rows += [HeadlineRow("question", v) for v in on if (v.framework, v.variant) == (framework, variant)]
     for device in catalogue.DEVICES:
-        on = [v for v in found if v.device == device and catalogue.role_of(v.framework, v.variant) != Role.AA_CONTROL]
+        on = [v for v in found if v.device == device and registry.role_of(v.framework, v.variant) != Role.AA_CONTROL]
         shown = {(r.view.pair, r.view.variant) for r in rows}
         for role, key in (("fastest to a result", "result"), ("fastest per step", "step")):
             timed = sorted((v for v in on if getattr(v, key) is not None), key=lambda v: getattr(v, key).estimate)
