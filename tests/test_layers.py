@@ -1,5 +1,5 @@
-"""The package's ties, read from its source: no import cycle, importlib's included, and no tie from a lower layer to a
-higher one. docs/layout.md names the layers."""
+"""The package read from its source: no import cycle, importlib's included, no tie from a lower layer to a
+higher one (docs/layout.md names the layers), and one class to a name."""
 
 from __future__ import annotations
 
@@ -197,3 +197,13 @@ def test_docs_layout_names_every_layer_in_order():
     named = [line for line in layout.splitlines() if line.startswith("1. **")]
     wanted = [f"1. **{name.split(': ')[0]}**: {name.split(': ')[1]}" for name, _ in LAYERS]
     assert [line.split(" (")[0].rstrip(".") for line in named] == wanted
+
+
+def test_each_class_name_names_one_class():
+    homes: dict[str, list[str]] = {}
+    for name, path in sorted(package_modules().items()):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                homes.setdefault(node.name, []).append(name)
+    shared = {cls: where for cls, where in homes.items() if len(where) > 1}
+    assert not shared, f"one name, several classes: {shared}"

@@ -35,7 +35,7 @@ CARRIED_MARK = "  # carried"
 
 
 @dataclass(frozen=True)
-class Target:
+class LockTarget:
     python: str
     requirements: tuple[str, ...]  # files (relative to the repository) and requirement strings
     lock: str
@@ -52,11 +52,11 @@ class Target:
 
 TARGETS = {
     # numba-cuda: numba's CUDA target, for the numpy fused rung's kernel on cuda, with the NVVM it compiles with.
-    "torch-cuda": Target(
+    "torch-cuda": LockTarget(
         "3.11", ("docker/torch.requirements.txt", "jax[cuda13]", "numba-cuda[cu13]"), "torch-cuda.txt"
     ),
-    "keras-cuda": Target("3.11", ("docker/keras.requirements.txt", "tensorflow[and-cuda]"), "keras-cuda.txt"),
-    "gpu-kit": Target(
+    "keras-cuda": LockTarget("3.11", ("docker/keras.requirements.txt", "tensorflow[and-cuda]"), "keras-cuda.txt"),
+    "gpu-kit": LockTarget(
         "3.12",
         ("requirements/gpu-kit.in",),
         "gpu-kit.txt",
@@ -117,7 +117,7 @@ def resolve(entries, python: str, scratch: Path, tag: str, constraints=()) -> li
     return json.loads(report.read_text())["install"]
 
 
-def lock_text(name: str, target: Target, held: Path | None = None) -> str:
+def lock_text(name: str, target: LockTarget, held: Path | None = None) -> str:
     """The lock pip resolves for ``target`` today; with ``held``, at that lock's versions."""
     with tempfile.TemporaryDirectory() as scratch_dir:
         scratch = Path(scratch_dir)

@@ -35,7 +35,7 @@ class Views:
 
 
 @dataclass(frozen=True)
-class Rung:
+class RungName:
     """A rung by its framework's label and its name: ``Keras 2 `one_thread```."""
 
     framework: str
@@ -55,9 +55,9 @@ class BusyCore:
     neighbour_share: tuple[float, float] | None  # the lowest and highest share of its core the busy loop got
     keras_over_torch: tuple[Views, Views]  # Keras 2's original `fit` over torch's original loop: idle, busy
     one_thread: tuple[tuple[str, Views, Views], ...]  # per framework label, one_thread over its seed: idle, busy
-    busy_over_idle: tuple[tuple[Rung, Views], ...]  # per rung, its runs beside the busy core over its idle runs
+    busy_over_idle: tuple[tuple[RungName, Views], ...]  # per rung, its runs beside the busy core over its idle runs
     # Per original loop, the median over its idle runs of the CPUs its per-step window kept busy (None: not timed).
-    idle_cpus: tuple[tuple[Rung, float | None], ...] = ()
+    idle_cpus: tuple[tuple[RungName, float | None], ...] = ()
 
     @property
     def askers_order(self) -> bool | None:
@@ -85,7 +85,7 @@ def newest_of_kind(offered: Iterable[ArchivedBusy], cpus: Iterable[tuple]) -> Ar
     return max(found)[2] if found else None
 
 
-def over(a: pd.DataFrame, rung_a: Rung, b: pd.DataFrame, rung_b: Rung) -> Views:
+def over(a: pd.DataFrame, rung_a: RungName, b: pd.DataFrame, rung_b: RungName) -> Views:
     """``rung_a``'s runs in summary ``a`` over ``rung_b``'s in ``b``, in both views."""
 
     def one(view: str) -> Ratio | None:
@@ -96,7 +96,7 @@ def over(a: pd.DataFrame, rung_a: Rung, b: pd.DataFrame, rung_b: Rung) -> Views:
     return Views(one("result"), one("step"))
 
 
-def median_cpus(machine: Machine, rung: Rung) -> float | None:
+def median_cpus(machine: Machine, rung: RungName) -> float | None:
     runs = machine.runs
     found = runs.loc[(runs["framework"] == rung.framework) & (runs["variant"] == rung.variant), "window_cpus"]
     found = found.dropna().astype(float)
@@ -111,9 +111,9 @@ def busy_core(machines: tuple[Machine, ...]) -> BusyCore | None:
     if pair is None:
         return None
     idle, busy = pair
-    seeds = {f: Rung(f, askers_rung(f)) for f in (TORCH, ASKERS_KERAS)}
+    seeds = {f: RungName(f, askers_rung(f)) for f in (TORCH, ASKERS_KERAS)}
     threaded = {f: registry.rung_with_role(f, Role.ONE_THREAD) for f in seeds}
-    one_thread = {f: Rung(f, found.name) for f, found in threaded.items() if found}
+    one_thread = {f: RungName(f, found.name) for f, found in threaded.items() if found}
     shares = busy.runs["neighbour_share"].dropna().astype(float)
     return BusyCore(
         host=idle.label,

@@ -23,7 +23,7 @@ from tiny_mlp_bench.report.busy_core import (
 from tiny_mlp_bench.report.crossover_map import Crossover, Sweep, crossovers, sweep_frame, sweep_table
 from tiny_mlp_bench.report.ladder import EpochFloor, Ladder, Target, epoch_floors, judge, ladders, targets
 from tiny_mlp_bench.report.machines import environment, machine_key, machine_labels
-from tiny_mlp_bench.report.question_table import QuestionRow, Ratio, question_rows, ratios
+from tiny_mlp_bench.report.question_table import AskersRatio, QuestionRow, question_rows, ratios
 from tiny_mlp_bench.report.runs import LOAD_COLUMNS, reference_canary, run_row, summarize
 from tiny_mlp_bench.report.views import HeadlineRow, View, headline, views
 
@@ -37,7 +37,7 @@ class Machine:
     runs: pd.DataFrame
     summary: pd.DataFrame  # per pair and variant, completed runs only, pairs and rungs in order
     question: tuple[QuestionRow, ...]
-    ratios: tuple[Ratio, ...]
+    ratios: tuple[AskersRatio, ...]
     ladders: tuple[Ladder, ...]
     epoch_floors: tuple[EpochFloor, ...]
     floors: dict[str, fixed_costs.Floor]

@@ -45,7 +45,7 @@ class QuestionRow:
 
 
 @dataclass(frozen=True)
-class Ratio:
+class AskersRatio:
     """A ratio the question implies: the asker's, and ours over the seed runs (None where a side has no run)."""
 
     numerator: str
@@ -73,10 +73,10 @@ def question_rows(runs: pd.DataFrame, summary: pd.DataFrame) -> tuple[QuestionRo
     return tuple(rows)
 
 
-def ratios(results: dict[str, tuple[float, ...]]) -> tuple[Ratio, ...]:
+def ratios(results: dict[str, tuple[float, ...]]) -> tuple[AskersRatio, ...]:
     """The RATIOS, the asker's beside ours from the seed runs' times to result per pair."""
     found = []
     for n, d in RATIOS:
         ours = inference.ratio(results[n], results[d]) if results.get(n) and results.get(d) else None
-        found.append(Ratio(n, d, ASKER_SECONDS[n] / ASKER_SECONDS[d], ours))
+        found.append(AskersRatio(n, d, ASKER_SECONDS[n] / ASKER_SECONDS[d], ours))
     return tuple(found)
