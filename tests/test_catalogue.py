@@ -67,6 +67,22 @@ def test_a_backend_module_declares_its_own_frameworks_rungs_each_with_a_loop(mon
     assert registry.variant("sklearn", "mlp_regressor").loop is rung.loop
 
 
+def test_a_backend_module_declares_one_backend_per_framework_and_only_its_own(monkeypatch):
+    from tiny_mlp_bench.backends import sklearn_mlp
+
+    (declared,) = sklearn_mlp.BACKENDS
+    for backends, problem in [
+        ((dataclasses.replace(declared, name="torch"),), "declares a backend for torch, not a framework of its own"),
+        ((declared, declared), "declares 2 backends for sklearn"),
+        ((), "declares no backend for sklearn"),
+    ]:
+        monkeypatch.setattr(sklearn_mlp, "BACKENDS", backends)
+        with pytest.raises((ValueError, registry.NotRegistered), match=problem):
+            registry.backend("sklearn")
+    monkeypatch.undo()
+    assert registry.backend("sklearn") is declared
+
+
 def test_the_study_configs_leave_the_variants_to_the_catalogue():
     # The default study names no rung (the catalogue's defaults); the full and GPU studies say `all`, but for the
     # GPU study's torch, which names every rung but one_thread: a GPU says nothing about a CPU's thread pool.

@@ -36,10 +36,16 @@ def rungs() -> tuple[Variant, ...]:
 
 
 def backend(framework_name: str) -> Backend:
-    """The Backend that runs ``framework_name``, as its module declares it."""
-    found = [b for b in backend_module(framework_name).BACKENDS if b.name == framework_name]
+    """The Backend that runs ``framework_name``, as its module declares it: one, and only its own frameworks'."""
+    module = backend_module(framework_name)
+    for declared in module.BACKENDS:
+        if framework(declared.name).backend != framework(framework_name).backend:
+            raise ValueError(f"{module.__name__} declares a backend for {declared.name}, not a framework of its own")
+    found = [b for b in module.BACKENDS if b.name == framework_name]
+    if len(found) > 1:
+        raise ValueError(f"{module.__name__} declares {len(found)} backends for {framework_name}")
     if not found:
-        raise NotRegistered(f"{framework(framework_name).backend} declares no backend for {framework_name}")
+        raise NotRegistered(f"{module.__name__} declares no backend for {framework_name}")
     return found[0]
 
 
