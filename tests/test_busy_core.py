@@ -115,7 +115,7 @@ def test_a_default_studys_first_screen_quotes_the_newest_busy_core_archive_of_it
     idle_here = [r for r in study() if r["identity"]["condition"] == "idle"]
 
     report = build_report(idle_here, busy_archives=tuple(map(quote, offered)))
-    assert [found.archive for found in report.archived_busy] == ["newer"]
+    assert {label: found.archive for label, found in report.archived_busy.items()} == {"bench-host": "newer"}
     line = first_screen_busy_line(report)
     assert line.startswith(
         "- **Beside one busy core**: one study, the archive `newer` (2026-02-01, this machine kind, 5 runs a side or "
@@ -124,7 +124,7 @@ def test_a_default_studys_first_screen_quotes_the_newest_busy_core_archive_of_it
     assert line.endswith("the asker's order, Keras faster than torch, reproduces beside a busy core.")
 
     elsewhere = build_report(idle_here, busy_archives=(quote(archives / "newest-elsewhere"),))
-    assert elsewhere.archived_busy == () and first_screen_busy_line(elsewhere) == (
+    assert elsewhere.archived_busy == {} and first_screen_busy_line(elsewhere) == (
         "- **Beside one busy core**: no archived busy-core study ran on this machine kind; `make busy` runs one."
     )
     # Not asked for (busy_answer_archive: none), or a busy-core study itself: no line.

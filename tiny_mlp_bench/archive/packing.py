@@ -84,7 +84,7 @@ def pack(
     model = read_json(results / MODEL)["model"]
     snakemake_logs = study_logs(study)
     quoted = (model.get("archived_gpu") or {}).get("archive")
-    busy_quoted = [found["archive"] for found in model.get("archived_busy", [])]
+    busy_quoted = sorted({found["archive"] for found in model.get("archived_busy", {}).values()})
     if name is None:  # a second study of the same machine on the same day gets the next free name
         name = unused_name(archives, archive_name(results, datetime.date.today()))
     destination = archives / name

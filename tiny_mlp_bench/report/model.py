@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -72,10 +72,10 @@ class Report:
     archived_gpu: ArchivedGpu | None = None
     no_archive_qualifies: bool = False
     busy: BusyCore | None = None  # a host's runs idle and beside one busy core, where any was busy
-    # Where no run here was busy and the config asked (busy_answer_archive): the archived busy-core study quoted for
-    # each machine kind here that has one.
+    # Where no run here was busy and the config asked (busy_answer_archive): per machine (label), the newest archived
+    # busy-core study of its kind, where one is.
     busy_quote_asked: bool = False
-    archived_busy: tuple[ArchivedBusy, ...] = ()
+    archived_busy: dict[str, ArchivedBusy] = field(default_factory=dict)
 
 
 def machine(
@@ -160,7 +160,8 @@ def build_report(
     keys = ("epochs", "n_train", "batch_size", "learning_rate", "hidden_units")
     busy = busy_core(machines)
     asked = busy_archives is not None and busy is None
-    quoted = (newest_of_kind(busy_archives, m.environment["cpu"]) for m in machines) if asked else ()
+    idle = [m for m in machines if asked and m.label == idle_label(m.label)]
+    quoted = {m.label: found for m in idle if (found := newest_of_kind(busy_archives, m.environment["cpu"]))}
     return Report(
         records=len(records),
         parameters={key: records[0]["parameters"][key] for key in keys},
@@ -171,7 +172,7 @@ def build_report(
         no_archive_qualifies=no_archive_qualifies,
         busy=busy,
         busy_quote_asked=asked,
-        archived_busy=tuple({found.archive: found for found in quoted if found}.values()),
+        archived_busy=quoted,
     )
 
 

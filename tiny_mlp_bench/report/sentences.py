@@ -9,7 +9,7 @@ from tiny_mlp_bench.kinds import cpu_name
 from tiny_mlp_bench.question import ASKERS_KERAS, ASKERS_RUN, TODAYS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report import claims
 from tiny_mlp_bench.report.answer import PAUSED_S, ArchivedGpu
-from tiny_mlp_bench.report.busy_core import idle_label, newest_of_kind
+from tiny_mlp_bench.report.busy_core import idle_label
 from tiny_mlp_bench.report.cells import duration, pct, times
 from tiny_mlp_bench.report.inference import Ratio
 from tiny_mlp_bench.report.model import Machine, Report
@@ -135,7 +135,7 @@ def archived_busy_line(report: Report, m: Machine) -> str | None:
     """The newest archived busy-core study of this machine's kind, in one line, where the config asked for one."""
     if not report.busy_quote_asked or m.label != idle_label(m.label):
         return None
-    found = newest_of_kind(report.archived_busy, m.environment["cpu"])
+    found = report.archived_busy.get(m.label)
     if found is None:
         return "no archived busy-core study ran on this machine kind; `make busy` runs one."
     said = claims.busy_lines(found.found)[0]
