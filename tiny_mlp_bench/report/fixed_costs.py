@@ -13,15 +13,6 @@ US = 1e-6
 COMPUTED = "kernels"
 
 
-def floor_rung() -> catalogue.Variant:
-    return registry.sole_rung(catalogue.Role.FLOOR)
-
-
-def compiled_epoch_rung() -> catalogue.Variant:
-    """The rung whose cpu runs time their compiled epoch call."""
-    return registry.sole_rung(catalogue.Role.COMPILED_EPOCH)
-
-
 @dataclass(frozen=True)
 class Floor:
     """The least a step can cost on a device, and how that was found."""
@@ -130,7 +121,7 @@ def fixed_costs(probes: list[dict], runs: pd.DataFrame | None = None) -> dict[st
             )
             costs["keras_fit"] = tuple(fits)
     if runs is not None and "epoch_call_us" in runs:
-        compiled = compiled_epoch_rung()
+        compiled = registry.sole_rung(catalogue.Role.COMPILED_EPOCH)  # its cpu runs time their compiled call
         pair = catalogue.pair_name(compiled.framework, "cpu")
         ran = runs[(runs["pair"] == pair) & (runs["variant"] == compiled.name) & (runs["status"] == "ok")]
         ran = ran.dropna(subset=["epoch_call_us", "epoch_kernel_us"])
@@ -161,7 +152,7 @@ def not_measured(probes: list[dict]) -> tuple[ProbeStatus, ...]:
 
 def floors(summary: pd.DataFrame, costs: dict[str, FixedCosts]) -> dict[str, Floor]:
     """Each device's floor: the floor rung's median step where it ran, else on cuda kernels x in-graph kernel cost."""
-    found, rung = {}, floor_rung()
+    found, rung = {}, registry.sole_rung(catalogue.Role.FLOOR)
     for device in catalogue.DEVICES:
         pair = catalogue.pair_name(rung.framework, device)
         ran = summary[(summary["pair"] == pair) & (summary["variant"] == rung.name)]["step_s"].dropna()

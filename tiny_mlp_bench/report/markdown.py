@@ -12,7 +12,6 @@ from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.report import claims, sentences
 from tiny_mlp_bench.report.busy_core import BusyCore
 from tiny_mlp_bench.report.cells import approx, duration, num, pct, span, table, times
-from tiny_mlp_bench.report.fixed_costs import compiled_epoch_rung
 from tiny_mlp_bench.report.ladder import Ladder, Rung
 from tiny_mlp_bench.report.model import Machine, Report
 from tiny_mlp_bench.timing import PHASES
@@ -100,7 +99,7 @@ def fixed_costs_table(m: Machine) -> str:
     """What the probes measured, one column per device; a pair of rows per Keras probed."""
     if not m.costs:
         return ""
-    devices, compiled = list(m.costs), compiled_epoch_rung()
+    devices, compiled = list(m.costs), registry.sole_rung(Role.COMPILED_EPOCH)
 
     def field(key: str):
         return lambda costs: getattr(costs, key)
