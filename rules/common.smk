@@ -40,27 +40,21 @@ from tiny_mlp_bench.containers import ContainerError, find_engine, image_id
 
 # Every config error, one line per key, before any job can run; then validate fills in the schema's defaults.
 _config_problems = config_errors(config, yaml.safe_load(CONFIG_SCHEMA.read_text()))
-if not _config_problems and config.get("gpu_answer_archive", "auto") not in (
-    "auto",
-    "none",
-):
-    # An archive named by the user must be there and qualify; auto is resolved with the report's inputs.
-    from tiny_mlp_bench.report.gpu_archive import GpuArchiveError, choose
+# An archive a quote key names must be there and qualify; auto is resolved with the report's inputs.
+from tiny_mlp_bench.report.busy_archive import BusyArchiveError
+from tiny_mlp_bench.report.busy_archive import choose as choose_busy_archives
+from tiny_mlp_bench.report.gpu_archive import GpuArchiveError
+from tiny_mlp_bench.report.gpu_archive import choose as choose_gpu_archive
 
-    try:
-        choose(config["gpu_answer_archive"], ARCHIVES)
-    except GpuArchiveError as err:
-        _config_problems.append(str(err))
-if not _config_problems and config.get("busy_answer_archive", "auto") not in (
-    "auto",
-    "none",
+for _key, _choose in (
+    ("gpu_answer_archive", choose_gpu_archive),
+    ("busy_answer_archive", choose_busy_archives),
 ):
-    from tiny_mlp_bench.report.busy_archive import BusyArchiveError, choose
-
-    try:
-        choose(config["busy_answer_archive"], ARCHIVES)
-    except BusyArchiveError as err:
-        _config_problems.append(str(err))
+    if not _config_problems and config.get(_key, "auto") not in ("auto", "none"):
+        try:
+            _choose(config[_key], ARCHIVES)
+        except (GpuArchiveError, BusyArchiveError) as err:
+            _config_problems.append(str(err))
 if not _config_problems and config.get("estimate_archive", "auto") != "auto":
     from tiny_mlp_bench.expected_time import EstimateArchiveError, choose_archive
 
@@ -163,10 +157,8 @@ def get_probes():
 @functools.cache
 def gpu_archive():
     """The archived study whose GPU answer the report quotes (gpu_answer_archive), or None."""
-    from tiny_mlp_bench.report.gpu_archive import GpuArchiveError, choose
-
     try:
-        return choose(config["gpu_answer_archive"], ARCHIVES)
+        return choose_gpu_archive(config["gpu_answer_archive"], ARCHIVES)
     except GpuArchiveError as err:
         raise WorkflowError(str(err)) from err
 
@@ -188,10 +180,8 @@ def get_gpu_archive_option(wildcards):
 @functools.cache
 def busy_archives():
     """The archived busy-core studies offered to the report (busy_answer_archive), or None where it asks for none."""
-    from tiny_mlp_bench.report.busy_archive import BusyArchiveError, choose
-
     try:
-        return choose(config["busy_answer_archive"], ARCHIVES)
+        return choose_busy_archives(config["busy_answer_archive"], ARCHIVES)
     except BusyArchiveError as err:
         raise WorkflowError(str(err)) from err
 

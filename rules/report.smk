@@ -1,5 +1,6 @@
 # The timings table, report and model.json: a pure function of the run records and the quoted GPU and busy-core
-# archives (gpu_answer_archive, busy_answer_archive). Report, charts and records are also items of `snakemake --report`, captioned in captions/.
+# archives (gpu_answer_archive, busy_answer_archive). Report, charts and records are also items of
+# `snakemake --report`, captioned in captions/.
 rule render_report:
     input:
         records=get_run_records(),
