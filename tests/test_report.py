@@ -433,6 +433,19 @@ def test_crossovers_are_found_from_the_sweep():
     assert list(one_device.sweep_table.columns) == ["hidden_units", "batch_size", "cpu_step_s", "cpu_over_cuda"]
 
 
+def test_a_point_whose_blocks_overlap_is_no_win_though_its_median_is():
+    sweeps = synthetic_sweeps()
+    (point,) = [p for p in sweeps[1]["points"] if (p["hidden_units"], p["batch_size"]) == (20, 4096)]
+    point["block_step_s"] = [0.6e-3, 0.6e-3, 2.5e-3]  # cuda's median 0.6 ms, its slowest block past cpu's 2 ms
+    machine = only_machine(synthetic_study(), sweeps)
+    found = {c.hidden_units: c for c in machine.crossovers}
+    assert (found[20].batch_size, found[20].overlapping) == (65536, (4096,))
+    assert found[4].overlapping == ()  # cpu won every block there: ordered, the other way
+    assert sentences.crossover_line(machine).endswith(
+        "width 20: from batch 65536 (at batch 4096 the two devices' blocks overlap: not ordered)."
+    )
+
+
 def test_runs_to_look_at_and_the_runs_table():
     report = build_report(synthetic_study())
     attention = report.machines[0].attention
@@ -472,8 +485,8 @@ def test_report_states_ladder_keras_floor_and_crossovers():
         "fixed cost of each `fit` epoch."
     ]
     assert sentences.crossover_line(machine) == (
-        "Where the GPU starts to win, for torch `sync_free` on random rows already on the device: width 4: never, "
-        "up to batch 4096; width 20: from batch 4096."
+        "Where the GPU starts to win, for torch `sync_free` on random rows already on the device (a win: every cuda "
+        "block faster than every cpu block): width 4: never, up to batch 4096; width 20: from batch 4096."
     )
     assert "on cpu 5.00 µs (1 run) per step, the numba `fused` rung" in sentences.floors_line(machine)
     beats = machine.ladders[0].rung("compiled").beats_seed_from

@@ -1,4 +1,4 @@
-"""The crossover map: where, per hidden width, cuda's per-step time first drops below cpu's."""
+"""The crossover map: where, per hidden width, cuda's per-step time first drops below cpu's, block for block."""
 
 from __future__ import annotations
 
@@ -11,11 +11,14 @@ from tiny_mlp_bench import catalogue
 
 @dataclass(frozen=True)
 class Crossover:
-    """Where, at one hidden width, cuda's per-step time first drops below cpu's."""
+    """Where, at one hidden width, cuda's per-step time first drops below cpu's. A point is a win only where every
+    cuda block beat every cpu block: a point's blocks are its only repeats, and where their ranges overlap the two
+    medians do not order the devices."""
 
     hidden_units: int
     batch_size: int | None  # smallest batch where cuda wins; None if it never does in the grid
     largest_batch: int
+    overlapping: tuple[int, ...] = ()  # batch sizes, below batch_size, where the two devices' block ranges overlap
 
 
 @dataclass(frozen=True)
@@ -54,13 +57,22 @@ def sweep_table(points: pd.DataFrame) -> pd.DataFrame:
 
 
 def crossovers(points: pd.DataFrame) -> tuple[Crossover, ...]:
-    """For each width measured on both devices, the smallest batch size at which cuda is faster."""
-    wide = points.pivot_table(index=["hidden_units", "batch_size"], columns="device", values="step_s")
-    if not {"cpu", "cuda"} <= set(wide.columns):
+    """For each width measured on both devices, the smallest batch size at which cuda's slowest block beat cpu's
+    fastest, and the smaller batches where their ranges overlap."""
+    wide = points.pivot_table(index=["hidden_units", "batch_size"], columns="device", values=["low_s", "high_s"])
+    if not {"cpu", "cuda"} <= set(wide.columns.get_level_values("device")):
         return ()
     found = []
     for width, rows in wide.dropna().groupby(level="hidden_units"):
-        batches = rows.index.get_level_values("batch_size")
-        wins = [b for b, cpu, cuda in zip(batches, rows["cpu"], rows["cuda"], strict=True) if cuda < cpu]
-        found.append(Crossover(int(width), int(min(wins)) if wins else None, int(max(batches))))
+        batches = [int(b) for b in rows.index.get_level_values("batch_size")]
+        cuda_wins = rows[("high_s", "cuda")] < rows[("low_s", "cpu")]
+        cpu_wins = rows[("high_s", "cpu")] < rows[("low_s", "cuda")]
+        wins = [b for b, won in zip(batches, cuda_wins, strict=True) if won]
+        first = min(wins) if wins else None
+        overlapping = tuple(
+            b
+            for b, one, other in zip(batches, cuda_wins, cpu_wins, strict=True)
+            if not (one or other) and (first is None or b < first)
+        )
+        found.append(Crossover(int(width), first, max(batches), overlapping))
     return tuple(found)

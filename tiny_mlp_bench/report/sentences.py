@@ -11,6 +11,7 @@ from tiny_mlp_bench.report import claims
 from tiny_mlp_bench.report.answer import PAUSED_S, ArchivedGpu
 from tiny_mlp_bench.report.busy_core import idle_label
 from tiny_mlp_bench.report.cells import duration, pct, times
+from tiny_mlp_bench.report.crossover_map import Crossover
 from tiny_mlp_bench.report.inference import Ratio
 from tiny_mlp_bench.report.model import Machine, Report
 from tiny_mlp_bench.report.views import View
@@ -333,13 +334,19 @@ def crossover_line(m: Machine) -> str | None:
         return f"Where the GPU starts to win: not measured, no {' or '.join(missed)} sweep completed."
     if not m.crossovers:
         return None
-    found = "; ".join(
-        f"width {c.hidden_units}: from batch {c.batch_size}"
-        if c.batch_size is not None
-        else f"width {c.hidden_units}: never, up to batch {c.largest_batch}"
-        for c in m.crossovers
+    found = "; ".join(crossover_words(c) for c in m.crossovers)
+    return (
+        "Where the GPU starts to win, for torch `sync_free` on random rows already on the device (a win: every "
+        f"cuda block faster than every cpu block): {found}."
     )
-    return f"Where the GPU starts to win, for torch `sync_free` on random rows already on the device: {found}."
+
+
+def crossover_words(c: Crossover) -> str:
+    said = f"from batch {c.batch_size}" if c.batch_size is not None else f"never, up to batch {c.largest_batch}"
+    if c.overlapping:
+        batches = " and ".join(str(b) for b in c.overlapping)
+        said += f" (at batch {batches} the two devices' blocks overlap: not ordered)"
+    return f"width {c.hidden_units}: {said}"
 
 
 def dead_start_line(m: Machine) -> str | None:
