@@ -86,7 +86,9 @@ def test_studies_pool_only_with_their_own_kind_of_study_and_machine(tmp_path):
     sentence = claims.across_claim([gpu], lambda s: s.name)
     assert sentence.startswith("To a result, the original torch loop on the GPU against the same loop on the same ")
     assert "the studies cannot order the two: gpu-1 1.50×, gpu-2 1.51× (1 run a side in each)" in sentence
-    assert sentence.endswith("; the exact test needs 4 runs a side at least.")
+    assert sentence.endswith(
+        "; the exact test needs 4 runs a side at least (pooled: 1.5× (unbounded), p = 0.5, 2 runs against 2)."
+    )
 
 
 def test_a_study_without_run_records_of_its_machine_is_refused_by_name(tmp_path):
@@ -131,3 +133,32 @@ def test_a_busy_core_studys_claims_come_from_its_busy_runs_and_never_pool_with_a
         "Beside one busy core, to a result, Keras 2's `fit` was faster than the original torch loop: 0.6"
     )
     assert sentence.endswith("one study's finding (busy).")
+
+
+def test_the_gpu_verdict_pools_only_runs_alone_converged_at_one_thread_count_of_todays_records(tmp_path):
+    folder = write_study(tmp_path, "gpu", (), (10.0, 11.0, 12.0, 13.0), cuda_s=(20.0, 21.0, 22.0, 23.0), gpu="G")
+    runs = folder / "runs"
+
+    def change(run_id: str, edit) -> None:
+        record = json.loads((runs / f"{run_id}.json").read_text())
+        edit(record)
+        (runs / f"{run_id}.json").write_text(json.dumps(record))
+
+    # A run beside another job (the side-by-side lanes of an older GPU study), one not converged, one at
+    # another thread count, one written before the per-step window replayed the question's epochs.
+    log = {"jobs": [{"name": "torch-cuda-seed-1", "beside": {"numpy-cpu-fused-1": 3.0}}, {"name": "torch-cpu-seed-1"}]}
+    (folder / "logs").mkdir()
+    (folder / "logs" / "gpu_study.json").write_text(json.dumps(log))
+    change("torch-cuda-seed-2", lambda r: r["quality"].update(converged=False))
+    change("torch-cpu-seed-2", lambda r: r["parameters"].update(threads=r["parameters"]["threads"] + 1))
+    change("torch-cpu-seed-3", lambda r: r.update(schema_version=across.GPU_VERDICT_SCHEMA - 1))
+    (study,) = across.read_studies(tmp_path)
+    cuda, cpu = study.sides[across.GPU_RESULT]
+    assert sorted(cuda) == [22.0, 23.0] and sorted(cpu) == [10.0, 13.0]
+    fit_cuda, fit_cpu = study.sides[across.GPU_FIT]
+    assert len(fit_cuda) == 2 and len(fit_cpu) == 2 and all(f < r for f, r in zip(fit_cuda, cuda, strict=True))
+    assert study.gpu_costs["result"] == cuda and len(study.gpu_costs["optimizer"]) == 2
+    # A study without such a log ran one timed job at a time: every run counts.
+    (folder / "logs" / "gpu_study.json").unlink()
+    (study,) = across.read_studies(tmp_path)
+    assert sorted(study.sides[across.GPU_RESULT][0]) == [20.0, 22.0, 23.0]

@@ -187,9 +187,15 @@ def test_the_short_answer_pools_each_kind_and_says_what_the_runs_do_not_resolve(
     write_study(tmp_path, "gpu-1", (), (16.8,), cuda_s=(26.6,), gpu="Some GPU", day="2026-12-04")
     write_study(tmp_path, "gpu-2", (), (17.0,), cuda_s=(25.0,), gpu="Some GPU", day="2026-12-04")
     said = findings.short_answer(across.read_studies(tmp_path))
-    gpu, keras_step, keras_result, *rest = said.split(": ", 1)[1].split(". ")
+    gpu, fit, costs, pooled_only, keras_step, keras_result, *rest = said.split(": ", 1)[1].split(". ")
     assert gpu.startswith("To a result, the original torch loop on the GPU against the same loop")
     assert "the studies cannot order the two: [`gpu-1`](results/archive/gpu-1/report.md) 1.58×" in gpu
+    # Said whether or not it resolves: the pooled estimate, its interval, p and runs; then the fit phase alone.
+    assert gpu.endswith("(pooled: 1.5× (unbounded), p = 0.5, 2 runs against 2)")
+    assert fit.startswith("In the fit phase alone, the original torch loop on the GPU against the same loop on the CPU")
+    assert costs.startswith("Of the GPU runs' time to result, on Some GPU (Test CPU with 2 logical CPUs), torch's lazy")
+    assert "of the 25.0 s to 26.6 s to a result (2 runs)" in costs
+    assert pooled_only.startswith("The GPU verdict pools only runs that ran with nothing beside them")
     assert keras_step.startswith("Per step, Keras 2's `fit` was slower than the original torch loop: 1.5")
     assert "over 2 studies ([`cpu-1`](results/archive/cpu-1/report.md) 1.5" in keras_result
     assert keras_result.startswith("To a result, Keras 2's `fit` was slower than the original torch loop")

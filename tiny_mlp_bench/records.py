@@ -62,11 +62,17 @@ def write_record(record: dict, path: Path, schema_name: str = RUN_SCHEMA) -> Non
 
 def read_record(path: Path, schema_name: str = RUN_SCHEMA) -> dict:
     """Read and validate one record file; errors name the file."""
+    return read_record_as_written(path, schema_name)[1]
+
+
+def read_record_as_written(path: Path, schema_name: str = RUN_SCHEMA) -> tuple[int | None, dict]:
+    """The schema version a record file was written at (upgrade() forgets it), and the record read_record reads."""
     try:
         record = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise RecordError(f"{path}: not a readable JSON record ({err}); delete it to rerun that job") from err
-    return validate_record(upgrade(record), str(path), schema_name)
+    written = record.get("schema_version") if isinstance(record, dict) else None
+    return written, validate_record(upgrade(record), str(path), schema_name)
 
 
 def upgrade(record: dict) -> dict:

@@ -267,12 +267,14 @@ def short_answer(studies: list[across.Study]) -> str:
     where it holds."""
     said = []
     idle = [study for study in studies if study.kind[0] != BUSY_STUDY]  # a busy study's claims are its own
-    for claim in (across.GPU_RESULT, across.KERAS_STEP, across.KERAS_RESULT, across.FIXED_COST):
+    for claim in (across.GPU_RESULT, across.GPU_FIT, across.KERAS_STEP, across.KERAS_RESULT, across.FIXED_COST):
         found = across.across(idle, claim)
         if claim == across.FIXED_COST:
             found = [kind for kind in found if kind.holds]
         if found:
             said.append(claims.across_claim(found, link))
+        if found and claim == across.GPU_FIT:
+            said.append(claims.gpu_costs_claim(found))
     busy = [study for study in studies if study.kind[0] == BUSY_STUDY]
     found = [c for claim in (across.BUSY_KERAS_RESULT, across.BUSY_ONE_THREAD) for c in across.across(busy, claim)]
     if found:

@@ -3,8 +3,10 @@ studies of one kind (kind of study and machine kind), and the one rule for when 
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -14,23 +16,31 @@ from scipy import stats
 from tiny_mlp_bench import registry
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.jobs import BUSY, IDLE
-from tiny_mlp_bench.kinds import KIND_FIELDS, archive_kind, same_machine
+from tiny_mlp_bench.kinds import GPU_STUDY_LOG, KIND_FIELDS, archive_kind, same_machine
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
-from tiny_mlp_bench.records import read_record
+from tiny_mlp_bench.records import read_record_as_written
 from tiny_mlp_bench.report.inference import SIGNIFICANCE, Ratio, pooled_ratio, rank_sum_null, ratio
 from tiny_mlp_bench.report.runs import reference_canary, run_row, summarize
+from tiny_mlp_bench.timing import METHOD
 
 SUMMARY_KEYS = ("pair", "framework", "device", "variant")  # an empty summary's columns: no rung ran
 
 # The claims of the README's answer, each ``a`` over ``b``: Keras 2's `fit` against the original torch loop on a
-# CPU per step and to a result; torch's loop on the GPU against the same machine's CPU; torch's step against the
-# numba floor's, the same arithmetic with every per-operation call gone.
+# CPU per step and to a result; torch's loop on the GPU against the same machine's CPU, to a result and in the fit
+# phase alone; torch's step against the numba floor's, the same arithmetic with every per-operation call gone.
 KERAS_STEP, KERAS_RESULT, GPU_RESULT, FIXED_COST = "keras_step", "keras_result", "gpu_result", "fixed_cost"
+GPU_FIT = "gpu_fit"
 # The busy-core study's, from its runs beside one busy core: Keras 2 against torch to a result, as the question
 # timed them; torch's loop on one thread against its default pool, per step.
 BUSY_KERAS_RESULT, BUSY_ONE_THREAD = "busy_keras_result", "busy_one_thread"
-CLAIMS = (KERAS_STEP, KERAS_RESULT, GPU_RESULT, FIXED_COST, BUSY_KERAS_RESULT, BUSY_ONE_THREAD)
+CLAIMS = (KERAS_STEP, KERAS_RESULT, GPU_RESULT, GPU_FIT, FIXED_COST, BUSY_KERAS_RESULT, BUSY_ONE_THREAD)
 POWER = 0.8  # the chance a study of the runs named by the power line resolves a ratio the size of the pooled one
+# The oldest run record a GPU verdict pools: from version 8 the per-step window replays the question's epochs after
+# the timing point instead of training on, so every run's work is the question's (records.py's versions).
+GPU_VERDICT_SCHEMA = 8
+# What the GPU verdict says of the GPU runs' time to result, besides the fit: torch's lazy import of its compiler stack
+# on its first optimizer (the `optimizer` phase; the asker's 2020 torch had none to import) and CUDA's start-up.
+GPU_COSTS = ("optimizer", "startup")
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,8 @@ class Study:
     day: str
     kind: tuple
     sides: dict[str, tuple[tuple[float, ...], tuple[float, ...]]]
+    # The GPU verdict's cuda runs (gpu_pair_runs): their time to result and each of GPU_COSTS's phases, run by run.
+    gpu_costs: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     def ratio(self, claim: str) -> Ratio | None:
         a, b = self.sides.get(claim, ((), ()))
@@ -75,13 +87,62 @@ def floor_steps(summary: pd.DataFrame, device: str) -> tuple:
 
 
 def claim_sides(summary: pd.DataFrame) -> dict[str, tuple[tuple, tuple]]:
-    """The idle runs' claims."""
+    """The idle runs' claims, the GPU verdict's aside (gpu_sides)."""
     return {
         KERAS_STEP: (seed(summary, ASKERS_KERAS, "cpu", "step"), seed(summary, TORCH, "cpu", "step")),
         KERAS_RESULT: (seed(summary, ASKERS_KERAS, "cpu", "result"), seed(summary, TORCH, "cpu", "result")),
-        GPU_RESULT: (seed(summary, TORCH, "cuda", "result"), seed(summary, TORCH, "cpu", "result")),
         FIXED_COST: (seed(summary, TORCH, "cpu", "step"), floor_steps(summary, "cpu")),
     }
+
+
+def ran_beside(folder: Path) -> set[str]:
+    """The run ids a GPU study's log says ran with another job beside them (its side-by-side lanes, before it ran
+    one job at a time); none for a study without that log, whose Snakemake runs one timed job at a time."""
+    log = folder / GPU_STUDY_LOG
+    if not log.is_file():
+        return set()
+    return {job["name"] for job in json.loads(log.read_text())["jobs"] if job.get("beside")}
+
+
+def gpu_pair_runs(records: list[tuple[int, dict]], beside: set[str]) -> list[dict]:
+    """The question's pair's runs a GPU verdict pools, of (schema version as written, record upgraded): idle,
+    completed and converged, with nothing beside them, written at GPU_VERDICT_SCHEMA or later, timed by today's
+    method, at one thread count (the most common among them: a study's jobs all take the same)."""
+    runs = [
+        record
+        for version, record in records
+        if (record["identity"]["framework"], record["identity"]["variant"]) == (TORCH, askers_rung(TORCH))
+        and record["identity"]["condition"] == IDLE
+        and record["status"] == "ok"
+        and (record.get("quality") or {}).get("converged")
+        and record["identity"]["run_id"] not in beside
+        and version >= GPU_VERDICT_SCHEMA
+        and record["method"] == METHOD
+    ]
+    threads = Counter(record["parameters"]["threads"] for record in runs).most_common(1)
+    return [record for record in runs if record["parameters"]["threads"] == threads[0][0]] if threads else []
+
+
+def gpu_sides(runs: list[dict]) -> tuple[dict[str, tuple[tuple, tuple]], dict[str, tuple[float, ...]]]:
+    """The GPU verdict's claims, cuda over cpu, to a result and in the fit phase; and its cuda runs' costs."""
+
+    def values(device: str, read) -> tuple[float, ...]:
+        return tuple(read(r) for r in runs if r["identity"]["device"] == device)
+
+    def result(record: dict) -> float:
+        return record["timings"]["fit_predict_s"]
+
+    def fit(record: dict) -> float:
+        return record["timings"]["phases_s"]["fit"]
+
+    sides = {
+        claim: (values("cuda", read), values("cpu", read)) for claim, read in ((GPU_RESULT, result), (GPU_FIT, fit))
+    }
+    costs = {"result": values("cuda", result)}
+    costs |= {
+        phase: values("cuda", lambda r, phase=phase: r["timings"]["phases_s"].get(phase, 0.0)) for phase in GPU_COSTS
+    }
+    return sides, costs
 
 
 def busy_sides(summary: pd.DataFrame) -> dict[str, tuple[tuple, tuple]]:
@@ -95,10 +156,13 @@ def busy_sides(summary: pd.DataFrame) -> dict[str, tuple[tuple, tuple]]:
 
 def read_study(folder: Path) -> Study:
     """An archive's claims' run values, from its run records (upgraded, validated) of its own machine kind."""
-    records = [read_record(path) for path in sorted((folder / "runs").glob("*.json"))]
+    # Each record's schema version as written, and the record as today's code reads it.
+    written = [read_record_as_written(path) for path in sorted((folder / "runs").glob("*.json"))]
+    records = [record for _, record in written]
     kind = archive_kind(folder, records)
     machine = dict(zip(KIND_FIELDS, kind[1], strict=True))
-    records = [r for r in records if same_machine(r["environment"], machine, r["identity"]["device"])]
+    written = [(v, r) for v, r in written if same_machine(r["environment"], machine, r["identity"]["device"])]
+    records = [record for _, record in written]
     if not records:
         raise ValueError(f"{folder}: no run records of its own machine kind in runs/")
     idle = [r for r in records if r["identity"]["condition"] == IDLE]
@@ -109,7 +173,8 @@ def read_study(folder: Path) -> Study:
         return summarize(pd.DataFrame(rows)) if rows else pd.DataFrame(columns=SUMMARY_KEYS)
 
     day = min(r["identity"]["started_at"] for r in records)[:10]
-    return Study(folder.name, day, kind, claim_sides(summary(IDLE)) | busy_sides(summary(BUSY)))
+    gpu, costs = gpu_sides(gpu_pair_runs(written, ran_beside(folder)))
+    return Study(folder.name, day, kind, claim_sides(summary(IDLE)) | gpu | busy_sides(summary(BUSY)), costs)
 
 
 def read_studies(folder: Path) -> list[Study]:

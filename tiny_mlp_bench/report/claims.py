@@ -99,6 +99,7 @@ def aa_claim(pair: str, control: str, twin: str, result: Ratio, step: Ratio | No
 # Each claim across studies as the README's answer words it: what is measured, ``a`` and ``b`` (a over b).
 ACROSS_WORDS = {
     across.GPU_RESULT: ("To a result", "the original torch loop on the GPU", "the same loop on the same machine's CPU"),
+    across.GPU_FIT: ("In the fit phase alone", "the original torch loop on the GPU", "the same loop on the CPU"),
     across.KERAS_STEP: ("Per step", "Keras 2's `fit`", "the original torch loop"),
     across.KERAS_RESULT: ("To a result", "Keras 2's `fit`", "the original torch loop"),
     across.FIXED_COST: (
@@ -136,9 +137,11 @@ def kind_phrase(claim: across.Across, label) -> str:
     where = machine_words(claim.kind)
     each = [f"{label(study)} {ratio_said(found)}" for study, found in claim.studies]
     if claim.holds and claim.one_study:
-        return f"{times(claim.pooled)} as long on {where}, one study's finding ({label(claim.studies[0][0])})"
+        study = label(claim.studies[0][0])
+        return f"{times(claim.pooled)} as long on {where}, one study's finding ({study}){pooled_test(claim)}"
     if claim.holds:
-        return f"{times(claim.pooled)} as long on {where} over {len(each)} studies ({', '.join(each)})"
+        studies = f"{len(each)} studies ({', '.join(each)})"
+        return f"{times(claim.pooled)} as long on {where} over {studies}{pooled_test(claim)}"
     resolved = [found.resolved for _, found in claim.studies]
     if any(resolved):
         each = [text + ("" if done else ", unresolved") for text, done in zip(each, resolved, strict=True)]
@@ -153,7 +156,15 @@ def kind_phrase(claim: across.Across, label) -> str:
         power = f"; the exact test needs {across.fewest_runs()} runs a side at least"
     else:
         power = ""
-    return f"on {where} {lead}: {', '.join(each)}{once}{power}"
+    return f"on {where} {lead}: {', '.join(each)}{once}{power}{pooled_test(claim)}"
+
+
+def pooled_test(claim: across.Across) -> str:
+    """The GPU verdict's pooled test, said whether or not it resolves: its estimate, interval, p and runs."""
+    if claim.claim not in (across.GPU_RESULT, across.GPU_FIT):
+        return ""
+    a, b = claim.pooled.runs
+    return f" (pooled: {times(claim.pooled)}, p = {claim.pooled.p_value:.2g}, {a} runs against {b})"
 
 
 def across_claim(found: list[across.Across], label) -> str:
@@ -174,6 +185,31 @@ def claim_part(found: list[across.Across], label) -> str:
         word = "slower than" if directions == {True} else "faster than"
         return f"{a} was {word} {b}: {parts}"
     return f"{a} against {b}: {parts}"
+
+
+def gpu_costs_claim(found: list[across.Across]) -> str:
+    """What the GPU verdict's cuda runs spent besides the fit, per machine kind: torch's lazy import of its compiler
+    stack, which the asker's torch did not have, and CUDA's start-up, each against the time to result."""
+
+    def spread(values: list[float]) -> str:
+        low, high = duration(min(values)), duration(max(values))
+        return low if low == high else f"{low} to {high}"
+
+    parts = []
+    for claim in found:
+        costs = {
+            key: [v for study, _ in claim.studies for v in study.gpu_costs[key]]
+            for key in ("result", "optimizer", "startup")
+        }
+        parts.append(
+            f"on {machine_words(claim.kind)}, torch's lazy import of its compiler stack (its first optimizer's) "
+            f"took {spread(costs['optimizer'])} and CUDA's start-up {spread(costs['startup'])} of the "
+            f"{spread(costs['result'])} to a result ({len(costs['result'])} runs)"
+        )
+    return (
+        f"Of the GPU runs' time to result, {'; '.join(parts)}; the asker's 2020 torch had no compiler stack to import. "
+        "The GPU verdict pools only runs that ran with nothing beside them, at one thread count, converged."
+    )
 
 
 def busy_answer(found: list[across.Across], label) -> str:
