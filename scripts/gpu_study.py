@@ -1,11 +1,11 @@
 """One command for a GPU machine with Python and torch but no package registry and no container engine.
 
     python3 scripts/gpu_study.py --check     # the pre-flight: what it would use, and what would stop it
-    python3 scripts/gpu_study.py [--time-limit SECONDS] [--serial] [--allow-modified]
+    python3 scripts/gpu_study.py [--time-limit SECONDS] [--allow-modified]
 
 It installs what the machine lacks from the carried kit (wheelhouse/gpu-kit/) into .venv-gpu/, runs the study of
-config/gpu.yaml with Snakemake (the question's pair alone, then a cpu and a cuda lane on separate physical cores), and
-packs what finished into results/archive/<date>-<gpu model>/. A failed job does not stop the study.
+config/gpu.yaml with Snakemake, one timed job at a time on every core (the question's pair first, round after round),
+and packs what finished into results/archive/<date>-<gpu model>/. A failed job does not stop the study.
 It runs on the machine's bare Python: it imports only the standard library and tiny_mlp_bench's stdlib-only modules.
 """
 
@@ -36,12 +36,17 @@ from tiny_mlp_bench.archive.layout import ArchiveError  # noqa: E402  (standard 
 from tiny_mlp_bench.archive.rendering import render, render_command  # noqa: E402
 from tiny_mlp_bench.archive.repository import modified_files  # noqa: E402
 from tiny_mlp_bench.atomic import write_text_atomic  # noqa: E402
-from tiny_mlp_bench.gpu_study import lanes, readme  # noqa: E402
+from tiny_mlp_bench.gpu_study import readme, runner  # noqa: E402
 from tiny_mlp_bench.gpu_study.environment import (  # noqa: E402
     StudyError,
     check_needs,
+    core_list,
+    core_siblings,
     cuda_toolkit,
+    gpu_readings,
     gpu_state,
+    node_record,
+    physical_cores,
     prepare_environment,
     say,
     study_needs,
@@ -52,9 +57,15 @@ BUNDLE = "source.bundle"  # the checkout's history in the kit, for a copy that a
 RESULTS = ROOT / "results"
 ARCHIVES = RESULTS / "archive"
 STUDY_LOG = Path(readme.STUDY_LOG)  # the plan, each job's outcome and the times
-LANE_LOGS = Path(readme.LANE_LOGS)  # each lane's Snakemake output
+CALL_LOGS = Path(readme.CALL_LOGS)  # the Snakemake calls' output: the jobs' and the preparation's
 # Importing torch and numba and compiling the floor kernel takes seconds; a machine slower than this is unfit to time.
 PREFLIGHT_TIMEOUT_S = 120
+# An untimed kernel in a process of its own before the first timed job: the GPU idles at its lowest clocks until one
+# runs, and the first cuda job should not be the one that wakes it. The time it takes is recorded, not any job's.
+WARM_UP_CODE = (
+    "import torch; x = torch.ones(1024, device='cuda'); [x.add_(1) for _ in range(1000)]; torch.cuda.synchronize()"
+)
+WARM_UP_TIMEOUT_S = 120
 
 
 def git(*args: str) -> subprocess.CompletedProcess:
@@ -126,7 +137,7 @@ def restore_modes(changed: list[str], commit: str) -> list[str]:
     return [name for name in changed if name in content]
 
 
-def preflight(python: Path, allow_no_gpu: bool, serial: bool) -> tuple[dict, list[str]]:
+def preflight(python: Path, allow_no_gpu: bool) -> tuple[dict, list[str]]:
     """Say what the study would use; returns the pre-flight's findings and what would stop the study.
     Sets CUDA_HOME where unset and a toolkit with libNVVM is found: numba-cuda compiles the floor kernel with it."""
     toolkit, how = cuda_toolkit()
@@ -184,15 +195,12 @@ def preflight(python: Path, allow_no_gpu: bool, serial: bool) -> tuple[dict, lis
     for problem in floor_only:
         say(f"warning: the floor's cuda job will fail alone, the rest of the study runs: {problem}")
     cores = os.sched_getaffinity(0)
-    siblings = lanes.core_siblings(cores)
-    physical = lanes.physical_cores(cores, siblings)
-    lane_cores = {"serial": cores} if serial else lanes.split_cores(cores, ["cpu", "cuda"], siblings)
-    on = ", ".join(f"{lane} on {lanes.core_list(mine)}" for lane, mine in lane_cores.items())
+    siblings = core_siblings(cores)
+    physical = physical_cores(cores, siblings)
     topology = "" if all(siblings.values()) else ", topology unknown: each counted as a core of its own"
     say(
-        f"CPU: {len(cores)} logical CPUs ({lanes.core_list(cores)}) on {len(physical)} physical cores{topology}; "
-        + ("" if serial else "the question's pair alone on all, then ")
-        + f"lanes: {on or 'none apart (fewer physical cores than lanes)'}"
+        f"CPU: {len(cores)} logical CPUs ({core_list(cores)}) on {len(physical)} physical cores{topology}; "
+        "every timed job runs alone on all of them"
     )
     for line in gpu_state().splitlines():
         say(f"GPU state: {line}")
@@ -200,70 +208,68 @@ def preflight(python: Path, allow_no_gpu: bool, serial: bool) -> tuple[dict, lis
 
 
 def prepare_study(python: Path, config: Path, until: float | None) -> None:
-    """The dataset and the config as run, before the lanes start: both lanes read them."""
-    log = ROOT / LANE_LOGS / "prepare.log"
-    command = lanes.snakemake_command(python, config, "make_dataset", "config_as_run")
-    if lanes.run_snakemake(command, ROOT, log, until) != "done":
-        raise StudyError(f"making the dataset and the config as run failed or ran out of time: {lanes.tail(log)}")
+    """The dataset and the config as run, before the first job: every job reads them."""
+    log = ROOT / CALL_LOGS / "prepare.log"
+    command = runner.snakemake_command(python, config, "make_dataset", "config_as_run")
+    if runner.run_snakemake(command, ROOT, log, until) != "done":
+        raise StudyError(f"making the dataset and the config as run failed or ran out of time: {runner.tail(log)}")
 
 
-def make_plan(python: Path, gpu: str | None, seed: int, serial: bool) -> dict:
+def make_plan(python: Path, gpu: str | None, seed: int) -> dict:
     """The jobs in the order to run them, each with its expected time, and the stages they run in."""
     command = [str(python), "-m", "tiny_mlp_bench", "plan", "--config", str(RESULTS / "config.yaml")]
     command += ["--archives", str(ARCHIVES), "--order", str(seed), *(["--gpu", gpu] if gpu else [])]
-    done = subprocess.run([*command, *(["--serial"] if serial else [])], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         raise StudyError(f"no plan: {done.stderr.strip()[-800:]}")
     return json.loads(done.stdout)
 
 
+def warm_up(python: Path) -> dict:
+    """Run WARM_UP_CODE, untimed, in its own process; what it took and the GPU's state before and after."""
+    before, began = gpu_readings(), time.monotonic()
+    try:
+        command = [str(python), "-c", WARM_UP_CODE]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=WARM_UP_TIMEOUT_S)
+        outcome = "done" if done.returncode == 0 else f"failed: {done.stderr.strip()[-300:]}"
+    except subprocess.TimeoutExpired:
+        outcome = f"stopped after {WARM_UP_TIMEOUT_S} s"
+    took = round(time.monotonic() - began, 1)
+    say(f"GPU warm-up kernel (untimed, its own process): {outcome} in {took} s")
+    return {"outcome": outcome, "took_s": took, "gpu_before": before, "gpu_after": gpu_readings()}
+
+
 def run_study(
-    python: Path, config: Path, serial: bool, until: float | None, t0: float, gpu: str | None, pip_check: dict | None
+    python: Path, config: Path, until: float | None, t0: float, gpu: str | None, pip_check: dict | None
 ) -> dict:
-    """Run the study stage by stage, lane by lane; writes what happened to logs/gpu_study.json and returns it."""
+    """Run the study's jobs one at a time in the plan's order; writes what happened to logs/gpu_study.json and
+    returns it."""
     started = datetime.datetime.now(datetime.UTC)
+    node = node_record()
     prepare_study(python, config, until)
     seed = random.SystemRandom().randrange(2**31)  # recorded below: the order can be made again
-    planned = make_plan(python, gpu, seed, serial)
-    by_name = {job["name"]: job for job in planned["jobs"]}
-    cores = os.sched_getaffinity(0)
-    # Side by side, each lane on its own physical cores; alone (and --serial's one lane), on all of them.
-    lane_cores = lanes.split_cores(cores, ["cpu", "cuda"], lanes.core_siblings(cores))
-    on = {lane: f"cores {lanes.core_list(found)}" for lane, found in lane_cores.items()}
-    how = (
-        "one at a time on every core"
-        if serial
-        else f"in {len(planned['stages'])} stages: the question's pair alone on every core, the rest in lanes "
-        f"({', '.join(f'{lane} on {where}' for lane, where in on.items()) or 'not apart: too few physical cores'})"
-    )
-    say(f"{len(by_name)} jobs {how}" + ("" if until is None else f"; {until - t0:.0f} s for jobs"))
+    planned = make_plan(python, gpu, seed)
+    warmed = warm_up(python) if gpu else None
+    limit = "" if until is None else f"; {until - t0:.0f} s for jobs"
+    say(f"{len(planned['jobs'])} jobs, one at a time on every core{limit}")
     jobs_began = time.monotonic()
-    runner, outcomes = lanes.Lanes(python, config, ROOT, LANE_LOGS, say), []
     try:
-        for stage in planned["stages"]:
-            apart = len(stage) > 1  # lanes side by side: each on its own cores
-            by_lane = {lane: [by_name[name] for name in names] for lane, names in stage.items()}
-            outcomes += runner.run(by_lane, until, t0, lane_cores if apart else None)
-    except lanes.Interrupted:
-        raise StudyError("interrupted: the running jobs were stopped and nothing was archived") from None
-    lanes.add_beside(outcomes)
-    order = list(by_name)
+        outcomes = runner.Runner(python, config, ROOT, CALL_LOGS / "jobs.log", say).run(planned["jobs"], until, t0)
+    except runner.Interrupted:
+        raise StudyError("interrupted: the running job was stopped and nothing was archived") from None
     timing = {
         "command": sys.argv,
         "started": started.isoformat(timespec="seconds"),
         "setup_s": round(jobs_began - t0, 1),
         "jobs_wall_s": round(time.monotonic() - jobs_began, 1),
-        "lanes": "one timed job at a time, on every core"
-        if serial
-        else f"the question's pair alone on every core, then a cpu lane ({on.get('cpu', 'every core')}) and a cuda "
-        f"lane ({on.get('cuda', 'every core')}) side by side, one timed job at a time in each",
-        "lane_cores": {lane: sorted(found) for lane, found in lane_cores.items()},
+        "how": "one timed job at a time, on every core, nothing beside it",
+        "node": node,
+        "warm_up": warmed,
         "order_seed": seed,
-        "stages": planned["stages"],
         "time_for_jobs_s": None if until is None else round(until - t0, 1),
         # What pip check found in the study's environment and what the study did about it (None: --python).
         "pip_check": pip_check,
-        "jobs": sorted(outcomes, key=lambda outcome: order.index(outcome["name"])),
+        "jobs": outcomes,
     }
     write_text_atomic(ROOT / STUDY_LOG, json.dumps(timing, indent=1) + "\n")
     return timing
@@ -355,7 +361,7 @@ def check(args) -> int:
     try:
         python = args.python or prepare_environment(args.kit)[0]
         check_needs(python)
-        problems += preflight(python, args.allow_no_gpu, args.serial)[1]
+        problems += preflight(python, args.allow_no_gpu)[1]
     except StudyError as err:
         problems.append(str(err))
     for problem in problems:
@@ -369,13 +375,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=ROOT / "config" / "gpu.yaml", help="default: config/gpu.yaml")
     parser.add_argument("--kit", type=Path, default=KIT, help="the carried wheels (default: wheelhouse/gpu-kit)")
-    parser.add_argument("--serial", action="store_true", help="one timed job at a time, not one per device")
     parser.add_argument("--time-limit", type=float, help="seconds the whole command may take, set-up to archive")
     parser.add_argument(
         "--archive-reserve",
         type=float,
-        default=lanes.ARCHIVE_RESERVE_S,
-        help=f"seconds of the time limit kept for the report and the archive (default {lanes.ARCHIVE_RESERVE_S})",
+        default=runner.ARCHIVE_RESERVE_S,
+        help=f"seconds of the time limit kept for the report and the archive (default {runner.ARCHIVE_RESERVE_S})",
     )
     parser.add_argument("--name", help="the archive's folder name (default: <date>-<gpu model>)")
     parser.add_argument("--allow-modified", action="store_true", help="run from a modified tree; the archive says so")
@@ -399,13 +404,13 @@ def main() -> int:
         modified = check_tree(commit, args.allow_modified, args.kit)
         python, pip_check = (args.python, None) if args.python else prepare_environment(args.kit)
         check_needs(python)
-        found, problems = preflight(python, args.allow_no_gpu, args.serial)
+        found, problems = preflight(python, args.allow_no_gpu)
         if problems:
             raise StudyError("; ".join(problems) + " (`gpu_study.py --check` says what the study would use)")
         gpu = found["torch"]["gpu"]
         say(f"commit {commit[:12]}, {gpu or 'no GPU'}, config {args.config}")
         warm_matplotlib(python)
-        timing = run_study(python, args.config, args.serial, until, t0, gpu, pip_check)
+        timing = run_study(python, args.config, until, t0, gpu, pip_check)
         deadline = None if args.time_limit is None else t0 + args.time_limit
         try:
             render_what_finished(python, deadline)

@@ -28,7 +28,6 @@ from helpers import (
 )
 from tiny_mlp_bench import catalogue, driver, machine, registry
 from tiny_mlp_bench.backends.contract import GPU_EPOCHS_PER_BLOCK, EpochLoop, RunSpec
-from tiny_mlp_bench.gpu_study import lanes
 from tiny_mlp_bench.initial_weights import live_initial_weights
 from tiny_mlp_bench.machine import installed_versions
 from tiny_mlp_bench.probes import job as probe_job
@@ -413,30 +412,3 @@ def test_the_cuda_ladder_shows_each_rungs_host_syncs_per_epoch():
     cpu_table = text[text.index("#### torch-cpu") :]
     assert "host syncs / epoch" not in cpu_table[: cpu_table.index("###", 5)]
     assert "each wait costs at least an empty synchronize, " in text
-
-
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning two lanes apart needs two cores")
-def test_each_lane_runs_its_jobs_on_its_own_cores(tmp_path, monkeypatch):
-    cores = lanes.split_cores(os.sched_getaffinity(0), ["cpu", "cuda"])
-    assert cores["cpu"] and cores["cuda"] and not cores["cpu"] & cores["cuda"]
-    says_where = "import os, sys; print(sys.argv[1], sorted(os.sched_getaffinity(0)))"
-    monkeypatch.setattr(
-        lanes, "snakemake_command", lambda python, config, output: [sys.executable, "-c", says_where, output]
-    )
-    job = {"log": "none", "tier": 1, "expected_s": 1, "expected_from": "an estimate"}
-    planned = {lane: [job | {"name": lane, "output": lane, "device": lane}] for lane in cores}
-    before = os.sched_getaffinity(0)
-    outcomes = lanes.Lanes(sys.executable, tmp_path / "c.yaml", tmp_path, "logs", lambda line: None).run(
-        planned, None, 0.0, cores
-    )
-    assert {o["outcome"] for o in outcomes} == {"done"}
-    for lane, found in cores.items():
-        assert f"{lane} {sorted(found)}" in (tmp_path / "logs" / f"{lane}.log").read_text()
-    assert os.sched_getaffinity(0) == before  # the study's own thread keeps every core
-
-
-def test_cores_are_split_into_a_run_per_lane():
-    assert lanes.split_cores(set(range(16)), ["cpu", "cuda"]) == {"cpu": set(range(8)), "cuda": set(range(8, 16))}
-    assert lanes.split_cores({0, 1, 2}, ["cpu", "cuda"]) == {"cpu": {0}, "cuda": {1, 2}}
-    assert lanes.split_cores({5}, ["cpu", "cuda"]) == {}  # too few to share: no lane is pinned
-    assert lanes.core_list({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11"

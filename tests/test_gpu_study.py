@@ -97,20 +97,14 @@ def test_the_gpu_study_dry_runs(tmp_path):
     done = run_snakemake(directory, "-n", "--cores", 16, "--configfile", "config/gpu.yaml")
     assert done.returncode == 0, done.stderr[-3000:]
     planned = dict(re.findall(r"^(\w+)\s+(\d+)$", done.stdout + done.stderr, re.MULTILINE))
-    assert planned["train"] == "29" and planned["sweep_crossover"] == "2" and planned["probe_fixed_costs"] == "4"
+    assert planned["train"] == "61" and planned["sweep_crossover"] == "2" and planned["probe_fixed_costs"] == "4"
 
 
-def most_jobs_at_once(jobs: list[dict], by_device: bool = True):
-    """From the study's log: per device (or in all), the most jobs that ran at the same moment."""
+def most_jobs_at_once(jobs: list[dict]) -> int:
+    """From the study's log: the most jobs that ran at the same moment."""
     ran = [job for job in jobs if "started_s" in job]
-    most = {}
-    for job in ran:
-        # Two jobs overlap when one runs at the other's start (0.15 s in: the log rounds to 0.1 s).
-        at = job["started_s"] + 0.15
-        running = [j for j in ran if j["started_s"] <= at < j["started_s"] + j["took_s"]]
-        key = job["device"] if by_device else "all"
-        most[key] = max(most.get(key, 0), sum(j["device"] == job["device"] or not by_device for j in running))
-    return most if by_device else most.get("all", 0)
+    # Two jobs overlap when one runs at the other's start (0.15 s in: the log rounds to 0.1 s).
+    return max(sum(j["started_s"] <= job["started_s"] + 0.15 < j["ended_s"] for j in ran) for job in ran)
 
 
 def run_gpu_study(directory: Path, *args: str, python: str = sys._base_executable) -> subprocess.CompletedProcess:
@@ -335,13 +329,10 @@ def test_a_failed_job_still_leaves_a_report_and_an_archive_that_name_it(tmp_path
     assert "**Made from a modified tree** (`--allow-modified`): `scripts/probe_fixed_costs.py`" in readme
     provenance = json.loads((folder / "provenance.json").read_text())
     assert provenance["modified_tree_allowed"] is True
-    # Each Snakemake call's output is archived, lane by lane, and Snakemake's own log of each call that made a record.
-    # torch's seed alone, then the cpu lane's three jobs (the study has no cuda).
-    calls = {}
-    for lane in ("alone", "cpu"):
-        text = (folder / "logs" / "gpu_study" / f"{lane}.log").read_text()
-        calls[lane] = len([line for line in text.splitlines() if line.startswith("$ ")])
-    assert calls == {"alone": 1, "cpu": 3}
+    # Each Snakemake call's output is archived, and Snakemake's own log of each call that made a record: the four
+    # jobs' calls one after the other (the study has no cuda).
+    text = (folder / "logs" / "gpu_study" / "jobs.log").read_text()
+    assert len([line for line in text.splitlines() if line.startswith("$ ")]) == 4
     assert (folder / "logs" / "gpu_study" / "prepare.log").is_file()
     own = [(folder / rel).read_text() for rel in provenance["study"]["snakemake_logs"]]
     timing = json.loads((folder / "logs" / "gpu_study.json").read_text())
@@ -365,9 +356,7 @@ def test_the_time_limit_bounds_the_whole_command_and_the_question_comes_first(tm
     directory = small_study(tmp_path, repeats=4, variants=variants, plan_estimates_s=estimates)
     began = time.monotonic()
     limit = 110
-    done = run_gpu_study(
-        directory, *study_args("partial"), "--serial", "--time-limit", str(limit), "--archive-reserve", "40"
-    )
+    done = run_gpu_study(directory, *study_args("partial"), "--time-limit", str(limit), "--archive-reserve", "40")
     took = time.monotonic() - began
     assert done.returncode == 0, done.stderr[-4000:]
     # The whole command, from the bare Python's start to the sealed archive and its README.
@@ -378,8 +367,8 @@ def test_the_time_limit_bounds_the_whole_command_and_the_question_comes_first(tm
     assert (
         outcomes["done"] and outcomes["skipped for time"] and set(outcomes) <= {"done", "skipped for time", "stopped"}
     )
-    # One lane runs one job at a time: the one running at the limit is stopped and leaves no record,
-    # unless it wrote its record just as the time ran out (then it is done: test_lanes.py holds both).
+    # One job at a time: the one running at the limit is stopped and leaves no record, unless it wrote its
+    # record just as the time ran out (then it is done: test_runner.py holds both).
     stopped = [name for name, job in jobs.items() if job["outcome"] == "stopped"]
     assert len(stopped) <= 1
     for name in stopped:
@@ -403,7 +392,7 @@ def test_the_time_limit_bounds_the_whole_command_and_the_question_comes_first(tm
     assert sorted(p.name for p in (directory / "results" / "runs").iterdir()) == [p.name for p in records]
     done = {name for name, job in jobs.items() if job["outcome"] == "done"}
     assert {p.stem for p in records} == {name for name in done if not name.startswith(("probe-", "sweep-"))}
-    # The probes ran early, after the floor (they lead their lanes), and are archived too.
+    # The probes that ran are archived too.
     probes = {f"probe-{p.stem}" for p in (folder / "probes").glob("*.json")}
     assert probes == {name for name in done if name.startswith("probe-")}
 
@@ -525,22 +514,22 @@ def test_the_whole_command_rehearsed_on_node_pythons_as_gpu_nodes_have_them(
     verdict = timing["pip_check"]
     assert verdict["carried"] == [packaging, setuptools, typing_extensions]
     assert not verdict["introduced"] and not verdict["unresolved"]
-    # The question's pair alone, nothing beside it; then a cpu and a cuda job side by side, never two on one
-    # device, each lane on its own cores, and what ran beside each job is in its outcome.
+    # The question's pair first, then one job at a time: nothing ran beside a timed job.
     jobs = {job["name"]: job for job in timing["jobs"]}
-    assert timing["stages"][0] == {"alone": ["torch-cpu-seed-1", "torch-cuda-seed-1"]}
-    assert jobs["torch-cpu-seed-1"]["beside"] == jobs["torch-cuda-seed-1"]["beside"] == {}
-    assert most_jobs_at_once(timing["jobs"]) == {"cpu": 1, "cuda": 1}
-    assert most_jobs_at_once(timing["jobs"], by_device=False) == 2
-    assert jobs["numpy-cuda-fused-1"]["beside"] and jobs["numpy-cuda-fused-1"]["cores"] != jobs["sweep-cpu"]["cores"]
+    assert list(jobs)[:2] == ["torch-cpu-seed-1", "torch-cuda-seed-1"]
+    assert most_jobs_at_once(timing["jobs"]) == 1
+    # The node: its boot, its CPUs and how they pair into cores; no GPU here, so no warm-up kernel ran.
+    assert timing["node"]["boot_id"] and set(timing["node"]["thread_siblings"]) == {
+        str(cpu) for cpu in timing["node"]["logical_cpus"]
+    }
+    assert timing["warm_up"] is None
     # Around each cuda job, the GPU's state as nvidia-smi says it (here: that there is none).
     assert all("gpu_before" in job and "gpu_after" in job for job in jobs.values() if job["device"] == "cuda")
     # The set-up this rehearsal measured is the allowance the GPU study's plan is held to: on the machine the
-    # H200 archive's records were made on, config/gpu.yaml's plan fits a 480 s limit with the floor and the
-    # torch cuda probe inside it.
+    # first H200 archive's records were made on, config/gpu.yaml's plan fits the question's 4 rounds and Keras's
+    # question in a 480 s limit (test_plan.py replays the last contact's pace, the torch probes included).
     fits = gpu_plan_fits(tmp_path, timing["setup_s"], time_limit=480)
-    assert fits["numpy-cuda-fused-1"] and fits["probe-torch-cuda"], (timing["setup_s"], fits)
-    assert fits["torch-cpu-seed-1"] and fits["torch-cuda-seed-1"]
+    assert all(fits[name] for name in QUESTION_FIRST[:-1]), (timing["setup_s"], fits)
     records = [json.loads(p.read_text()) for p in sorted((folder / "runs").glob("*.json"))]
     # torch's seed and compiled rungs on both devices, numpy's two rungs on cpu and its fused on cuda
     assert len(records) == 7
@@ -587,11 +576,20 @@ def gpu_plan_fits(tmp_path: Path, setup_s: float, time_limit: float) -> dict[str
     return {job["name"]: job["fits"] for job in json.loads(done.stdout)["jobs"]}
 
 
-def test_the_gpu_studys_plan_puts_the_question_first_and_the_floor_and_probe_early_in_the_cuda_lane(tmp_path):
-    # With no set-up at all, 480 s fits much of config/gpu.yaml; what is left out is the dearest.
+# config/gpu.yaml's first jobs: the question's 4 rounds, Keras's question on each device, then torch's cuda probe.
+QUESTION_FIRST = [
+    *(f"torch-{device}-seed-{r}" for r in range(1, 5) for device in (("cpu", "cuda") if r % 2 else ("cuda", "cpu"))),
+    "keras_jax-cpu-seed-1",
+    "keras_jax-cuda-seed-1",
+    "probe-torch-cuda",
+]
+
+
+def test_the_gpu_studys_plan_puts_the_questions_rounds_first_then_keras_then_the_cuda_probe(tmp_path):
+    # With no set-up at all, 480 s fits them; what is left out is the rest's dearest.
     fits = gpu_plan_fits(tmp_path, 0, time_limit=480)
-    assert fits["torch-cpu-seed-1"] and fits["torch-cuda-seed-1"] and fits["numpy-cuda-fused-1"]
-    assert fits["probe-torch-cuda"] and not all(fits.values())
+    assert list(fits)[: len(QUESTION_FIRST)] == QUESTION_FIRST
+    assert all(fits[name] for name in QUESTION_FIRST) and not all(fits.values())
 
 
 def test_the_plan_refuses_a_config_file_that_is_not_as_run_and_says_how_to_make_one():
@@ -622,14 +620,14 @@ def test_where_the_render_or_pack_cannot_finish_the_raw_records_come_back(tmp_pa
     (tmp_path / "results" / "runs").mkdir(parents=True)
     (tmp_path / "results" / "runs" / "torch-cuda-seed-1.json").write_text("{}")
     (tmp_path / "logs" / "gpu_study").mkdir(parents=True)
-    (tmp_path / "logs" / "gpu_study" / "cuda.log").write_text("a lane's log\n")
+    (tmp_path / "logs" / "gpu_study" / "jobs.log").write_text("the jobs' log\n")
     said = gpu_study.keep_raw_records()
     (tarball,) = tmp_path.glob("gpu-study-records-*.tar.gz")
     assert f"The raw records and logs are in {tarball.name}" in said and "sh results/pack-elsewhere.sh" in said
     with tarfile.open(tarball) as tar:
         names = set(tar.getnames())
         script = tar.extractfile("results/pack-elsewhere.sh").read().decode()
-    assert {"results/runs/torch-cuda-seed-1.json", "logs/gpu_study/cuda.log"} <= names
+    assert {"results/runs/torch-cuda-seed-1.json", "logs/gpu_study/jobs.log"} <= names
     # It renders the report of exactly these records, then archives the study.
     assert (
         "python3 ../scripts/render_report.py --report report.md" in script and "runs/torch-cuda-seed-1.json" in script
@@ -654,7 +652,7 @@ def test_what_only_the_floor_needs_is_a_warning_and_stops_nothing(monkeypatch, c
     monkeypatch.setattr(gpu_study.subprocess, "run", lambda *args, **kwargs: asked)
     monkeypatch.setattr(gpu_study, "cuda_toolkit", lambda: (None, "nowhere"))
     monkeypatch.setattr(gpu_study, "gpu_state", lambda: "Some GPU, P0")
-    _, problems = gpu_study.preflight(Path(sys.executable), allow_no_gpu=False, serial=True)
+    _, problems = gpu_study.preflight(Path(sys.executable), allow_no_gpu=False)
     assert problems == []  # the question's pair and every other job run
     said = capsys.readouterr().err
     assert said.count("warning: the floor's cuda job will fail alone, the rest of the study runs: ") == 2

@@ -35,7 +35,7 @@ LAYERS = (
             "generated_docs.markers",
             "gpu_study",
             "gpu_study.environment",
-            "gpu_study.lanes",
+            "gpu_study.runner",
             "locks",
             "locks.pip_index",
             "probes",

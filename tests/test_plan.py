@@ -2,20 +2,24 @@
 to take (tiny_mlp_bench/expected_time.py), from archives made here of synthetic records."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+import yaml
 
-from helpers import synthetic_record
-from tiny_mlp_bench import expected_time
+from helpers import ROOT, synthetic_record
+from tiny_mlp_bench import config_check, expected_time
 from tiny_mlp_bench.gpu_study import plan
+from tiny_mlp_bench.gpu_study.runner import ARCHIVE_RESERVE_S
 
 CONFIG = {
     "frameworks": ["torch", "keras_jax", "numpy"],
     "devices": ["cpu", "cuda"],
     "variants": {"torch": ["seed", "graphed", "fused_epoch"], "keras_jax": ["seed"], "numpy": ["fused"]},
-    "repeats": 2,
-    "claim_repeats": 1,  # every rung runs repeats times
+    "repeats": 1,
+    "claim_repeats": 3,  # torch's and Keras's seed and the numba floor: the claims' rungs
+    "question_rounds": 2,
     "epochs": 8,
     # In sorted order, as a config as run has them: the most specific pattern wins, not the first.
     "plan_estimates_s": {"*": 10, "probe-*": 90, "torch-cuda-*": 30},
@@ -47,59 +51,63 @@ def by_name(planned) -> dict[str, plan.Planned]:
     return {p.job.name: p for p in planned}
 
 
-def test_the_question_comes_first_then_what_no_gpu_measured_then_the_rest(archives):
-    # graphed was measured on a GPU before; fused_epoch never was.
-    write_archive(archives, "old-gpu", "2026-01-01", [on_gpu(synthetic_record("torch", "cuda", 1, variant="graphed"))])
-    planned = plan.plan(CONFIG, archives, "Test GPU")
-    tiers = {p.job.name: p.tier for p in planned}
-    # torch seed and, as the study has no Keras on TensorFlow, Keras seed through JAX, on each device.
-    assert [name for name, tier in tiers.items() if tier == 1] == [
+def names(planned) -> list[str]:
+    return [p.job.name for p in planned]
+
+
+def test_the_questions_pair_runs_its_rounds_first_then_keras_then_the_torch_probes_then_the_rest():
+    planned = plan.plan(CONFIG, Path("/nonexistent"), "Test GPU", seed=1)
+    # question_rounds rounds of the pair, back to back, the device that goes first alternating; Keras's
+    # question (through JAX: the study has no Keras 2) on each device once; torch's probes, the GPU's first.
+    assert names(planned)[:10] == [
         "torch-cpu-seed-1",
         "torch-cuda-seed-1",
+        "torch-cuda-seed-2",
+        "torch-cpu-seed-2",
         "keras_jax-cpu-seed-1",
         "keras_jax-cuda-seed-1",
+        "probe-torch-cuda",
+        "probe-torch-cpu",
+        # The rest: the pair's later rounds first.
+        "torch-cpu-seed-3",
+        "torch-cuda-seed-3",
     ]
-    # fused_epoch, the sweeps and the probes: no GPU measured them; the cpu twin comes with each.
-    assert {tiers["torch-cuda-fused_epoch-1"], tiers["torch-cpu-fused_epoch-1"]} == {2}
-    assert {tiers["sweep-cuda"], tiers["probe-torch-cpu"], tiers["probe-torch-cuda"]} == {2}
-    # The numba floor on cuda neither, and its cpu twin comes with it.
-    assert tiers["numpy-cuda-fused-1"] == tiers["numpy-cpu-fused-1"] == 2
-    # measured before, or a repeat after the first (the question's too): the rest.
-    assert tiers["torch-cuda-graphed-1"] == 3
-    assert tiers["torch-cuda-fused_epoch-2"] == tiers["torch-cuda-seed-2"] == 3
-    # The question's pair first (in --serial too), then the floor's runs and torch's probes that no GPU
-    # measured (they lead their lanes), then by tier.
-    leaders = ["numpy-cpu-fused-1", "numpy-cuda-fused-1", "probe-torch-cpu", "probe-torch-cuda"]
-    assert [p.job.name for p in planned[:6]] == ["torch-cpu-seed-1", "torch-cuda-seed-1", *leaders]
-    assert [p.tier for p in planned[6:]] == sorted(p.tier for p in planned[6:])
-    # Per repeat torch 5 runs (graphed on cuda only), Keras 2, numpy's fused 2; then 2
-    # sweeps and 4 probes (torch's and Keras on JAX's, each on cpu and cuda).
-    assert len(planned) == 2 * (5 + 2 + 2) + 2 + 4
+    assert [p.phase for p in planned[:10]] == [plan.QUESTION] * 4 + [plan.KERAS] * 2 + [plan.PROBES] * 2 + [
+        plan.REST
+    ] * 2
+    # Then the first round's other jobs, the numba floor first (no GPU measured anything here), then the later
+    # rounds; every job once.
+    rest = planned[10:]
+    assert {p.job.name for p in rest[:2]} == {"numpy-cpu-fused-1", "numpy-cuda-fused-1"}
+    rounds = [p.round for p in rest]
+    assert rounds == sorted(rounds)
+    assert (
+        len(names(planned))
+        == len(set(names(planned)))
+        == (
+            2 * 3  # torch seed, each device
+            + 3  # graphed on cuda, fused_epoch on each device
+            + 2 * 3  # Keras's seed
+            + 2 * 3  # the numba floor
+            + 2  # sweeps
+            + 4  # torch's and Keras on JAX's probes, each device
+        )
+    )
 
 
-def first_tier(frameworks: list[str]) -> list[str]:
+def keras_phase(frameworks: list[str]) -> list[str]:
     variants = {**CONFIG["variants"], "tf_keras": ["seed"], "keras": ["seed"]}
     config = CONFIG | {"frameworks": frameworks, "variants": variants}
-    return [p.job.name for p in plan.plan(config, Path("/nonexistent"), None) if p.tier == 1]
+    return [p.job.name for p in plan.plan(config, Path("/nonexistent"), None) if p.phase == plan.KERAS]
 
 
-def test_with_keras_2_in_the_study_the_question_is_the_askers_keras():
-    # Keras 2 (tf_keras) is the asker's tf.keras: Keras 3, on TensorFlow or JAX, waits for a later tier.
-    assert first_tier(["torch", "tf_keras", "keras", "keras_jax"]) == [
-        "torch-cpu-seed-1",
-        "torch-cuda-seed-1",
-        "tf_keras-cpu-seed-1",
-        "tf_keras-cuda-seed-1",
-    ]
+def test_with_keras_2_in_the_study_the_keras_question_is_the_askers_keras():
+    # Keras 2 (tf_keras) is the asker's tf.keras: Keras 3, on TensorFlow or JAX, waits for the rest.
+    assert keras_phase(["torch", "tf_keras", "keras", "keras_jax"]) == ["tf_keras-cpu-seed-1", "tf_keras-cuda-seed-1"]
 
 
-def test_without_keras_2_the_question_is_keras_3_on_jax_even_beside_keras_3_on_tensorflow():
-    assert first_tier(["torch", "keras", "keras_jax"]) == [
-        "torch-cpu-seed-1",
-        "torch-cuda-seed-1",
-        "keras_jax-cpu-seed-1",
-        "keras_jax-cuda-seed-1",
-    ]
+def test_without_keras_2_the_keras_question_is_keras_3_on_jax_even_beside_keras_3_on_tensorflow():
+    assert keras_phase(["torch", "keras", "keras_jax"]) == ["keras_jax-cpu-seed-1", "keras_jax-cuda-seed-1"]
 
 
 def test_expected_times_come_from_the_newest_archive_of_this_machine_kind(archives):
@@ -130,77 +138,87 @@ def test_a_job_no_estimate_matches_is_named():
 
 def test_later_rounds_run_in_the_order_the_seed_draws_and_round_r_holds_repeat_r():
     config = CONFIG | {"repeats": 3}
-    planned = plan.plan(config, Path("/nonexistent"), None, seed=7)
-    assert {p.round for p in planned} == {1, 2, 3}
-    for p in planned:
+
+    def later(seed: int) -> list[str]:
+        planned = plan.plan(config, Path("/nonexistent"), None, seed=seed)
+        return [p.job.name for p in planned if p.round > 1 and p.phase == plan.REST and not plan.is_pair(p.job)]
+
+    for p in plan.plan(config, Path("/nonexistent"), None, seed=7):
         assert p.round == (p.job.repeat or 1)
-    later = [p.job.name for p in planned if p.round > 1]
-    assert later == [p.job.name for p in plan.plan(config, Path("/nonexistent"), None, seed=7) if p.round > 1]
-    assert later != [p.job.name for p in plan.plan(config, Path("/nonexistent"), None, seed=8) if p.round > 1]
-    # The same jobs whatever the seed; the first round keeps its priority order.
-    other = plan.plan(config, Path("/nonexistent"), None, seed=8)
-    assert sorted(later) == sorted(p.job.name for p in other if p.round > 1)
-    assert [p.job.name for p in planned if p.round == 1] == [p.job.name for p in other if p.round == 1]
+    assert later(7) == later(7) != later(8)
+    assert sorted(later(7)) == sorted(later(8))  # the same jobs whatever the seed
+    # Everything before them keeps its order.
+    first = [names(plan.plan(config, Path("/nonexistent"), None, seed=seed))[: -len(later(seed))] for seed in (7, 8)]
+    assert first[0] == first[1]
 
 
-def test_the_questions_pair_runs_alone_then_the_lanes_side_by_side_round_by_round():
-    planned = plan.plan(CONFIG, Path("/nonexistent"), None, seed=1)
-    staged = [{lane: [p.job.name for p in jobs] for lane, jobs in stage.items()} for stage in plan.stages(planned)]
-    assert [list(stage) for stage in staged] == [["alone"], ["cpu", "cuda"], ["alone"], ["cpu", "cuda"]]
-    assert staged[0]["alone"] == ["torch-cpu-seed-1", "torch-cuda-seed-1"]
-    assert sorted(staged[2]["alone"]) == ["torch-cpu-seed-2", "torch-cuda-seed-2"]
-    # The floor and torch's probe head their lanes, then Keras's question rungs; every job of a lane is of
-    # its device.
-    for device in ("cpu", "cuda"):
-        assert staged[1][device][:3] == [
-            f"numpy-{device}-fused-1",
-            f"probe-torch-{device}",
-            f"keras_jax-{device}-seed-1",
-        ]
-    for stage in staged[1::2]:
-        assert all(f"-{lane}" in name for lane, names in stage.items() for name in names)
-    # --serial: one lane, the plan's order.
-    assert plan.stages(planned, serial=True) == [{"serial": planned}]
-
-
-def test_after_the_question_the_cheapest_first_probes_and_sweeps_before_rungs_as_long():
-    estimates = {"*": 10, "numpy-*": 2, "torch-*-fused_epoch-*": 60, "probe-*": 60, "sweep-*": 5}
-    planned = plan.plan(CONFIG | {"plan_estimates_s": estimates, "repeats": 1}, Path("/nonexistent"), None)
-    cuda = [p.job.name for p in planned if p.lane == "cuda" and p.tier == 2]
-    assert cuda == [
-        "numpy-cuda-fused-1",  # the floor, then torch's probe, lead the lane: no GPU measured them
-        "probe-torch-cuda",
+def test_in_the_first_round_of_the_rest_what_no_gpu_measured_leads_the_floor_first_then_the_cheapest():
+    estimates = {"*": 10, "numpy-*": 12, "torch-*-fused_epoch-*": 60, "probe-*": 60, "sweep-*": 5}
+    planned = plan.plan(CONFIG | {"plan_estimates_s": estimates}, Path("/nonexistent"), None)
+    first = [p.job.name for p in planned if p.phase == plan.REST and p.round == 1 and not plan.is_pair(p.job)]
+    assert first == [
+        "numpy-cpu-fused-1",  # the floor: a problem only its CUDA kernel has shows early
+        "numpy-cuda-fused-1",
+        "sweep-cpu",
         "sweep-cuda",
         "torch-cuda-graphed-1",
+        "probe-keras_jax-cpu",
         "probe-keras_jax-cuda",
+        "torch-cpu-fused_epoch-1",
         "torch-cuda-fused_epoch-1",
     ]
 
 
-def test_the_cuda_lane_starts_with_the_floor_then_the_torch_probe_before_the_keras_question():
-    planned = plan.plan(CONFIG | {"repeats": 1}, Path("/nonexistent"), None)
-    lane = [p.job.name for p in planned if p.lane == "cuda"]
-    assert lane[:3] == ["numpy-cuda-fused-1", "probe-torch-cuda", "keras_jax-cuda-seed-1"]
-
-
-def test_a_floor_measured_on_a_gpu_before_keeps_its_tiers_place(archives):
+def test_what_a_gpu_measured_before_follows_what_none_has(archives):
     write_archive(archives, "old-gpu", "2026-01-01", [on_gpu(synthetic_record("numpy", "cuda", 1, variant="fused"))])
-    floor = by_name(plan.plan(CONFIG | {"repeats": 1}, archives, "Test GPU"))["numpy-cuda-fused-1"]
-    assert floor.tier == 3 and plan.leads_its_lane(floor) == 2
+    planned = plan.plan(CONFIG, archives, "Test GPU")
+    first = [p.job.name for p in planned if p.phase == plan.REST and p.round == 1 and not plan.is_pair(p.job)]
+    assert first[-2:] == ["numpy-cpu-fused-1", "numpy-cuda-fused-1"]
 
 
-def test_the_schedule_starts_no_job_that_no_longer_fits_and_a_stage_waits_for_every_lane():
-    estimates = {"*": 10, "numpy-*": 1, "probe-torch-*": 1, "torch-cpu-seed-*": 4, "torch-cuda-seed-*": 6}
-    estimates |= {"keras_jax-cuda-*": 27}
-    planned = plan.plan(CONFIG | {"plan_estimates_s": estimates, "repeats": 1}, Path("/nonexistent"), None)
+def test_the_schedule_starts_no_job_that_no_longer_fits_but_a_shorter_one_after_it():
+    estimates = {"*": 10, "torch-cpu-seed-*": 4, "torch-cuda-seed-*": 6, "keras_jax-cuda-*": 27}
+    planned = plan.plan(CONFIG | {"plan_estimates_s": estimates}, Path("/nonexistent"), None)
     starts = plan.schedule(planned, time_for_jobs=40)
-    # Alone, one after the other; then both lanes start together, when the alone stage has ended.
-    assert (starts["torch-cpu-seed-1"], starts["torch-cuda-seed-1"]) == (0, 4)
-    assert starts["numpy-cpu-fused-1"] == starts["numpy-cuda-fused-1"] == 10
-    assert starts["keras_jax-cpu-seed-1"] == starts["keras_jax-cuda-seed-1"] == 12  # after the floor and the probe
-    # The cuda lane's Keras run takes it to the end: nothing after it fits. The cpu lane fits four of 10.
-    leaders = {"numpy-cuda-fused-1", "probe-torch-cuda", "keras_jax-cuda-seed-1"}
-    cuda_after = [p.job.name for p in planned if p.lane == "cuda" and p.job.name not in leaders]
-    assert all(starts[name] is None for name in cuda_after) and starts["keras_jax-cuda-seed-1"] is not None
-    cpu = [starts[p.job.name] for p in planned if p.lane == "cpu"]
-    assert cpu == [10, 11, 12, 22] + [None] * (len(cpu) - 4)
+    # One after the other: two rounds of the pair, then Keras on cpu; its cuda twin no longer fits, the
+    # probes' 10 s still do.
+    assert [starts[name] for name in names(planned)[:8]] == [0, 4, 10, 16, 20, None, 30, None]
+    assert all(start is None for start in list(starts.values())[8:])
+    # A replay: each job as long as it took, not as expected.
+    replayed = plan.schedule(planned, time_for_jobs=40, took_s={"torch-cpu-seed-1": 1})
+    assert replayed["torch-cuda-seed-1"] == 1
+
+
+def test_a_480_s_contact_at_the_last_contacts_pace_runs_4_rounds_of_the_question_then_keras_then_the_cuda_probe(
+    tmp_path,
+):
+    """The plan of config/gpu.yaml replayed with the job durations, the set-up and the machine of the second H200
+    contact, which ran the question's pair once a side in a 262 s limit; its probes come from the first contact,
+    which ran them. Planned as a node with those two archives would plan it."""
+    contacts = [ROOT / "results" / "archive" / name for name in ("2026-12-04-nvidia-h200", "2026-12-04-nvidia-h200-2")]
+    archives = tmp_path / "archive"
+    archives.mkdir()
+    for folder in contacts:
+        (archives / folder.name).symlink_to(folder)
+    logs = [json.loads((folder / "logs" / "gpu_study.json").read_text()) for folder in contacts]
+    took = {job["name"]: job["took_s"] for log in logs for job in log["jobs"] if job["outcome"] == "done"}
+    took |= {job["name"]: job["took_s"] for job in logs[1]["jobs"] if job["outcome"] == "done"}  # the pace: contact 2's
+    setup_s = logs[1]["setup_s"]
+    environment = json.loads((contacts[1] / "runs" / "torch-cuda-seed-1.json").read_text())["environment"]
+    machine = {key: environment[key] for key in ("cpu_model", "logical_cpus", "gpu_name")}
+    config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    config = config_check.with_catalogue_defaults(config | yaml.safe_load((ROOT / "config" / "gpu.yaml").read_text()))
+    planned = plan.plan(config, archives, machine["gpu_name"], seed=1, machine=machine)
+    # A later round's run takes what the contact's first took.
+    replay = {
+        p.job.name: took[re.sub(r"-\d+$", "-1", p.job.name)] for p in planned if p.job.repeat or p.job.name in took
+    }
+    time_for_jobs = 480 - ARCHIVE_RESERVE_S - setup_s
+    starts = plan.schedule(planned, time_for_jobs, replay)
+    pair_rounds = [
+        f"torch-{device}-seed-{r}" for r in range(1, 5) for device in (("cpu", "cuda") if r % 2 else ("cuda", "cpu"))
+    ]
+    first = [*pair_rounds, "keras_jax-cpu-seed-1", "keras_jax-cuda-seed-1", "probe-torch-cuda"]
+    assert names(planned)[: len(first)] == first
+    for name in first:
+        assert starts[name] is not None and starts[name] + replay[name] <= time_for_jobs, name

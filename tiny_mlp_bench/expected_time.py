@@ -162,7 +162,7 @@ def read_pace(folder: Path, machine: dict | None = None) -> Pace:
         key = record_key(kind, record)
         if record.get("status") == "ok" and (machine is None or same_machine(record["environment"], machine, key[1])):
             measured.setdefault(key, []).append((kind, record))
-    # The time no timed job ran, between the first's start and the last's end (lanes side by side overlap).
+    # The time no timed job ran, between the first's start and the last's end (an older GPU study's lanes overlap).
     between, reached = 0.0, None
     for start, end in spans:
         if reached is not None and start > reached:

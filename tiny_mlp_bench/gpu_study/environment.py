@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tiny_mlp_bench.machine import cpu_identity, virtualization
+
 ROOT = Path(__file__).resolve().parents[2]  # the repository
 VENV = ROOT / ".venv-gpu"
 
@@ -311,3 +313,70 @@ def gpu_readings() -> list[dict[str, str]] | str:
         return said
     fields = [field.strip() for field in lines[0].split(",")]
     return [dict(zip(fields, (value.strip() for value in line.split(",")), strict=False)) for line in lines[1:]]
+
+
+def core_siblings(cores: set[int], sysfs: Path = Path("/sys/devices/system/cpu")) -> dict[int, str]:
+    """Each core's hyper-thread siblings as the kernel lists them (``0,8`` or ``0-1``); "" where unknown."""
+    found = {}
+    for core in sorted(cores):
+        path = sysfs / f"cpu{core}" / "topology" / "thread_siblings_list"
+        found[core] = path.read_text().strip() if path.is_file() else ""
+    return found
+
+
+def parse_core_list(text: str) -> set[int]:
+    """``0-3,8`` as the set of cores it names."""
+    cores = set()
+    for part in filter(None, text.split(",")):
+        first, _, last = part.partition("-")
+        cores.update(range(int(first), int(last or first) + 1))
+    return cores
+
+
+def physical_cores(cores: set[int], siblings: dict[int, str]) -> list[frozenset[int]]:
+    """``cores`` grouped by physical core, in order of first CPU; a CPU of unknown siblings is a core of its own."""
+    groups: dict[frozenset[int], None] = {}
+    for cpu in sorted(cores):
+        groups.setdefault(frozenset(parse_core_list(siblings.get(cpu, "")) & cores) or frozenset({cpu}), None)
+    return list(groups)
+
+
+def core_list(cores: set[int]) -> str:
+    """Cores as ranges, as taskset and /proc/self/status write them: 0-7,12."""
+    runs, ordered = [], sorted(cores)
+    for core in ordered:
+        if runs and core == runs[-1][1] + 1:
+            runs[-1][1] = core
+        else:
+            runs.append([core, core])
+    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def command_output(command: list[str]) -> str:
+    """What a command prints, or why it printed nothing."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as err:
+        return f"{command[0]} did not run: {err}"
+    return done.stdout.strip() if done.returncode == 0 else f"{command[0]} failed: {done.stderr.strip()}"
+
+
+def node_record(sysfs: Path = Path("/sys/devices/system/cpu"), proc: Path = Path("/proc")) -> dict:
+    """What this node is, for the study's log: studies of one node are pooled as blocks, and whether two contacts
+    were the same node (its boot id), the same CPUs (their family, model and how they pair into cores, which a
+    microVM's guest may not see) and the same GPU (its UUID and driver) is read from here."""
+    cores = os.sched_getaffinity(0)
+    try:
+        boot_id = (proc / "sys" / "kernel" / "random" / "boot_id").read_text().strip()
+    except OSError as err:
+        boot_id = f"unreadable: {err}"
+    query = ["nvidia-smi", "--query-gpu=name,uuid,driver_version,pci.bus_id", "--format=csv,noheader"]
+    return {
+        "boot_id": boot_id,
+        "cpu": cpu_identity(),
+        "virtualization": virtualization(),
+        "logical_cpus": sorted(cores),
+        "thread_siblings": {str(core): found for core, found in core_siblings(cores, sysfs).items()},
+        "lscpu": command_output(["lscpu"]),
+        "gpus": command_output(query),
+    }

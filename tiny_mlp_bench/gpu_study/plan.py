@@ -1,5 +1,5 @@
-"""The GPU study's plan: its timed jobs in the order that matters most, each with its expected time, in the stages it
-runs in, and which of them fit its time."""
+"""The GPU study's plan: its timed jobs in the order that matters most, one at a time, each with its expected time,
+and which of them fit its time."""
 
 from __future__ import annotations
 
@@ -15,12 +15,14 @@ import yaml
 from tiny_mlp_bench import CHECKOUT, jobs, registry
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.expected_time import archived, measure_key, newest_measured, record_key, seconds_of
-from tiny_mlp_bench.gpu_study.lanes import ARCHIVE_RESERVE_S
+from tiny_mlp_bench.gpu_study.runner import ARCHIVE_RESERVE_S
 from tiny_mlp_bench.kinds import this_machine
 from tiny_mlp_bench.question import TORCH, askers_keras, askers_rung
 
-TIERS = ("the question", "never measured on a GPU", "the rest")
-ALONE = "alone"  # the lane of the jobs that run with nothing beside them: the question's pair
+# The study's phases, in the order they run. The question's pair first, round after round, then what a GPU
+# study alone can say: Keras reaching the GPU without TensorFlow, and the torch probes that explain the step.
+PHASES = ("the question", "Keras on a GPU", "the torch probes", "the rest")
+QUESTION, KERAS, PROBES, REST = range(1, len(PHASES) + 1)
 # Snakemake's and the program's start-up: a nothing-to-do Snakemake call took 1.2 s, a one-second numpy run 3.2 s.
 JOB_OVERHEAD_S = 3.0
 
@@ -28,11 +30,10 @@ JOB_OVERHEAD_S = 3.0
 @dataclass(frozen=True)
 class Planned:
     job: jobs.Job
-    tier: int  # 1, 2 or 3: the index into TIERS, plus one
+    phase: int  # QUESTION, KERAS, PROBES or REST: the index into PHASES, plus one
     expected_s: float
     expected_from: str  # the archive whose record it comes from, or "estimate <pattern>"
     round: int  # the repeat it runs in (jobs.in_rounds)
-    lane: str  # ALONE, or its device's lane
 
     def as_dict(self) -> dict:
         return {
@@ -41,9 +42,8 @@ class Planned:
             "log": self.job.log,
             "device": self.job.device,
             "round": self.round,
-            "lane": self.lane,
-            "tier": self.tier,
-            "tier_name": TIERS[self.tier - 1],
+            "phase": self.phase,
+            "phase_name": PHASES[self.phase - 1],
             "expected_s": round(self.expected_s, 1),
             "expected_from": self.expected_from,
         }
@@ -81,43 +81,54 @@ def cuda_side(job: jobs.Job) -> tuple | None:
     return (job.rule, "cuda", job.framework, job.variant)
 
 
-def question(frameworks: list[str]) -> set[tuple[str, str]]:
-    """The (framework, variant) of the runs that answer the question: the asker's torch loop and Keras `fit`."""
-    return {(framework, askers_rung(framework)) for framework in (TORCH, askers_keras(frameworks))}
+def is_pair(job: jobs.Job) -> bool:
+    """The question's pair: the asker's torch loop (on cpu or cuda), whose ratio is the GPU study's answer."""
+    return job.rule == "train" and (job.framework, job.variant) == (TORCH, askers_rung(TORCH))
 
 
-def tier(job: jobs.Job, question: set[tuple], measured: set[tuple]) -> int:
-    if (job.repeat or 1) > 1:
-        return 3
-    if job.rule == "train" and (job.framework, job.variant) in question:
-        return 1
-    # The cuda side no GPU has measured yet; the cpu twin is the same machine's comparison.
-    return 2 if cuda_side(job) not in measured | {None} else 3
+def phase(job: jobs.Job, config: dict) -> int:
+    if is_pair(job) and job.repeat <= config["question_rounds"]:
+        return QUESTION
+    first = (job.repeat or 1) == 1
+    if first and job.rule == "train" and (job.framework, job.variant) == keras_question(config["frameworks"]):
+        return KERAS
+    if job.rule == "probe_fixed_costs" and job.framework == TORCH:
+        return PROBES
+    return REST
 
 
-def lane(job: jobs.Job) -> str:
-    """ALONE for the question's pair (torch's loop on cpu and cuda, timed with nothing beside it); else its device."""
-    pair = job.rule == "train" and (job.framework, job.variant) == (TORCH, askers_rung(TORCH))
-    return ALONE if pair else job.device
+def keras_question(frameworks: list[str]) -> tuple[str, str]:
+    """The (framework, variant) of the question's Keras `fit`: Keras 2 where the study has it, else Keras on JAX."""
+    keras = askers_keras(frameworks)
+    return keras, askers_rung(keras)
+
+
+def first_unmeasured(job: jobs.Job, measured: set[tuple]) -> int:
+    """0 for what no GPU has measured yet (the cpu twin comes with it: the same machine's comparison), else 1."""
+    return 0 if cuda_side(job) not in measured | {None} else 1
+
+
+def floor_first(job: jobs.Job) -> int:
+    """0 for the floor's run: a problem only it has (the numba CUDA kernel) shows in the first minutes."""
+    return 0 if job.rule == "train" and registry.role_of(job.framework, job.variant) == Role.FLOOR else 1
 
 
 # At equal expected time, probes and sweeps first: one job per device, against a ladder's many rungs.
 KIND_FIRST = {"probe_fixed_costs": 0, "sweep_crossover": 1, "train": 2}
 
 
-def leads_its_lane(planned: Planned) -> int:
-    """0 for the floor's run, 1 for torch's probe, where no GPU has measured them (tier 2); 2 for the rest."""
-    job = planned.job
-    if planned.tier == 2 and job.rule == "train" and registry.role_of(job.framework, job.variant) == Role.FLOOR:
-        return 0
-    if planned.tier == 2 and job.rule == "probe_fixed_costs" and job.framework == TORCH:
-        return 1
-    return 2
+def pair_order(job: jobs.Job) -> int:
+    """The question's pair alternates which device goes first, round by round: cpu first in odd rounds. A drift in
+    the machine's state over a round then falls on each device as often."""
+    cpu_first = (job.repeat or 1) % 2 == 1
+    return 0 if (job.device == "cpu") == cpu_first else 1
 
 
 def plan(config: dict, archives: Path, gpu: str | None, seed: int = 0, machine: dict | None = None) -> list[Planned]:
-    """The config's timed jobs in the order to run them, each with its expected time, round and lane."""
-    first = question(config["frameworks"])
+    """The config's timed jobs in the order to run them, one at a time: the question's pair for question_rounds
+    rounds, Keras's question on each device, the torch probes (cuda first), then the rest: the pair's later rounds,
+    then the first round's other jobs (what no GPU measured, the floor and then the cheapest first), then later
+    rounds in the order ``seed`` draws."""
     ok_records = list(archived(archives))  # read once: both questions are asked of every record
     measured = measured_on_gpus(ok_records)
     newest = newest_measured(ok_records, machine or this_machine(gpu))
@@ -126,60 +137,42 @@ def plan(config: dict, archives: Path, gpu: str | None, seed: int = 0, machine: 
     expected = {
         job: archived_seconds(config, job, newest) or estimate(job, config["plan_estimates_s"]) for job in timed
     }
-    planned = []
-    for number, round_jobs in enumerate(jobs.in_rounds(timed, seed), 1):
-        in_round = [Planned(job, tier(job, first, measured), *expected[job], number, lane(job)) for job in round_jobs]
-        if number == 1:  # by priority; later rounds keep the seed's order
-            in_round.sort(
-                key=lambda p: (
-                    (p.lane != ALONE, leads_its_lane(p), p.tier, config_order[p.job])
-                    if p.tier == 1
-                    else (
-                        p.lane != ALONE,
-                        leads_its_lane(p),
-                        p.tier,
-                        p.expected_s,
-                        KIND_FIRST[p.job.rule],
-                        config_order[p.job],
-                    )
-                )
-            )
-        planned += in_round
-    return planned
+    planned = [
+        Planned(job, phase(job, config), *expected[job], number)
+        for number, round_jobs in enumerate(jobs.in_rounds(timed, seed), 1)
+        for job in round_jobs
+    ]
+    drawn = {p.job: i for i, p in enumerate(planned)}  # later rounds keep the seed's order
+
+    def priority(p: Planned) -> tuple:
+        job = p.job
+        if p.phase == PROBES:
+            return (p.phase, job.device != "cuda", config_order[job])  # the GPU's first: it has no other source
+        if p.phase != REST:
+            return (p.phase, p.round, pair_order(job))
+        if is_pair(job):
+            return (p.phase, 0, p.round, pair_order(job))
+        if p.round == 1:
+            cheapest = (p.expected_s, KIND_FIRST[job.rule], config_order[job])
+            return (p.phase, 1, first_unmeasured(job, measured), floor_first(job), *cheapest)
+        return (p.phase, 2, drawn[job])
+
+    return sorted(planned, key=priority)
 
 
-def stages(planned: list[Planned], serial: bool = False) -> list[dict[str, list[Planned]]]:
-    """The plan as run: per round, its ALONE jobs, then the rest in lanes side by side (``serial``: all in one lane)."""
-    if serial:
-        return [{"serial": list(planned)}]
-    found = []
-    for number in sorted({p.round for p in planned}):
-        in_round = [p for p in planned if p.round == number]
-        alone = [p for p in in_round if p.lane == ALONE]
-        side_by_side = {
-            device: [p for p in in_round if p.lane == device]
-            for device in ("cpu", "cuda")
-            if device in {p.lane for p in in_round}
-        }
-        found += [stage for stage in ({ALONE: alone} if alone else None, side_by_side or None) if stage]
-    return found
-
-
-def schedule(planned: list[Planned], time_for_jobs: float, serial: bool = False) -> dict[str, float | None]:
-    """Each job's start (seconds after the first) were each to take its expected time, or None where it would not fit:
-    as in lanes.py, a lane starts no job longer than the time left, and a stage waits for every lane of the last."""
-    starts, stage_start = {}, 0.0
-    for stage in stages(planned, serial):
-        stage_end = stage_start
-        for lane_jobs in stage.values():
-            now = stage_start
-            for p in lane_jobs:
-                if p.expected_s <= time_for_jobs - now:
-                    starts[p.job.name], now = now, now + p.expected_s
-                else:
-                    starts[p.job.name] = None
-            stage_end = max(stage_end, now)
-        stage_start = stage_end
+def schedule(
+    planned: list[Planned], time_for_jobs: float, took_s: dict[str, float] | None = None
+) -> dict[str, float | None]:
+    """Each job's start (seconds after the first), one job at a time, or None where it would not fit: as the study
+    runs them (runner.py), a job whose expected time is longer than the time left is not started, and a shorter one
+    after it may be. Each job takes its expected time, or what ``took_s`` says it took (a replay of a study)."""
+    starts, now = {}, 0.0
+    for p in planned:
+        name = p.job.name
+        if p.expected_s <= time_for_jobs - now:
+            starts[name], now = now, now + (took_s or {}).get(name, p.expected_s)
+        else:
+            starts[name] = None
     return starts
 
 
@@ -189,7 +182,6 @@ def main(argv=None, prog=None) -> int:
     parser.add_argument("--archives", type=Path, required=True, help="the archived studies (results/archive)")
     parser.add_argument("--gpu", help="the machine's GPU, as torch names it (none: no GPU)")
     parser.add_argument("--order", type=int, default=0, help="the seed of the later rounds' order (default 0)")
-    parser.add_argument("--serial", action="store_true", help="one timed job at a time, as gpu_study.py --serial")
     parser.add_argument("--time-limit", type=float, help="the study's --time-limit: say which jobs fit in it")
     parser.add_argument(
         "--archive-reserve",
@@ -225,14 +217,10 @@ def main(argv=None, prog=None) -> int:
         "order_seed": args.order,
         "machine": machine,
         "jobs": [p.as_dict() for p in planned],
-        "stages": [
-            {lane: [p.job.name for p in in_lane] for lane, in_lane in stage.items()}
-            for stage in stages(planned, args.serial)
-        ],
     }
     if args.time_limit is not None:
         time_for_jobs = args.time_limit - args.archive_reserve - args.setup_s
-        starts = schedule(planned, time_for_jobs, args.serial)
+        starts = schedule(planned, time_for_jobs)
         found |= {"time_for_jobs_s": round(time_for_jobs, 1), "setup_s": args.setup_s}
         for job in found["jobs"]:
             start = starts[job["name"]]

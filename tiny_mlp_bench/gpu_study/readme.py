@@ -11,7 +11,7 @@ from pathlib import Path
 from tiny_mlp_bench.archive.layout import PROVENANCE, SNAKEMAKE_LOGS
 from tiny_mlp_bench.kinds import GPU_STUDY_LOG as STUDY_LOG
 
-LANE_LOGS = "logs/gpu_study"  # each lane's Snakemake calls' output, <lane>.log, and prepare.log
+CALL_LOGS = "logs/gpu_study"  # the Snakemake calls' output: the timed jobs' in jobs.log, the set-up's in prepare.log
 
 
 def answer_section(report: str) -> str:
@@ -21,13 +21,13 @@ def answer_section(report: str) -> str:
 
 
 def outcome_lines(timing: dict) -> list[str]:
-    """What became of each job: per tier, then every job that did not finish, with why."""
+    """What became of each job: per phase, then every job that did not finish, with why."""
     jobs = timing["jobs"]
     lines = []
-    for tier in sorted({(job["tier"], job["tier_name"]) for job in jobs}):
-        counts = Counter(job["outcome"] for job in jobs if job["tier"] == tier[0])
+    for phase in sorted({(job["phase"], job["phase_name"]) for job in jobs}):
+        counts = Counter(job["outcome"] for job in jobs if job["phase"] == phase[0])
         said = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items()))
-        lines.append(f"- Tier {tier[0]}, {tier[1]}: {said}.")
+        lines.append(f"- Phase {phase[0]}, {phase[1]}: {said}.")
     for job in jobs:
         if job["outcome"] == "failed":
             lines += ["", f"Failed: `{job['name']}` after {job['took_s']} s; `{job['log']}` ends:", "", "```"]
@@ -79,12 +79,13 @@ def write(folder: Path, timing: dict, modified: list[str]) -> None:
         f"- {extent}",
         f"- {len(records)} run records ({counts}); config as run: `config.yaml`; every number in `report.md`",
         "  comes from the records in `runs/`, `sweep/` and `probes/`.",
-        f"- Set-up {timing['setup_s']} s, then the jobs {timing['jobs_wall_s']} s ({timing['lanes']}"
+        f"- Set-up {timing['setup_s']} s, then the jobs {timing['jobs_wall_s']} s ({timing['how']}"
         + (f"; {limit:g} s from the command's start for jobs" if limit is not None else "")
-        + f"): `{STUDY_LOG}`, which also holds each job's plan and outcome, the cores it ran on, what ran beside",
-        "  it and, for a cuda job, the GPU's clocks, power state and throttle reasons before and after.",
-        f"- Later rounds (every repeat after the first) ran in the order seed {timing['order_seed']} draws.",
-        f"- Each Snakemake call's output: `{LANE_LOGS}/<lane>.log` (and `prepare.log`); Snakemake's own logs of",
+        + f"): `{STUDY_LOG}`, which also holds each job's plan and outcome, for a cuda job the GPU's clocks,",
+        "  power state and throttle reasons before and after, the untimed warm-up kernel before the first job,",
+        "  and the node: its boot id, CPUs (lscpu, each one's hyper-thread siblings), GPU's UUID and driver.",
+        f"- The rounds after the question's ran in the order seed {timing['order_seed']} draws.",
+        f"- Each Snakemake call's output: `{CALL_LOGS}/jobs.log` (and `prepare.log`); Snakemake's own logs of",
         f"  the calls that made records: {own_logs}.",
     ]
     if verdict := timing.get("pip_check"):

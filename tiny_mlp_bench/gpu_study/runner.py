@@ -1,4 +1,4 @@
-"""Lanes of timed jobs for the GPU study: each runs its jobs one by one as Snakemake calls, none past the time left."""
+"""The GPU study's timed jobs, run one at a time as Snakemake calls, none past the time left."""
 
 from __future__ import annotations
 
@@ -22,56 +22,7 @@ POLL_S = 0.2  # how often a lane looks at its job, the clock and Ctrl-C
 
 
 class Interrupted(Exception):
-    """Ctrl-C: the lanes stopped their jobs and started no more."""
-
-
-def core_siblings(cores: set[int], sysfs: Path = Path("/sys/devices/system/cpu")) -> dict[int, str]:
-    """Each core's hyper-thread siblings as the kernel lists them (``0,8`` or ``0-1``); "" where unknown."""
-    found = {}
-    for core in sorted(cores):
-        path = sysfs / f"cpu{core}" / "topology" / "thread_siblings_list"
-        found[core] = path.read_text().strip() if path.is_file() else ""
-    return found
-
-
-def parse_core_list(text: str) -> set[int]:
-    """``0-3,8`` as the set of cores it names."""
-    cores = set()
-    for part in filter(None, text.split(",")):
-        first, _, last = part.partition("-")
-        cores.update(range(int(first), int(last or first) + 1))
-    return cores
-
-
-def physical_cores(cores: set[int], siblings: dict[int, str]) -> list[frozenset[int]]:
-    """``cores`` grouped by physical core, in order of first CPU; a CPU of unknown siblings is a core of its own."""
-    groups: dict[frozenset[int], None] = {}
-    for cpu in sorted(cores):
-        groups.setdefault(frozenset(parse_core_list(siblings.get(cpu, "")) & cores) or frozenset({cpu}), None)
-    return list(groups)
-
-
-def split_cores(cores: set[int], lanes: list[str], siblings: dict[int, str] | None = None) -> dict[str, set[int]]:
-    """The physical cores cut into one equal run per lane (the last takes the rest), each with all its threads: no two
-    lanes share a physical core. Empty where there are fewer physical cores than lanes."""
-    physical = physical_cores(cores, siblings or {})
-    share = len(physical) // len(lanes)
-    if share == 0:
-        return {}
-    starts = [i * share for i in range(len(lanes))]
-    ends = [*starts[1:], len(physical)]
-    return {lane: set().union(*physical[a:b]) for lane, a, b in zip(lanes, starts, ends, strict=True)}
-
-
-def core_list(cores: set[int]) -> str:
-    """Cores as ranges, as taskset and /proc/self/status write them: 0-7,12."""
-    runs, ordered = [], sorted(cores)
-    for core in ordered:
-        if runs and core == runs[-1][1] + 1:
-            runs[-1][1] = core
-        else:
-            runs.append([core, core])
-    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+    """Ctrl-C: the running job was stopped and no more were started."""
 
 
 def snakemake_command(python: Path, config: Path, *targets: str) -> list[str]:
@@ -98,11 +49,9 @@ def jobs_take_ctrl_c() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def run_snakemake(
-    command: list[str], cwd: Path, log: Path, until: float | None, stop: threading.Event | None = None
-) -> str:
+def run_snakemake(command: list[str], cwd: Path, log: Path, until: float | None) -> str:
     """Run one Snakemake call, its output appended to ``log``, stopping it at ``until`` (monotonic
-    time), when ``stop`` is set, or on Ctrl-C (raised again). What came of it: done, failed or stopped."""
+    time) or on Ctrl-C (raised again). What came of it: done, failed or stopped."""
     jobs_take_ctrl_c()
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as out:
@@ -114,7 +63,7 @@ def run_snakemake(
         )
         try:
             while process.poll() is None:
-                if (stop and stop.is_set()) or (until is not None and time.monotonic() >= until):
+                if until is not None and time.monotonic() >= until:
                     break
                 time.sleep(POLL_S)
             else:
@@ -152,94 +101,52 @@ def recorded_failure(record: Path) -> str | None:
     return None
 
 
-class Lanes:
-    """The study's jobs (plan.py's, as dicts), lane by lane, in ``cwd`` with ``python``'s Snakemake."""
+class Runner:
+    """The study's jobs (plan.py's, as dicts), one at a time on every core, in ``cwd`` with ``python``'s Snakemake:
+    nothing runs beside a timed job."""
 
-    def __init__(self, python: Path, config: Path, cwd: Path, logs: Path, say, readings=gpu_readings) -> None:
-        self.python, self.config, self.cwd, self.logs, self.say = python, config, cwd, logs, say
+    def __init__(self, python: Path, config: Path, cwd: Path, log: Path, say, readings=gpu_readings) -> None:
+        self.python, self.config, self.cwd, self.log, self.say = python, config, cwd, log, say
         self.gpu_readings = readings  # the GPU's state around a cuda job (a test's stand-in where it has none)
-        self.stop = threading.Event()  # set on Ctrl-C: the lanes stop their jobs and start no more
 
-    def run(
-        self, lanes: dict[str, list[dict]], until: float | None, t0: float, cores: dict[str, set[int]] | None = None
-    ) -> list[dict]:
-        """Every lane at once, each on its ``cores`` where given; each job's plan with its lane, outcome and, if it ran,
-        ``started_s`` and ``ended_s`` (from ``t0``) and ``took_s``, in no particular order."""
-        outcomes, cores = [], cores or {}
-        jobs_take_ctrl_c()  # here, in the main thread, for the lanes' threads
-        threads = [
-            threading.Thread(target=self.run_lane, args=(lane, jobs, until, t0, outcomes, cores.get(lane)))
-            for lane, jobs in lanes.items()
-            if jobs
-        ]
-        for thread in threads:
-            thread.start()
+    def run(self, planned: list[dict], until: float | None, t0: float) -> list[dict]:
+        """Each job's plan with its outcome and, if it ran, ``started_s`` and ``ended_s`` (from ``t0``) and
+        ``took_s``, in the plan's order. A job whose expected time no longer fits is skipped; a shorter one after
+        it may still start. Ctrl-C stops the running job and raises Interrupted."""
+        outcomes = []
         try:
-            for thread in threads:
-                while thread.is_alive():
-                    thread.join(POLL_S)
+            for number, job in enumerate(planned, 1):
+                outcomes.append(self.run_one(job, f"[{number}/{len(planned)}] {job['name']}", until, t0))
         except KeyboardInterrupt:
-            self.stop.set()
-            for thread in threads:
-                thread.join()
             raise Interrupted from None
         return outcomes
 
-    def run_lane(
-        self, lane: str, planned: list[dict], until: float | None, t0: float, outcomes: list, cores: set[int] | None
-    ) -> None:
-        if cores:
-            # A process inherits its starting thread's affinity: this pins this lane's calls and jobs only.
-            os.sched_setaffinity(0, cores)
-        log = self.cwd / self.logs / f"{lane}.log"
-        for number, job in enumerate(planned, 1):
-            left = None if until is None else until - time.monotonic()
-            outcome = dict(job, lane=lane)
-            where = f"[{lane} {number}/{len(planned)}] {job['name']}"
-            if self.stop.is_set():
-                outcome["outcome"] = "not started (interrupted)"
-            elif left is not None and job["expected_s"] > left:
-                outcome["outcome"] = "skipped for time"
-                self.say(f"{where}: skipped, expected {job['expected_s']:g} s with {max(left, 0):.0f} s left")
-            else:
-                self.say(f"{where}: tier {job['tier']}, expected {job['expected_s']:g} s ({job['expected_from']})")
-                outcome["cores"] = core_list(cores) if cores else "every core"
-                if job["device"] == "cuda":
-                    outcome["gpu_before"] = self.gpu_readings()
-                begun = time.monotonic()
-                command = snakemake_command(self.python, self.config, job["output"])
-                outcome["outcome"] = run_snakemake(command, self.cwd, log, until, self.stop)
-                ended = time.monotonic()
-                outcome |= {
-                    "started_s": round(begun - t0, 1),
-                    "took_s": round(ended - begun, 1),
-                    "ended_s": round(ended - t0, 1),
-                }
-                if job["device"] == "cuda":
-                    outcome["gpu_after"] = self.gpu_readings()
-                if outcome["outcome"] == "stopped" and (self.cwd / job["output"]).is_file():
-                    # Stopped in Snakemake's bookkeeping after the (atomic) record was written: the run finished.
-                    outcome["outcome"] = "done"
-                failure = recorded_failure(self.cwd / job["output"]) if outcome["outcome"] == "done" else None
-                if failure:
-                    outcome["outcome"] = "failed"
-                if outcome["outcome"] == "failed":
-                    job_log = self.cwd / job["log"]
-                    outcome["log_tail"] = "\n".join(
-                        filter(None, [failure, tail(job_log if job_log.is_file() else log)])
-                    )
-                self.say(f"{where}: {outcome['outcome']} in {outcome['took_s']} s")
-            outcomes.append(outcome)
-
-
-def add_beside(outcomes: list[dict]) -> None:
-    """Give each job that ran its ``beside``: other lanes' jobs overlapping it, with the seconds of overlap. Uses the
-    rounded ``ended_s``, not ``started_s + took_s``: two roundings could overlap the next stage's jobs by 0.1 s."""
-    ran = [o for o in outcomes if "started_s" in o]
-    for job in ran:
-        job["beside"] = {
-            other["name"]: round(overlap, 1)
-            for other in ran
-            if other["lane"] != job["lane"]
-            and (overlap := min(job["ended_s"], other["ended_s"]) - max(job["started_s"], other["started_s"])) > 0
-        }
+    def run_one(self, job: dict, where: str, until: float | None, t0: float) -> dict:
+        left = None if until is None else until - time.monotonic()
+        outcome = dict(job)
+        if left is not None and job["expected_s"] > left:
+            self.say(f"{where}: skipped, expected {job['expected_s']:g} s with {max(left, 0):.0f} s left")
+            return outcome | {"outcome": "skipped for time"}
+        self.say(f"{where}: {job['phase_name']}, expected {job['expected_s']:g} s ({job['expected_from']})")
+        if job["device"] == "cuda":
+            outcome["gpu_before"] = self.gpu_readings()
+        begun = time.monotonic()
+        command = snakemake_command(self.python, self.config, job["output"])
+        outcome["outcome"] = run_snakemake(command, self.cwd, self.cwd / self.log, until)
+        ended = time.monotonic()
+        took = {"started_s": round(begun - t0, 1), "took_s": round(ended - begun, 1), "ended_s": round(ended - t0, 1)}
+        outcome |= took
+        if job["device"] == "cuda":
+            outcome["gpu_after"] = self.gpu_readings()
+        if outcome["outcome"] == "stopped" and (self.cwd / job["output"]).is_file():
+            # Stopped in Snakemake's bookkeeping after the (atomic) record was written: the run finished.
+            outcome["outcome"] = "done"
+        failure = recorded_failure(self.cwd / job["output"]) if outcome["outcome"] == "done" else None
+        if failure:
+            outcome["outcome"] = "failed"
+        if outcome["outcome"] == "failed":
+            job_log = self.cwd / job["log"]
+            log = job_log if job_log.is_file() else self.cwd / self.log
+            outcome["log_tail"] = "\n".join(filter(None, [failure, tail(log)]))
+        self.say(f"{where}: {outcome['outcome']} in {outcome['took_s']} s")
+        return outcome
