@@ -164,6 +164,20 @@ def test_the_newest_archive_without_cuda_and_the_newest_with_cuda_are_quoted(arc
     assert "| torch-cuda `seed`, the original loop " in text
 
 
+def test_runs_an_older_gpu_study_ran_beside_another_job_are_named_as_such(archives):
+    assert "ran beside another job" not in findings.findings(findings.load_archives(archives))
+    jobs = [
+        {"name": "torch-cpu-seed-1", "beside": {}},
+        {"name": "tf_keras-cpu-seed-1", "beside": {"sweep-cuda": 4.0}},
+        {"name": "numpy-cuda-fused-1", "beside": {"sweep-cpu": 2.0}},  # stopped: no record, not named
+    ]
+    (archives / "gpu" / "logs").mkdir()
+    (archives / "gpu" / "logs" / "gpu_study.json").write_text(json.dumps({"jobs": jobs}))
+    text = findings.findings(findings.load_archives(archives))
+    assert "- 1 of its runs ran beside another job, in the study's side-by-side cpu and cuda lanes" in text
+    assert "says what ran beside each): tf_keras-cpu-seed-1. They are not comparable with runs alone." in text
+
+
 def test_a_stale_readme_is_found_and_rewritten_between_the_markers(archives, tmp_path, capsys):
     stale = tmp_path / "README.md"
     answer = f"{findings.ANSWER_BEGIN}\nan answer copied by hand\n{findings.ANSWER_END}"

@@ -38,6 +38,7 @@ class Archive:
     model: dict
     make_run: dict | None = None
     kind: tuple = ()  # kinds.archive_kind: its kind of study and its machine kind
+    ran_beside: tuple[str, ...] = ()  # the runs an older GPU study ran beside another job (across.ran_beside)
 
     @property
     def first_run(self) -> str:
@@ -57,7 +58,8 @@ def load_archives(folder: Path) -> list[Archive]:
             )
         timed = path / "logs" / "make_run_time.json"
         make_run = json.loads(timed.read_text()) if timed.is_file() else None
-        found.append(Archive(path.name, provenance, model, make_run, archive_kind(path)))
+        beside = tuple(sorted(run for run in across.ran_beside(path) if (path / "runs" / f"{run}.json").is_file()))
+        found.append(Archive(path.name, provenance, model, make_run, archive_kind(path), beside))
     return found
 
 
@@ -240,8 +242,22 @@ def findings(archives: list[Archive]) -> str:
     blocks = []
     for archive, machines in picked:
         for machine in machines:
-            blocks.append("\n".join([heading(archive, machine), "", *bullets(machine), "", headline_table(machine)]))
+            said = [*bullets(machine), *beside_bullet(archive)]
+            blocks.append("\n".join([heading(archive, machine), "", *said, "", headline_table(machine)]))
     return "\n\n".join(blocks)
+
+
+def beside_bullet(archive: Archive) -> list[str]:
+    """Where an older GPU study ran jobs side by side: which runs, and that they are not runs alone."""
+    runs = archive.ran_beside
+    if not runs:
+        return []
+    return [
+        f"- {len(runs)} of its runs ran beside another job, in the study's side-by-side cpu and cuda lanes (the "
+        f"question's pair ran alone; `logs/gpu_study.json` says what ran beside each): {', '.join(runs)}. They are "
+        "not comparable with runs alone. A GPU study now runs one job at a time, the question's rounds first; "
+        "until one reaches the ladder, these are its cuda rungs' only runs."
+    ]
 
 
 def question_row(machine: dict, framework: str, device: str | None = None) -> dict | None:

@@ -101,7 +101,7 @@ def ran_beside(folder: Path) -> set[str]:
     log = folder / GPU_STUDY_LOG
     if not log.is_file():
         return set()
-    return {job["name"] for job in json.loads(log.read_text())["jobs"] if job.get("beside")}
+    return {job["name"] for job in json.loads(log.read_text()).get("jobs", []) if job.get("beside")}
 
 
 def gpu_pair_runs(records: list[tuple[int, dict]], beside: set[str]) -> list[dict]:
