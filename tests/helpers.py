@@ -335,11 +335,12 @@ def synthetic_sweeps() -> list[dict]:
 
 
 def synthetic_probes(cuda: bool = False) -> list[dict]:
-    """Probe records: torch-cpu (eager op 5 µs, 100 leaf ops, 315 of 1000 draws dead, and as its probe
+    """Probe records: torch-cpu (eager op 5 µs; a 300 µs step (290-320 over 3 repeats) of 200 aten ops, 100 of them
+    leaves, whose self time is 160 µs under the profiler at 0.3 µs per op; 315 of 1000 draws dead, and as its probe
     measured before the fused_epoch runs did, fused_epoch's call 240 µs for 12 steps, 120 of them in its
     kernel), keras-cpu (Keras 3: 24 ms per fit epoch, 250 µs per step) and tf_keras-cpu (Keras 2: 3 ms
     per fit epoch, 300 µs per step); torch-cuda measured (25 kernels, 9 µs eager, 0.9 µs in a graph)
-    with ``cuda``, else skipped."""
+    with ``cuda`` as a probe from before the step's parts were measured, else skipped."""
     run = synthetic_record("torch", "cpu", 1, 1.0)
 
     def probe(framework, device, measurements, status="ok", reason=None):
@@ -363,7 +364,9 @@ def synthetic_probes(cuda: bool = False) -> list[dict]:
     torch_cpu = {
         "eager_op_us": timed(5.0),
         "seed_step": timed(300.0)
-        | {"adam": "for-loop", "profiled_steps": 10, "aten_calls_per_step": 200, "leaf_aten_ops_per_step": 100},
+        | {"repeat_us": [290.0, 300.0, 320.0]}
+        | {"adam": "for-loop", "profiled_steps": 10, "aten_calls_per_step": 200, "leaf_aten_ops_per_step": 100}
+        | step_parts_fields(aten_self_us=160.0, cost_per_op_us=0.3),
         "initialisation": {"draws": 1000, "dead": 315, "scheme": "test"},
         # fused_epoch's compiled call: 20 µs a step, half of it in its fused kernel.
         "fused_epoch_call": timed(240.0) | {"steps_per_call": 12, "profiled_calls": 100, "kernel_us": 120.0},
@@ -400,6 +403,29 @@ def synthetic_probes(cuda: bool = False) -> list[dict]:
     cuda_probe = probe("torch", "cuda", torch_cuda) if cuda else probe("torch", "cuda", {}, "skipped", "no GPU: test")
     keras_probes = [probe("tf_keras", "cpu", tf_keras_cpu), probe("keras", "cpu", keras_cpu)]
     return [probe("torch", "cpu", torch_cpu), *keras_probes, cuda_probe]
+
+
+def step_parts_fields(aten_self_us: float, cost_per_op_us: float, launch_us: float | None = None) -> dict:
+    """A probe's seed_step fields that split the step into parts (probes/torch_step.py); ``launch_us`` on cuda."""
+
+    def timed(us):
+        return {"value_us": us, "calls": 2000, "repeats": 3, "repeat_us": [us] * 3, "repeat_cpu_us": [us] * 3}
+
+    found = {
+        "profiled_wall_us_per_step": 450.0,
+        "aten_self_us_per_step": aten_self_us,
+        "aten_self_by_op": {
+            "aten::addmm": {"calls_per_step": 2.0, "self_us_per_step": aten_self_us / 2},
+            "aten::t": {"calls_per_step": 198.0, "self_us_per_step": aten_self_us / 2},
+        },
+        "profiler_cost_per_op": {
+            "op": "aten::view",
+            "unprofiled": timed(1.0),
+            "profiled": timed(1.0 + cost_per_op_us),
+            "per_op_us": cost_per_op_us,
+        },
+    }
+    return found | ({} if launch_us is None else {"launch_self_us_per_step": launch_us})
 
 
 # Runs a program (argv[2:]) as its rule does, but with the GPU driver's signs (GPU_DRIVER_PATHS) the

@@ -31,7 +31,7 @@ from tiny_mlp_bench.backends.contract import GPU_EPOCHS_PER_BLOCK, EpochLoop, Ru
 from tiny_mlp_bench.initial_weights import live_initial_weights
 from tiny_mlp_bench.machine import installed_versions
 from tiny_mlp_bench.probes import job as probe_job
-from tiny_mlp_bench.probes.torch_step import count_kernels
+from tiny_mlp_bench.probes.torch_step import count_kernels, host_self_times, launches_counted_twice
 from tiny_mlp_bench.records import read_probe, read_record, read_sweep
 from tiny_mlp_bench.report.markdown import render_markdown
 from tiny_mlp_bench.report.model import build_report
@@ -323,6 +323,31 @@ def test_only_the_kernels_among_profiler_events_count():
         event("void elementwise_kernel<128, 4>", activity=None),
     ]
     assert count_kernels(events) == 3
+
+
+def test_launch_time_counts_once_beside_the_aten_ops_self_time():
+    def event(name, start, end, parent=None, self_us=0.0):
+        found = types.SimpleNamespace(name=name, time_range=types.SimpleNamespace(start=start, end=end))
+        found.cpu_parent, found.self_cpu_time_total = parent, self_us
+        return found
+
+    # aten::linear (0-20 µs) runs aten::addmm (2-18 µs), which launches a kernel (5-9 µs): self times 4, 12 and 4.
+    linear = event("aten::linear", 0, 20, self_us=4.0)
+    addmm = event("aten::addmm", 2, 18, parent=linear, self_us=12.0)
+    nested = event("cudaLaunchKernel", 5, 9, parent=addmm, self_us=4.0)
+    assert launches_counted_twice([linear, addmm], [nested]) == 0
+    times = host_self_times([linear, addmm], [nested], steps=2)
+    assert times["aten_self_us_per_step"] == 8.0 and times["launch_self_us_per_step"] == 2.0
+    assert times["aten_self_by_op"]["aten::addmm"] == {"calls_per_step": 0.5, "self_us_per_step": 6.0}
+    # A launch the profiler left unparented (another thread's label) inside addmm: addmm's self time holds it too.
+    stray = event("cudaLaunchKernel", 10, 12, self_us=2.0)
+    assert launches_counted_twice([linear, addmm], [nested, stray]) == 1
+    # One whose end a clock put past addmm's is no child of it either, yet overlaps it.
+    assert launches_counted_twice([linear, addmm], [event("cudaLaunchKernel", 16, 19, self_us=3.0)]) == 1
+    with pytest.raises(RuntimeError, match="launch time would count twice"):
+        host_self_times([linear, addmm], [nested, stray], steps=2)
+    # One outside every op counts once wherever it is.
+    assert launches_counted_twice([linear, addmm], [event("cudaLaunchKernel", 30, 31, self_us=1.0)]) == 0
 
 
 class PhaseLog(Clock):

@@ -9,7 +9,7 @@ import types
 import numpy as np
 import pytest
 
-from helpers import A_GPU_DRIVER, config_flags, run_script, run_seeing
+from helpers import A_GPU_DRIVER, config_flags, run_script, run_seeing, step_parts_fields, synthetic_probes
 from tiny_mlp_bench.dataset import read_dataset
 from tiny_mlp_bench.probes import job as probe_job
 from tiny_mlp_bench.probes.keras_epoch import FIT_EPOCHS
@@ -53,10 +53,31 @@ def test_torch_cpu_probe_writes_a_valid_record(torch_cpu_record):
     for count in ("aten_calls_per_step", "leaf_aten_ops_per_step", "profiled_steps"):
         assert isinstance(step[count], int) and step[count] > 0, count
     assert step["leaf_aten_ops_per_step"] <= step["aten_calls_per_step"]
-    assert "kernels_per_step" not in step  # cuda only
+    assert "kernels_per_step" not in step and "launch_self_us_per_step" not in step  # cuda only
     init = found["initialisation"]
     assert init["draws"] == 1000 and 0 <= init["dead"] <= 1000
     assert record["environment"]["dataset_sha256"] and record["load"]["peak_host_memory_mb"] > 0
+
+
+@pytest.mark.slow
+def test_the_torch_cpu_probe_splits_the_step_into_the_ops_own_time_and_the_profilers_cost(torch_cpu_record):
+    step = torch_cpu_record["measurements"]["seed_step"]
+    aten_self, profiled = step["aten_self_us_per_step"], step["profiled_wall_us_per_step"]
+    # Self time counts each microsecond of the profiled steps once, so it stays below their wall time.
+    assert 0 < aten_self < profiled
+    by_op = step["aten_self_by_op"]
+    assert {"aten::addmm", "aten::mse_loss"} <= set(by_op)
+    assert sum(op["self_us_per_step"] for op in by_op.values()) == pytest.approx(aten_self, abs=0.01)
+    assert sum(op["calls_per_step"] for op in by_op.values()) == pytest.approx(step["aten_calls_per_step"], abs=0.5)
+    cost = step["profiler_cost_per_op"]
+    assert cost["op"] == "aten::view" and cost["per_op_us"] > 0
+    assert cost["per_op_us"] == pytest.approx(cost["profiled"]["value_us"] - cost["unprofiled"]["value_us"], abs=1e-3)
+    assert cost["unprofiled"]["calls"] == step["aten_calls_per_step"] * step["profiled_steps"]
+    for timing in (cost["unprofiled"], cost["profiled"]):
+        positive_timing(timing)
+    # The model's parts (report/step_parts.py) come out positive: the ops' own time, and the rest of the step.
+    aten_own = aten_self - cost["per_op_us"] * step["aten_calls_per_step"]
+    assert 0 < aten_own < step["value_us"]
 
 
 @pytest.mark.slow
@@ -141,6 +162,12 @@ def test_a_missing_dataset_is_an_error(tmp_path):
             "measurements/seed_step/leaf_aten_ops_per_step",
         ),
         (lambda r: r["measurements"]["eager_op_us"].update(value_us=-1.0), "measurements/eager_op_us/value_us"),
+        # The step's parts come whole: self time without the profiler's cost would be read as the ops' own.
+        (lambda r: r["measurements"]["seed_step"].pop("profiler_cost_per_op"), "measurements/seed_step"),
+        (
+            lambda r: r["measurements"]["seed_step"]["aten_self_by_op"]["aten::addmm"].pop("self_us_per_step"),
+            "measurements/seed_step/aten_self_by_op/aten::addmm",
+        ),
         (lambda r: r["measurements"]["initialisation"].pop("dead"), "measurements/initialisation"),
         (lambda r: r["measurements"].pop("seed_step"), "measurements"),  # an ok torch record must have it
         (lambda r: r["measurements"].update(warp_speed={}), "measurements"),
@@ -159,6 +186,17 @@ def test_a_wrong_field_fails_validation_naming_it(torch_cpu_record, tmp_path, ch
     with pytest.raises(RecordError):
         write_probe(record, out)
     assert not out.exists()
+
+
+def test_a_cuda_probe_that_splits_the_step_has_its_launch_time_and_an_older_one_need_not():
+    cuda = synthetic_probes(cuda=True)[-1]
+    validate_probe(cuda)  # from before the parts were measured, as the archived GPU probe
+    step = cuda["measurements"]["seed_step"]
+    step |= step_parts_fields(aten_self_us=500.0, cost_per_op_us=0.3)
+    with pytest.raises(RecordError, match="field measurements/seed_step: 'launch_self_us_per_step' is a dependency"):
+        validate_probe(cuda)
+    step["launch_self_us_per_step"] = 120.0
+    validate_probe(cuda)
 
 
 def test_read_probe_names_an_unreadable_file(tmp_path):

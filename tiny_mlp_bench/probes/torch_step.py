@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
@@ -12,6 +14,8 @@ EAGER_CALLS = 1000
 STEP_CALLS = 50
 PROFILED_STEPS = 10
 LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")
+# The op whose calls read the profiler's own cost: a view of a tensor as itself does no work and calls no other op.
+PROFILER_COST_OP = "aten::view"
 
 
 def eager_op(torch, device, sync, batch_size: int, hidden_units: int) -> dict:
@@ -40,16 +44,18 @@ class SeedStep:
 
 
 def count_step_ops(torch, step: Callable[[], object], on_cuda: bool, steps: int = PROFILED_STEPS) -> dict:
-    """What ``steps`` calls of ``step`` run, per step, as torch.profiler records it."""
+    """What ``steps`` calls of ``step`` run, per step, as torch.profiler records it, and the host time its ops and
+    launch calls took themselves (host_self_times)."""
     from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import profile
 
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_cuda else [])
-    with profile(activities=activities) as prof:
+    with profile(activities=profiled_activities(on_cuda)) as prof:
+        start = time.perf_counter()
         for _ in range(steps):
             step()
         if on_cuda:
             torch.cuda.synchronize()  # every kernel finished, so the profiler has them all
+        profiled_wall_us = (time.perf_counter() - start) * 1e6
     events = list(prof.events())
 
     def is_aten(event) -> bool:
@@ -59,6 +65,7 @@ def count_step_ops(torch, step: Callable[[], object], on_cuda: bool, steps: int 
         return any(is_aten(child) or has_aten_below(child) for child in event.cpu_children)
 
     aten = [e for e in events if is_aten(e)]
+    launches = [e for e in events if e.name in LAUNCH_CALLS] if on_cuda else None
     counts = {
         "profiled_steps": steps,
         "aten_calls_per_step": len(aten),
@@ -66,11 +73,90 @@ def count_step_ops(torch, step: Callable[[], object], on_cuda: bool, steps: int 
     }
     if on_cuda:
         counts["kernels_per_step"] = count_kernels(events)
-        counts["kernel_launch_calls_per_step"] = sum(e.name in LAUNCH_CALLS for e in events)
+        counts["kernel_launch_calls_per_step"] = len(launches)
     for key in counts:
         if key != "profiled_steps":
             counts[key] = round(counts[key] / steps)
-    return counts
+    return (
+        counts
+        | host_self_times(aten, launches, steps)
+        | {"profiled_wall_us_per_step": round(profiled_wall_us / steps, 4)}
+    )
+
+
+def profiled_activities(on_cuda: bool) -> list:
+    from torch.profiler import ProfilerActivity
+
+    return [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_cuda else [])
+
+
+def host_self_times(aten: list, launches: list | None, steps: int) -> dict:
+    """Per step, the aten ops' self CPU time, in all and by op name, and with ``launches`` (cuda) the launch calls'.
+
+    Self time is an event's time less its children's (FunctionEvent.self_cpu_time_total, read in torch 2.13: its
+    cpu_time_total less each cpu_child's), and the profiler makes every host event nested inside an op on its thread
+    that op's child, the CUDA runtime's launch calls included. So the ops' self times, nested and top-level summed,
+    count each microsecond once and leave the launch calls' time out; launches_counted_twice checks that nesting on
+    each cuda probe's events, and the probe fails where it does not hold."""
+    calls, self_us = Counter(), Counter()
+    for event in aten:
+        calls[event.name] += 1
+        self_us[event.name] += event.self_cpu_time_total
+    times = {
+        "aten_self_us_per_step": round(sum(self_us.values()) / steps, 4),
+        "aten_self_by_op": {
+            name: {"calls_per_step": round(calls[name] / steps, 2), "self_us_per_step": round(self_us[name] / steps, 4)}
+            for name in sorted(calls)
+        },
+    }
+    if launches is not None:
+        if twice := launches_counted_twice(aten, launches):
+            raise RuntimeError(
+                f"{twice} kernel launch calls lie inside an aten op's time without being below it in the profiler's "
+                "tree: that op's self time holds them too, so launch time would count twice"
+            )
+        times["launch_self_us_per_step"] = round(sum(e.self_cpu_time_total for e in launches) / steps, 4)
+    return times
+
+
+def launches_counted_twice(aten: list, launches: list) -> int:
+    """Launch calls whose time overlaps an aten op's on the host though the profiler did not nest them below it (as
+    where it labels the two with different threads, or a clock puts a launch's end past its op's): that op's self
+    time holds them too."""
+    counted = 0
+    for launch in launches:
+        above, parent = set(), launch.cpu_parent
+        while parent is not None:
+            above.add(id(parent))
+            parent = parent.cpu_parent
+        start, end = launch.time_range.start, launch.time_range.end
+        counted += any(op.time_range.start < end and start < op.time_range.end and id(op) not in above for op in aten)
+    return counted
+
+
+def profiler_cost(torch, device, on_cuda: bool, ops: int) -> dict:
+    """What torch.profiler adds to each op it records: ``ops`` views of a one-element tensor as itself (one aten op
+    each, no work) timed unprofiled and then profiled as the step is (time_calls both), and the difference per op."""
+    from torch.profiler import profile
+
+    x = torch.zeros(1, device=device)
+
+    def view():
+        return x.view(1)
+
+    unprofiled = time_calls(view, ops)
+    with profile(activities=profiled_activities(on_cuda)) as prof:
+        profiled = time_calls(view, ops)
+    recorded = sum(e.name == PROFILER_COST_OP for e in prof.events())
+    ran = ops * (profiled["repeats"] + 1)  # time_calls' warm-up repeat too
+    if recorded != ran:
+        raise RuntimeError(f"the profiler recorded {recorded} {PROFILER_COST_OP} events of {ran} calls")
+    return {
+        "op": PROFILER_COST_OP,
+        "unprofiled": unprofiled,
+        "profiled": profiled,
+        "per_op_us": round(profiled["value_us"] - unprofiled["value_us"], 4),
+    }
 
 
 def count_kernels(events) -> int:
@@ -92,11 +178,15 @@ def is_kernel(event, device_type) -> bool:
 def seed_step(
     torch, device, sync, batch_rows: np.ndarray, hidden_units: int, learning_rate: float, weights=None
 ) -> dict:
-    """Time of the asker's step on one batch on the device, and the ops it runs (count_step_ops)."""
+    """Time of the asker's step on one batch on the device, the ops it runs and their own host time (count_step_ops),
+    and what the profiler adds to each op it records (profiler_cost)."""
     from tiny_mlp_bench.backends.torch_common import adam_implementation
 
     batch = torch.tensor(batch_rows, dtype=torch.float, device=device)
     step = SeedStep(torch, device, batch, hidden_units, learning_rate, weights)
     timed = time_calls(step, STEP_CALLS, sync=sync)
-    counts = count_step_ops(torch, step, on_cuda=torch.device(device).type == "cuda")
-    return timed | counts | {"adam": adam_implementation(step.optimizer)}
+    on_cuda = torch.device(device).type == "cuda"
+    counts = count_step_ops(torch, step, on_cuda)
+    # As many recorded ops as the profiled steps ran, so the cost per op is read at the same scale.
+    cost = profiler_cost(torch, device, on_cuda, counts["aten_calls_per_step"] * counts["profiled_steps"])
+    return timed | counts | {"profiler_cost_per_op": cost, "adam": adam_implementation(step.optimizer)}
