@@ -16,20 +16,32 @@ import pandas as pd
 import pytest
 
 from helpers import (
+    ROOT,
     TEST_DATA,
     run_script,
+    step_parts_fields,
     synthetic_probes,
     synthetic_record,
     synthetic_study,
     synthetic_sweeps,
     table_rows,
 )
-from tiny_mlp_bench.records import SWEEP_SCHEMA, RecordError, read_record, validate_record, write_record, write_sweep
+from tiny_mlp_bench.records import (
+    SWEEP_SCHEMA,
+    RecordError,
+    read_probe,
+    read_record,
+    validate_probe,
+    validate_record,
+    write_record,
+    write_sweep,
+)
 from tiny_mlp_bench.report import sentences
 from tiny_mlp_bench.report.ladder import TargetSpec, break_even_epochs, judge
 from tiny_mlp_bench.report.markdown import render_markdown
 from tiny_mlp_bench.report.model import Machine, build_report
 from tiny_mlp_bench.report.runs import STEP_QUANTILE
+from tiny_mlp_bench.report.step_parts import step_parts
 from tiny_mlp_bench.timing import PHASES
 
 GOLDEN = TEST_DATA / "golden_report.md"
@@ -192,6 +204,107 @@ def test_the_why_line_sets_the_torch_step_beside_the_floor_only_where_the_floor_
     stepless = tuple(dataclasses.replace(v, step=None) if v.variant == "fused" else v for v in machine.views)
     line = sentences.why_line(dataclasses.replace(machine, views=stepless))
     assert line.endswith("on the CPU; this study timed no steady step of the numba loop to set beside it.")
+
+
+def probe_step(aten_self_us: float, launch_us: float | None = None) -> dict:
+    """A probe's seed_step: 300 µs (290-320 over 3 repeats), 200 aten ops, the profiler's cost 0.3 µs an op."""
+    step = {
+        "value_us": 300.0,
+        "calls": 50,
+        "repeats": 3,
+        "repeat_us": [290.0, 300.0, 320.0],
+        "aten_calls_per_step": 200,
+    }
+    launches = {} if launch_us is None else {"kernel_launch_calls_per_step": 24}
+    return step | launches | step_parts_fields(aten_self_us, 0.3, launch_us)
+
+
+def test_the_step_splits_into_the_ops_own_time_the_launches_and_a_remainder():
+    parts = step_parts("cpu", probe_step(aten_self_us=160.0))
+    assert parts.aten_own_s == pytest.approx(100e-6)  # 160 µs of self time less 0.3 µs x 200 ops
+    assert parts.launch_s == 0 and parts.remainder_s == pytest.approx(200e-6)
+    assert parts.share(parts.aten_own_s) == pytest.approx(1 / 3)
+    assert parts.share(parts.remainder_s) == pytest.approx(2 / 3)
+    assert (parts.step_low_s, parts.step_high_s) == (pytest.approx(290e-6), pytest.approx(320e-6))
+    assert not parts.accounts_for_step  # 100 µs is below the repeats' 290-320
+    assert parts.confidence == pytest.approx(0.75)  # 3 repeats miss their median with 2 x (1/2)^3
+    # 355 µs of self time leaves 295 µs to the ops: within the range, a remainder of 5 µs.
+    fits = step_parts("cpu", probe_step(aten_self_us=355.0))
+    assert fits.accounts_for_step and fits.remainder_s == pytest.approx(5e-6)
+    # Parts beyond the step leave a negative remainder, kept as it is.
+    beyond = step_parts("cpu", probe_step(aten_self_us=400.0))
+    assert beyond.remainder_s == pytest.approx(-40e-6) and not beyond.accounts_for_step
+    # On cuda the launch calls are a part of their own.
+    cuda = step_parts("cuda", probe_step(aten_self_us=160.0, launch_us=60.0))
+    assert (cuda.launch_s, cuda.launch_calls) == (pytest.approx(60e-6), 24)
+    assert cuda.remainder_s == pytest.approx(140e-6)
+    # A probe from before the parts were measured gives none.
+    new_fields = step_parts_fields(160.0, 0.3)
+    old = {key: value for key, value in probe_step(160.0).items() if key not in new_fields}
+    assert step_parts("cpu", old) is None
+
+
+def with_torch_step(probes: list[dict], device: str, step: dict) -> list[dict]:
+    """``probes`` with the torch probe of ``device`` measuring ``step``, validated as a probe record."""
+    for probe in probes:
+        if (probe["framework"], probe["device"]) == ("torch", device):
+            probe["measurements"]["seed_step"] |= step
+            validate_probe(probe)
+    return probes
+
+
+def test_the_why_line_splits_each_devices_step_into_its_measured_parts():
+    machine = build_report(synthetic_study(), probes=synthetic_probes()).machines[0]
+    assert (
+        "The torch probe timed the CPU step at 300 µs (290–320): the median of 3 repeats and their range, a 75% "
+        "interval for the median. The aten ops' own host time was 100 µs (33%): their self time under "
+        "torch.profiler, 160 µs, less its 300 ns per op × 200 ops. The remainder, 200 µs (67%), is what no aten op "
+        "owns: Python and the autograd engine's glue. The measured parts fall short of that range: the remainder is "
+        "more than the step's spread."
+    ) in sentences.why_line(machine)
+    probes = with_torch_step(synthetic_probes(cuda=True), "cuda", probe_step(160.0, launch_us=60.0))
+    line = sentences.why_line(build_report(gpu_study(), probes=probes).machines[0])
+    assert (
+        "The torch probe timed the GPU step at 300 µs (290–320): the median of 3 repeats and their range, a 75% "
+        "interval for the median. The aten ops' own host time was 100 µs (33%): their self time under "
+        "torch.profiler, 160 µs, less its 300 ns per op × 200 ops. The CUDA runtime's 24 launch calls took 60.0 µs "
+        "(20%). The remainder, 140 µs (47%), is what no aten op or launch call owns: Python, the autograd engine's "
+        "glue, other runtime calls and waits."
+    ) in line
+    assert "kernels at" not in line  # the measured launch time replaces kernels x an eager op
+    fits = with_torch_step(synthetic_probes(), "cpu", probe_step(355.0))
+    line = sentences.why_line(build_report(synthetic_study(), probes=fits).machines[0])
+    assert "The remainder, 5.00 µs (2%), is what" in line
+    assert line.endswith("The measured parts account for the step within that range.")
+    beyond = with_torch_step(synthetic_probes(), "cpu", probe_step(400.0))
+    line = sentences.why_line(build_report(synthetic_study(), probes=beyond).machines[0])
+    assert "The remainder, −40.0 µs (−13%), is what" in line
+    assert line.endswith(
+        "The measured parts exceed that range: the remainder is negative, so the ops' profiled "
+        "self time, less the profiler's measured cost, still overstates them."
+    )
+
+
+def test_a_probe_from_before_the_step_parts_keeps_its_wording_and_says_they_were_not_measured():
+    # The synthetic cuda probe, as the archived GPU probe, counts kernels and times an eager op, and no more.
+    line = sentences.why_line(build_report(gpu_study(), probes=synthetic_probes(cuda=True)).machines[0])
+    assert line.endswith(
+        "On the GPU each step launches 25 kernels at 9.00 µs each: 225 µs before any arithmetic. The GPU's torch "
+        "probe predates measuring the step's parts: its aten ops' own time, launch time and remainder were not "
+        "measured; the next GPU study's probe measures them."
+    )
+    archived = read_probe(ROOT / "results" / "archive" / "2026-12-04-nvidia-h200" / "probes" / "torch-cuda.json")
+    assert "aten_self_us_per_step" not in archived["measurements"]["seed_step"]
+    line = sentences.why_line(build_report(gpu_study(), probes=[archived]).machines[0])
+    assert "On the GPU each step launches 24 kernels at 6.39 µs each: 153 µs before any arithmetic. " in line
+    assert line.endswith("were not measured; the next GPU study's probe measures them.")
+    # An old cpu probe says the same of the CPU's step.
+    old = synthetic_probes()
+    for key in step_parts_fields(160.0, 0.3):
+        old[0]["measurements"]["seed_step"].pop(key)
+    validate_probe(old[0])
+    line = sentences.why_line(build_report(synthetic_study(), probes=old).machines[0])
+    assert "The CPU's torch probe predates measuring the step's parts" in line and "a new probe measures them" in line
 
 
 def test_a_target_the_floor_rules_out_says_so():

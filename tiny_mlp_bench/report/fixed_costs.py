@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from tiny_mlp_bench import catalogue, registry
+from tiny_mlp_bench.report.step_parts import StepParts, step_parts
 
 US = 1e-6
 # A floor's kind: the floor rung's name (as report/model.json has it) where measured, or computed from kernels.
@@ -48,6 +49,7 @@ class FixedCosts:
     eager_op_s: float | None = None  # one small eager torch op
     ops_per_step: int | None = None  # the asker's step: kernels on cuda, leaf aten ops on cpu
     seed_step_s: float | None = None  # the asker's step on a batch already on the device
+    step_parts: StepParts | None = None  # that step split into measured parts; None where its probe predates them
     sync_s: float | None = None  # an empty torch.cuda.synchronize()
     graph_replay_s: float | None = None  # replay of a one-kernel CUDA graph
     graph_kernel_s: float | None = None  # one kernel inside a graph of many
@@ -98,6 +100,7 @@ def fixed_costs(probes: list[dict], runs: pd.DataFrame | None = None) -> dict[st
                 "eager_op_s": microseconds(m.get("eager_op_us")),
                 "ops_per_step": step.get("kernels_per_step", step.get("leaf_aten_ops_per_step")),
                 "seed_step_s": microseconds(step),
+                "step_parts": step_parts(probe["device"], step),
                 "sync_s": microseconds(m.get("sync_empty_us")),
                 "graph_replay_s": microseconds(m.get("graph_replay_1kernel_us")),
                 "graph_kernel_s": microseconds(m.get("graph_kernel_inside_us")),

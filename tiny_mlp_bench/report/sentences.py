@@ -12,8 +12,9 @@ from tiny_mlp_bench.report.answer import PAUSED_S, ArchivedGpu
 from tiny_mlp_bench.report.busy_core import idle_label
 from tiny_mlp_bench.report.cells import duration, pct, times
 from tiny_mlp_bench.report.crossover_map import Crossover
-from tiny_mlp_bench.report.inference import Ratio
+from tiny_mlp_bench.report.inference import Interval, Ratio
 from tiny_mlp_bench.report.model import Machine, Report
+from tiny_mlp_bench.report.step_parts import StepParts
 from tiny_mlp_bench.report.views import View
 
 TITLE = "Why is PyTorch on a GPU slower than on a CPU, and slower than Keras?"
@@ -158,21 +159,78 @@ def keras_line(m: Machine) -> str:
 
 
 def why_line(m: Machine) -> str:
-    """Why a step this small is slow: fixed costs, not arithmetic."""
+    """Why a step this small is slow: fixed costs, not arithmetic; and each device's step split into the parts its
+    torch probe measured."""
     cpu = seed_view(m, TORCH, "cpu")
     floor = floor_view(m, "cpu")
     parts = []
     if cpu and cpu.step:
         parts.append(claims.why_claim(cpu.step, floor.step if floor else None))
-    gpu = m.answer.gpu
-    if gpu.launch_s:
+    parts.append(step_parts_line(m, "cpu"))
+    gpu, cuda = m.answer.gpu, m.costs.get("cuda")
+    if gpu.launch_s and not (cuda and cuda.step_parts):
         parts.append(
             f"On the GPU each step launches {gpu.kernels} kernels at {duration(gpu.eager_op_s)} each: "
             f"{duration(gpu.launch_s)} before any arithmetic."
         )
-    if not parts:
+    parts.append(step_parts_line(m, "cuda"))
+    if not any(parts):
         return "not measured here: no completed run of the numba floor or of the original torch loop."
-    return " ".join(parts)
+    return " ".join(filter(None, parts))
+
+
+DEVICE_WORDS = {"cpu": "CPU", "cuda": "GPU"}
+
+
+def step_parts_line(m: Machine, device: str) -> str | None:
+    """The device's step as its torch probe split it (report/step_parts.py); that it was not split, where the probe
+    predates the parts; None where no torch probe timed the step."""
+    costs = m.costs.get(device)
+    if costs is None or costs.seed_step_s is None:
+        return None
+    on = DEVICE_WORDS[device]
+    p = costs.step_parts
+    if p is None:
+        measures = "the next GPU study's probe measures them" if device == "cuda" else "a new probe measures them"
+        return (
+            f"The {on}'s torch probe predates measuring the step's parts: its aten ops' own time, launch time and "
+            f"remainder were not measured; {measures}."
+        )
+    step = Interval(p.step_s, p.step_low_s, p.step_high_s, p.repeats)
+    said = [
+        f"The torch probe timed the {on} step at {duration(step)}: the median of {p.repeats} repeats and their "
+        f"range, a {p.confidence:.0%} interval for the median",
+        f"The aten ops' own host time was {signed(p.aten_own_s)} ({share(p, p.aten_own_s)}): their self time under "
+        f"torch.profiler, {duration(p.aten_self_s)}, less its {signed(p.profiler_cost_s)} per op × {p.aten_ops} ops",
+    ]
+    if device == "cuda":
+        said.append(
+            f"The CUDA runtime's {p.launch_calls} launch calls took {signed(p.launch_s)} ({share(p, p.launch_s)})"
+        )
+        owner = "no aten op or launch call owns: Python, the autograd engine's glue, other runtime calls and waits"
+    else:
+        owner = "no aten op owns: Python and the autograd engine's glue"
+    said.append(f"The remainder, {signed(p.remainder_s)} ({share(p, p.remainder_s)}), is what {owner}")
+    if p.accounts_for_step:
+        said.append("The measured parts account for the step within that range")
+    elif p.remainder_s > 0:
+        said.append("The measured parts fall short of that range: the remainder is more than the step's spread")
+    else:
+        said.append(
+            "The measured parts exceed that range: the remainder is negative, so the ops' profiled self time, less "
+            "the profiler's measured cost, still overstates them"
+        )
+    return ". ".join(said) + "."
+
+
+def signed(seconds: float) -> str:
+    """A time that can be negative, with a minus sign."""
+    return f"−{duration(-seconds)}" if seconds < 0 else duration(seconds)
+
+
+def share(parts: StepParts, part_s: float) -> str:
+    """A part's share of the step, with a minus sign where it is negative."""
+    return pct(parts.share(part_s), 0).replace("-", "−")
 
 
 def floor_view(m: Machine, device: str) -> View | None:
