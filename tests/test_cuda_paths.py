@@ -344,8 +344,8 @@ def test_launch_time_counts_once_beside_the_aten_ops_self_time():
     assert launches_counted_twice([linear, addmm], [nested, stray]) == 1
     # One whose end a clock put past addmm's is no child of it either, yet overlaps it.
     assert launches_counted_twice([linear, addmm], [event("cudaLaunchKernel", 16, 19, self_us=3.0)]) == 1
-    with pytest.raises(RuntimeError, match="launch time would count twice"):
-        host_self_times([linear, addmm], [nested, stray], steps=2)
+    # The record says so, per step, and keeps the probe: a GPU is had for minutes.
+    assert host_self_times([linear, addmm], [nested, stray], steps=2)["launch_calls_counted_twice_per_step"] == 0.5
     # One outside every op counts once wherever it is.
     assert launches_counted_twice([linear, addmm], [event("cudaLaunchKernel", 30, 31, self_us=1.0)]) == 0
 

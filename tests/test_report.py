@@ -272,6 +272,14 @@ def test_the_why_line_splits_each_devices_step_into_its_measured_parts():
         "glue, other runtime calls and waits."
     ) in line
     assert "kernels at" not in line  # the measured launch time replaces kernels x an eager op
+    assert "nest them below it" not in line
+    # Launch calls the profiler did not nest below the op whose time holds them: said, not hidden.
+    unnested = probe_step(160.0, launch_us=60.0) | {"launch_calls_counted_twice_per_step": 1.5}
+    line = sentences.why_line(build_report(gpu_study(), probes=with_torch_step(probes, "cuda", unnested)).machines[0])
+    assert (
+        "The CUDA runtime's 24 launch calls took 60.0 µs (20%). 1.5 of them a step lay inside an op's time though the "
+        "profiler did not nest them below it: their time is in both parts."
+    ) in line
     fits = with_torch_step(synthetic_probes(), "cpu", probe_step(355.0))
     line = sentences.why_line(build_report(synthetic_study(), probes=fits).machines[0])
     assert "The remainder, 5.00 µs (2%), is what" in line

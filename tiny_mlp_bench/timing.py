@@ -210,6 +210,14 @@ class SteadyClock(Clock):
         return found | ({"fit_end_s": self.fit_end_s} if self.fit_end_s else {})
 
 
+def seconds_of(run: Callable[[], object]) -> float:
+    """Wall seconds of one call of ``run``: for a measurement that must not repeat, as a profiled loop, whose
+    profiler has to see each step once."""
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
 # How many times time_calls repeats its calls: it gives their median.
 CALL_REPEATS = 7
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
 
-from tiny_mlp_bench.timing import time_calls
+from tiny_mlp_bench.timing import seconds_of, time_calls
 
 EAGER_CALLS = 1000
 STEP_CALLS = 50
@@ -49,13 +48,14 @@ def count_step_ops(torch, step: Callable[[], object], on_cuda: bool, steps: int 
     from torch.autograd import DeviceType
     from torch.profiler import profile
 
-    with profile(activities=profiled_activities(on_cuda)) as prof:
-        start = time.perf_counter()
+    def profiled_steps() -> None:
         for _ in range(steps):
             step()
         if on_cuda:
             torch.cuda.synchronize()  # every kernel finished, so the profiler has them all
-        profiled_wall_us = (time.perf_counter() - start) * 1e6
+
+    with profile(activities=profiled_activities(on_cuda)) as prof:
+        profiled_wall_us = seconds_of(profiled_steps) * 1e6
     events = list(prof.events())
 
     def is_aten(event) -> bool:
@@ -97,7 +97,8 @@ def host_self_times(aten: list, launches: list | None, steps: int) -> dict:
     cpu_time_total less each cpu_child's), and the profiler makes every host event nested inside an op on its thread
     that op's child, the CUDA runtime's launch calls included. So the ops' self times, nested and top-level summed,
     count each microsecond once and leave the launch calls' time out; launches_counted_twice checks that nesting on
-    each cuda probe's events, and the probe fails where it does not hold."""
+    each cuda probe's events, and the record says how many per step it did not hold for (the report says so: a probe
+    on a GPU had for minutes is not thrown away for it)."""
     calls, self_us = Counter(), Counter()
     for event in aten:
         calls[event.name] += 1
@@ -110,12 +111,8 @@ def host_self_times(aten: list, launches: list | None, steps: int) -> dict:
         },
     }
     if launches is not None:
-        if twice := launches_counted_twice(aten, launches):
-            raise RuntimeError(
-                f"{twice} kernel launch calls lie inside an aten op's time without being below it in the profiler's "
-                "tree: that op's self time holds them too, so launch time would count twice"
-            )
         times["launch_self_us_per_step"] = round(sum(e.self_cpu_time_total for e in launches) / steps, 4)
+        times["launch_calls_counted_twice_per_step"] = round(launches_counted_twice(aten, launches) / steps, 2)
     return times
 
 

@@ -207,6 +207,11 @@ def step_parts_line(m: Machine, device: str) -> str | None:
         said.append(
             f"The CUDA runtime's {p.launch_calls} launch calls took {signed(p.launch_s)} ({share(p, p.launch_s)})"
         )
+        if p.launches_counted_twice:
+            said.append(
+                f"{p.launches_counted_twice:g} of them a step lay inside an op's time though the profiler did not "
+                "nest them below it: their time is in both parts"
+            )
         owner = "no aten op or launch call owns: Python, the autograd engine's glue, other runtime calls and waits"
     else:
         owner = "no aten op owns: Python and the autograd engine's glue"
