@@ -370,6 +370,17 @@ def gpu_study() -> list[dict]:
     return [r for r in synthetic_study() if r["identity"]["run_id"] != "torch-cuda-seed-1"] + cuda
 
 
+def test_the_why_line_sets_the_ladders_seed_less_graphed_beside_the_probes_parts():
+    assert "`seed`'s step less" not in sentences.why_line(build_report(gpu_study()).machines[0])
+    graphed = [synthetic_record("torch", "cuda", r, 5.0, variant="graphed", step_ms=0.35) for r in (1, 2)]
+    line = sentences.why_line(build_report(gpu_study() + graphed).machines[0])
+    assert line.endswith(
+        "The ladder's own measure of the host's cost per GPU step, `seed`'s step less `graphed`'s (the step replayed "
+        "as one CUDA graph, the host's calls gone): 1.40 ms less 350 µs, 1.05 ms (75% of the step; medians of 3 and 2 "
+        "runs)."
+    )
+
+
 def test_the_cuda_floor_is_kernels_times_the_in_graph_kernel_cost():
     machine = build_report(gpu_study(), probes=synthetic_probes(cuda=True)).machines[0]
     floor = machine.floors["cuda"]

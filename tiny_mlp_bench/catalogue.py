@@ -17,6 +17,7 @@ class Role(Enum):
     REFERENCE = "the reference"  # the hand-written loop, no framework: forward, backward and Adam by hand
     FLOOR = "the floor"  # every per-operation call gone: the least a step costs on each device
     COMPILED_EPOCH = "the compiled epoch"  # torch's epoch in one compiled call, timed in kernel and the rest
+    GRAPHED_STEP = "the graphed step"  # the asker's step replayed as one CUDA graph: the host's calls gone from it
     ONE_CALL_PER_EPOCH = "one call per epoch"  # Keras's train function called once an epoch
     PAUSE_FREE = "no pause after fit"  # Keras 2's fit without the autotuning thread it can wait for at its end
     AA_CONTROL = "the A/A control"  # another rung's very code under a second name: what the machine fakes between them

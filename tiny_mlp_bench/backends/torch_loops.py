@@ -156,6 +156,7 @@ RUNGS = (
         "graphed",
         ("cuda",),
         "kernel launch latency: each step replays one captured CUDA graph",
+        role=Role.GRAPHED_STEP,
         loop=GraphedLoop,
     ),
     Variant(

@@ -174,12 +174,29 @@ def why_line(m: Machine) -> str:
             f"{duration(gpu.launch_s)} before any arithmetic."
         )
     parts.append(step_parts_line(m, "cuda"))
+    parts.append(graph_removes_line(m))
     if not any(parts):
         return "not measured here: no completed run of the numba floor or of the original torch loop."
     return " ".join(filter(None, parts))
 
 
 DEVICE_WORDS = {"cpu": "CPU", "cuda": "GPU"}
+
+
+def graph_removes_line(m: Machine) -> str | None:
+    """The ladder's own measure of the host's cost of a cuda step: the original loop's step less the same step
+    replayed as one CUDA graph; None where either has no step here."""
+    seed = seed_view(m, TORCH, "cuda")
+    graphed = view_of(m, TORCH, registry.rung_with_role(TORCH, Role.GRAPHED_STEP).name, "cuda")
+    if not (seed and seed.step and graphed and graphed.step):
+        return None
+    removed = seed.step.estimate - graphed.step.estimate
+    return (
+        f"The ladder's own measure of the host's cost per GPU step, `seed`'s step less `{graphed.variant}`'s (the "
+        f"step replayed as one CUDA graph, the host's calls gone): {duration(seed.step.estimate)} less "
+        f"{duration(graphed.step.estimate)}, {signed(removed)} ({pct(removed / seed.step.estimate, 0)} of the step; "
+        f"medians of {seed.step.runs} and {graphed.step.runs} runs)."
+    )
 
 
 def step_parts_line(m: Machine, device: str) -> str | None:
