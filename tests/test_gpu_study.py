@@ -612,7 +612,7 @@ def test_the_plan_refuses_a_config_file_that_is_not_as_run_and_says_how_to_make_
 def test_where_the_render_or_pack_cannot_finish_the_raw_records_come_back(tmp_path, monkeypatch):
     import tarfile
 
-    import gpu_study
+    from tiny_mlp_bench.gpu_study import command as gpu_study
 
     monkeypatch.setattr(gpu_study, "ROOT", tmp_path)
     assert gpu_study.keep_raw_records() == "No record was written."
@@ -636,7 +636,7 @@ def test_where_the_render_or_pack_cannot_finish_the_raw_records_come_back(tmp_pa
 
 
 def test_what_only_the_floor_needs_is_a_warning_and_stops_nothing(monkeypatch, capsys):
-    import gpu_study
+    from tiny_mlp_bench.gpu_study import command as gpu_study
 
     # A GPU that torch uses, with numba's own CUDA target, no libNVVM and a floor kernel that fails.
     found = {
