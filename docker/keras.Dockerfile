@@ -1,7 +1,7 @@
 # tiny-mlp-bench keras image: scripts/train.py --framework keras (Keras 3 on TensorFlow) and
 # --framework tf_keras (Keras 2 on TensorFlow, the tf-keras package) with the tiny_mlp_bench
 # package, and `python` = /opt/venv/bin/python. Build from the repository root:
-#   podman build -f docker/keras.Dockerfile -t ghcr.io/tiny-mlp-bench/keras:0.1.0 \
+#   podman build -f docker/keras.Dockerfile -t ghcr.io/tiny-mlp-bench/keras:0.2.0 \
 #     --secret id=ca_bundle,src=/etc/ssl/certs/ca-certificates.crt .
 # FLAVOR=cuda (default) installs exactly requirements/keras-cuda.txt, the image's own lock (`make
 # lock-cuda`): tensorflow[and-cuda], with its CUDA 12 libraries as nvidia-* wheels, every wheel
@@ -84,7 +84,7 @@ USER 1000:1000
 # Last, so a new revision rebuilds nothing above.
 # One ARG a line: with several on one, buildah 1.28 warns the later ones were "not consumed".
 ARG BASE_IMAGE
-ARG VERSION=0.1.0
+ARG VERSION=0.2.0
 ARG REVISION=unknown
 ARG SOURCE=https://github.com/tiny-mlp-bench/tiny-mlp-bench
 LABEL org.opencontainers.image.title="tiny-mlp-bench keras" \

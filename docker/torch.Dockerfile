@@ -2,7 +2,7 @@
 # probe_fixed_costs.py, sweep_crossover.py and render_report.py with the tiny_mlp_bench package;
 # `python` = /opt/venv/bin/python.
 # Build from the repository root:
-#   podman build -f docker/torch.Dockerfile -t ghcr.io/tiny-mlp-bench/torch:0.1.0 \
+#   podman build -f docker/torch.Dockerfile -t ghcr.io/tiny-mlp-bench/torch:0.2.0 \
 #     --secret id=ca_bundle,src=/etc/ssl/certs/ca-certificates.crt .
 # FLAVOR=cuda (default): exactly requirements/torch-cuda.txt, the image's own lock (`make
 # lock-cuda`): torch==2.13.0 from PyPI, the CUDA 13 build, with its nvidia-* wheels, JAX's
@@ -99,7 +99,7 @@ USER 1000:1000
 # Last, so a new revision rebuilds nothing above.
 # One ARG a line: with several on one, buildah 1.28 warns the later ones were "not consumed".
 ARG BASE_IMAGE
-ARG VERSION=0.1.0
+ARG VERSION=0.2.0
 ARG REVISION=unknown
 ARG SOURCE=https://github.com/tiny-mlp-bench/tiny-mlp-bench
 LABEL org.opencontainers.image.title="tiny-mlp-bench torch" \

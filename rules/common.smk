@@ -34,7 +34,11 @@ CONFIG_SCHEMA = Path(workflow.basedir) / "config" / "config.schema.yaml"
 ARCHIVES = Path("results/archive")  # archived studies (`tiny-mlp-bench archive`)
 
 # Snakemake imports the package from the workflow's folder; the jobs get it as PYTHONPATH from get_launcher.
-from tiny_mlp_bench import catalogue, jobs
+from tiny_mlp_bench import catalogue
+from tiny_mlp_bench.jobs import identity, rounds
+from tiny_mlp_bench.jobs.probe import probe_job
+from tiny_mlp_bench.jobs.run import training_job
+from tiny_mlp_bench.jobs.sweep import sweep_job
 from tiny_mlp_bench.config_check import config_errors, set_by, with_catalogue_defaults
 from tiny_mlp_bench.containers import ContainerError, find_engine, image_id
 
@@ -75,7 +79,7 @@ if _config_problems:
 validate(config, schema=str(CONFIG_SCHEMA))
 config.update(with_catalogue_defaults(config))
 # The seeded run order as priority: every timed job takes all its cores, so they start one at a time in this order.
-_RUN_ORDER = jobs.run_order(config)
+_RUN_ORDER = rounds.run_order(config)
 RUN_PRIORITY = {
     job.output: len(_RUN_ORDER) - place for place, job in enumerate(_RUN_ORDER)
 }
@@ -104,7 +108,7 @@ def run_order_priority(rule_name):
     """The priority function of a timed rule: its job's place in the run order (0 for one outside it)."""
 
     def priority(wildcards):
-        output = jobs.OUTPUTS[rule_name].format(
+        output = identity.OUTPUTS[rule_name].format(
             **{key: wildcards[key] for key in wildcards.keys()}
         )
         return RUN_PRIORITY.get(output, 0)
@@ -120,13 +124,13 @@ wildcard_constraints:
 
 
 def get_run_records():
-    """Every run record the config asks for (tiny_mlp_bench/jobs.py expands them)."""
-    return [job.output for job in jobs.training_runs(config)]
+    """Every run record the config asks for (tiny_mlp_bench/jobs/rounds.py expands them)."""
+    return [job.output for job in rounds.training_runs(config)]
 
 
-def train_job(wildcards, condition=jobs.IDLE):
+def train_job(wildcards, condition=identity.IDLE):
     """The training run a train (or train_busy) job's wildcards name."""
-    return jobs.Job(
+    return identity.Job(
         "train",
         wildcards.device,
         wildcards.framework,
@@ -136,22 +140,22 @@ def train_job(wildcards, condition=jobs.IDLE):
     )
 
 
-def get_compiled_first(wildcards, condition=jobs.IDLE):
+def get_compiled_first(wildcards, condition=identity.IDLE):
     """A compiling rung's later run waits for its first, whose cold compilation fills the cache it reuses."""
     first = train_job(wildcards, condition).compiled_first
     return [first.output] if first else []
 
 
 def get_busy_compiled_first(wildcards):
-    return get_compiled_first(wildcards, jobs.BUSY)
+    return get_compiled_first(wildcards, identity.BUSY)
 
 
 def get_sweeps():
-    return [job.output for job in jobs.sweeps(config)]
+    return [job.output for job in rounds.sweeps(config)]
 
 
 def get_probes():
-    return [job.output for job in jobs.probes(config)]
+    return [job.output for job in rounds.probes(config)]
 
 
 @functools.cache
@@ -263,24 +267,25 @@ def get_launcher(wildcards):
     )
 
 
-# Each timed job's options: its wildcards' job with the config's values (jobs.TrainingJob, SweepJob, ProbeJob).
-def get_train_args(wildcards, threads, condition=jobs.IDLE):
+# Each timed job's options: its wildcards' job with the config's values (jobs/run.py's TrainingJob, sweep.py's
+# SweepJob, probe.py's ProbeJob).
+def get_train_args(wildcards, threads, condition=identity.IDLE):
     job = train_job(wildcards, condition)
-    return shlex.join(jobs.training_job(config, job, threads).flags())
+    return shlex.join(training_job(config, job, threads).flags())
 
 
 def get_busy_train_args(wildcards, threads):
-    return get_train_args(wildcards, threads, jobs.BUSY)
+    return get_train_args(wildcards, threads, identity.BUSY)
 
 
 def get_sweep_args(wildcards, threads):
-    job = jobs.Job("sweep_crossover", wildcards.device)
-    return shlex.join(jobs.sweep_job(config, job, threads).flags())
+    job = identity.Job("sweep_crossover", wildcards.device)
+    return shlex.join(sweep_job(config, job, threads).flags())
 
 
 def get_probe_args(wildcards, threads):
-    job = jobs.Job("probe_fixed_costs", wildcards.device, wildcards.framework)
-    return shlex.join(jobs.probe_job(config, job, threads).flags())
+    job = identity.Job("probe_fixed_costs", wildcards.device, wildcards.framework)
+    return shlex.join(probe_job(config, job, threads).flags())
 
 
 def check_container_engine():

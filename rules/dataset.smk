@@ -1,7 +1,7 @@
 # The question's dataset, as one deterministic Parquet file.
 rule make_dataset:
     output:
-        dataset=jobs.DATASET,
+        dataset=identity.DATASET,
     log:
         "logs/make_dataset/make_dataset.log",
     container:

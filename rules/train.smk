@@ -3,18 +3,18 @@
 
 rule train:
     input:
-        dataset=jobs.DATASET,
+        dataset=identity.DATASET,
         compiled_first=get_compiled_first,
     output:
         record=report(
-            jobs.OUTPUTS["train"],
+            identity.OUTPUTS["train"],
             caption="captions/run_record.rst",
             category="3. Run records",
             subcategory="{framework}-{device}",
             labels={"variant": "{variant}", "repeat": "{repeat}"},
         ),
     log:
-        jobs.log_pattern("train"),
+        identity.log_pattern("train"),
     priority: run_order_priority("train")
     container:
         get_image
@@ -32,18 +32,18 @@ rule train:
 # The same run beside one busy core (the config's conditions): a rule of its own, whose file name says so.
 use rule train as train_busy with:
     input:
-        dataset=jobs.DATASET,
+        dataset=identity.DATASET,
         compiled_first=get_busy_compiled_first,
     output:
         record=report(
-            jobs.OUTPUTS["train_busy"],
+            identity.OUTPUTS["train_busy"],
             caption="captions/run_record.rst",
             category="3. Run records",
             subcategory="{framework}-{device}",
             labels={"variant": "{variant}", "repeat": "{repeat}", "condition": "busy"},
         ),
     log:
-        jobs.log_pattern("train_busy"),
+        identity.log_pattern("train_busy"),
     priority: run_order_priority("train_busy")
     params:
         args=get_busy_train_args,
@@ -53,12 +53,12 @@ use rule train as train_busy with:
 rule sweep_crossover:
     output:
         sweep=report(
-            jobs.OUTPUTS["sweep_crossover"],
+            identity.OUTPUTS["sweep_crossover"],
             caption="captions/sweep.rst",
             category="4. Sweeps and probes",
         ),
     log:
-        jobs.log_pattern("sweep_crossover"),
+        identity.log_pattern("sweep_crossover"),
     priority: run_order_priority("sweep_crossover")
     container:
         get_image
@@ -79,12 +79,12 @@ rule probe_fixed_costs:
         dataset=rules.make_dataset.output.dataset,
     output:
         probe=report(
-            jobs.OUTPUTS["probe_fixed_costs"],
+            identity.OUTPUTS["probe_fixed_costs"],
             caption="captions/probe.rst",
             category="4. Sweeps and probes",
         ),
     log:
-        jobs.log_pattern("probe_fixed_costs"),
+        identity.log_pattern("probe_fixed_costs"),
     priority: run_order_priority("probe_fixed_costs")
     container:
         get_image

@@ -3,7 +3,7 @@
 
 import sys
 
-from tiny_mlp_bench.driver import main
+from tiny_mlp_bench.jobs.run import main
 
 if __name__ == "__main__":
     sys.exit(main(prog="train.py"))

@@ -16,9 +16,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tiny_mlp_bench import jobs
 from tiny_mlp_bench.backends.contract import RunSpec
 from tiny_mlp_bench.initial_weights import live_initial_weights
+from tiny_mlp_bench.jobs import identity
+from tiny_mlp_bench.jobs.probe import probe_job
+from tiny_mlp_bench.jobs.run import training_job
+from tiny_mlp_bench.jobs.sweep import sweep_job
 from tiny_mlp_bench.kinds import BUSY_STUDY, DEFAULT_STUDY, GPU_STUDY
 from tiny_mlp_bench.records import PROBE_SCHEMA_VERSION, SCHEMA_VERSION
 from tiny_mlp_bench.timing import METHOD
@@ -93,10 +96,10 @@ def config_flags(program: str) -> list[str]:
     framework's first variant; probe_fixed_costs.py's and sweep_crossover.py's name cpu too."""
     config = schema_defaults()
     # A tenth of a second of steady state, not the default's second: every test run would pay it.
-    job = jobs.Job("train", "cpu", "torch", "seed", 1)
-    train = jobs.training_job(config | {"steady_window_s": 0.1}, job, threads=1)
-    probe = jobs.probe_job(config, jobs.Job("probe_fixed_costs", "cpu", "torch"), threads=1)
-    sweep = jobs.sweep_job(config, jobs.Job("sweep_crossover", "cpu"), threads=1)
+    job = identity.Job("train", "cpu", "torch", "seed", 1)
+    train = training_job(config | {"steady_window_s": 0.1}, job, threads=1)
+    probe = probe_job(config, identity.Job("probe_fixed_costs", "cpu", "torch"), threads=1)
+    sweep = sweep_job(config, identity.Job("sweep_crossover", "cpu"), threads=1)
     flags = {
         "make_dataset.py": ["--seed", config["seed"], "--n-rows", config["n_rows"]],
         "train.py": train.flags(leave_out=("framework", "variant", "dataset", "output")),

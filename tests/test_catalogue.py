@@ -116,10 +116,10 @@ def test_a_rung_declared_only_in_its_backend_module_reaches_the_config_check_the
 ):
     # A new torch rung, written only where its loop is: torch_loops.RUNGS.
     from helpers import ROOT, synthetic_record
-    from tiny_mlp_bench import jobs
     from tiny_mlp_bench.backends import torch_loops
     from tiny_mlp_bench.config_check import config_errors
     from tiny_mlp_bench.gpu_study import plan
+    from tiny_mlp_bench.jobs import rounds
     from tiny_mlp_bench.report.markdown import render_markdown
     from tiny_mlp_bench.report.model import build_report
 
@@ -136,7 +136,7 @@ def test_a_rung_declared_only_in_its_backend_module_reaches_the_config_check_the
         assert config_errors(config | {"variants": {"torch": ["warp"]}}, schema) != []
         config |= {"plan_estimates_s": {"*": 10}}
         assert "torch-cpu-turbo-1" in [p.job.name for p in plan.plan(config, tmp_path, None)]
-        assert "torch-cpu-turbo-1" in [job.name for job in jobs.training_runs(config)]
+        assert "torch-cpu-turbo-1" in [job.name for job in rounds.training_runs(config)]
         records = [synthetic_record("torch", "cpu", r, 2.0, variant=v) for v in ("seed", "turbo") for r in (1, 2)]
         report = build_report(records)
         (ladder,) = report.machines[0].ladders

@@ -26,11 +26,12 @@ from helpers import (
     synthetic_study,
     with_driver_paths,
 )
-from tiny_mlp_bench import catalogue, driver, machine, registry
+from tiny_mlp_bench import catalogue, machine, registry
 from tiny_mlp_bench.backends.contract import GPU_EPOCHS_PER_BLOCK, EpochLoop, RunSpec
 from tiny_mlp_bench.initial_weights import live_initial_weights
+from tiny_mlp_bench.jobs import probe as probe_command
+from tiny_mlp_bench.jobs import run as run_command
 from tiny_mlp_bench.machine import installed_versions
-from tiny_mlp_bench.probes import job as probe_job
 from tiny_mlp_bench.probes.torch_step import count_kernels, host_self_times, launches_counted_twice
 from tiny_mlp_bench.records import read_probe, read_record, read_sweep
 from tiny_mlp_bench.report.markdown import render_markdown
@@ -107,7 +108,7 @@ def cuda_args(program: str, framework: str, dataset, out, *extra) -> list[str]:
 def test_a_machine_shows_a_gpu_driver_by_any_one_of_its_paths_and_by_no_variable(monkeypatch, tmp_path):
     driver_paths = (tmp_path / "proc-driver-nvidia", tmp_path / "dev-kfd")
     monkeypatch.setattr(machine, "GPU_DRIVER_PATHS", tuple(map(str, driver_paths)))
-    # A CUDA simulator or a device list in the environment is no driver.
+    # A CUDA simulator or a device list in the environment is no run_command.
     monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     assert machine.gpu_driver_absent() == (
@@ -146,7 +147,9 @@ def test_a_cuda_run_without_a_gpu_driver_is_skipped_without_importing_its_framew
 ):
     out = tmp_path / "r.json"
     unloadable = dataclasses.replace(registry.backend(framework), load=not_to_be_imported)
-    assert driver.run(driver.parse_args(cuda_args("train.py", framework, small_dataset, out)), unloadable) == 0
+    assert (
+        run_command.run(run_command.parse_args(cuda_args("train.py", framework, small_dataset, out)), unloadable) == 0
+    )
     record = read_record(out)
     assert record["status"] == "skipped" and record["reason"] == no_gpu_driver
     assert record["reason"].startswith("no CUDA device: no GPU driver on this machine (none of ")
@@ -162,8 +165,8 @@ def test_require_gpu_without_a_gpu_driver_fails_without_importing_the_framework(
 ):
     out = tmp_path / "r.json"
     unloadable = dataclasses.replace(registry.backend("keras"), load=not_to_be_imported)
-    args = driver.parse_args(cuda_args("train.py", "keras", small_dataset, out, "--require-gpu"))
-    assert driver.run(args, unloadable) == 1 and not out.exists()
+    args = run_command.parse_args(cuda_args("train.py", "keras", small_dataset, out, "--require-gpu"))
+    assert run_command.run(args, unloadable) == 1 and not out.exists()
     said = capsys.readouterr().err
     assert f"keras-cuda-seed-1: error: {no_gpu_driver}, and --require-gpu (config require_gpu) is set" in said
 
@@ -172,17 +175,17 @@ def test_require_gpu_without_a_gpu_driver_fails_without_importing_the_framework(
 def test_a_cuda_probe_without_a_gpu_driver_is_skipped_or_required_without_importing_its_framework(
     framework, no_gpu_driver, small_dataset, tmp_path, monkeypatch, capsys
 ):
-    monkeypatch.setattr(probe_job.FixedCostsProbe, "load", not_to_be_imported)
+    monkeypatch.setattr(probe_command.FixedCostsProbe, "load", not_to_be_imported)
     out = tmp_path / "p.json"
     args = cuda_args("probe_fixed_costs.py", framework, small_dataset, out)
-    assert probe_job.main(args) == 0
+    assert probe_command.main(args) == 0
     record = read_probe(out)
     assert record["status"] == "skipped" and record["reason"] == no_gpu_driver and record["measurements"] == {}
     env = record["environment"]
     assert env["versions"] == {"numpy": np.__version__} | installed_versions(catalogue.framework(framework).packages)
     assert env["cuda"] == NO_CUDA and record["load"]["peak_gpu_memory_mb"] is None
     out.unlink()
-    assert probe_job.main([*args, "--require-gpu"]) == 1 and not out.exists()
+    assert probe_command.main([*args, "--require-gpu"]) == 1 and not out.exists()
     assert f"error: {no_gpu_driver}, and --require-gpu (config require_gpu) is set" in capsys.readouterr().err
 
 
@@ -286,7 +289,7 @@ def test_the_compiled_rungs_counted_epoch_trains_and_compiles_nothing_new(monkey
     spec = helpers.spec_for("compiled", data, epochs=2, compile_cache=compile_cache)
     loop = registry.loop("torch", "compiled")(torch, spec, data, Clock())
     loop.fit(Clock(), 2)
-    loop.predict_test_batch()  # as the driver does before counting: the model is left in eval mode
+    loop.predict_test_batch()  # as a run does before counting: the model is left in eval mode
     assert not loop.model.training
     graphs = counters["stats"]["unique_graphs"]
     seen = {}

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 import pytest
 
 from helpers import ROOT, config_flags
-from tiny_mlp_bench import crossover, driver, machine
-from tiny_mlp_bench.probes import job as probe_job
+from tiny_mlp_bench import machine
+from tiny_mlp_bench.jobs import probe as probe_command
+from tiny_mlp_bench.jobs import run as run_command
+from tiny_mlp_bench.jobs import sweep as sweep_command
 from tiny_mlp_bench.records import read_probe, read_record, read_sweep
 from tiny_mlp_bench.timing import METHOD
 
@@ -28,20 +30,20 @@ class Kind:
 
 KINDS = {
     "run": Kind(
-        driver.main,
-        driver.TrainingRun,
+        run_command.main,
+        run_command.TrainingRun,
         read_record,
         (*config_flags("train.py"), "--framework", "torch", "--variant", "seed", "--epochs", "2"),
     ),
     "probe": Kind(
-        probe_job.main,
-        probe_job.FixedCostsProbe,
+        probe_command.main,
+        probe_command.FixedCostsProbe,
         read_probe,
         (*config_flags("probe_fixed_costs.py"), "--framework", "torch"),
     ),
     "sweep": Kind(
-        crossover.main,
-        crossover.CrossoverSweep,
+        sweep_command.main,
+        sweep_command.CrossoverSweep,
         read_sweep,
         (*config_flags("sweep_crossover.py"), "--batch-sizes", "8", "--hidden-units", "4", "--steps", "2"),
     ),

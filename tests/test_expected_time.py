@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from helpers import ROOT, synthetic_record
-from tiny_mlp_bench import config_check, expected_time, jobs
+from tiny_mlp_bench import config_check, expected_time
+from tiny_mlp_bench.jobs import rounds
 
 TWO_CORE = ROOT / "results" / "archive" / "2026-12-03-cpu-2core"
 LIKE = {"cpu_model": "Test CPU", "logical_cpus": 2, "gpu_name": None}  # the synthetic records' machine
@@ -65,7 +66,7 @@ def two_rungs(tmp_path: Path, make_run: dict | None = None) -> Path:
 
 def test_each_repeat_comes_from_its_own_record_and_a_warm_one_never_from_a_cold_compilation(tmp_path):
     archives = two_rungs(tmp_path)
-    found = expected_time.estimate(CONFIG, archives, jobs.training_runs(CONFIG), None)
+    found = expected_time.estimate(CONFIG, archives, rounds.training_runs(CONFIG), None)
     seconds = {Path(output).stem: s for output, (s, _) in found.jobs.items()}
     between = 4 / 5  # a job's share of the seconds between jobs
     assert between == pytest.approx(found.pace.between_jobs_s)
@@ -81,17 +82,17 @@ def test_each_repeat_comes_from_its_own_record_and_a_warm_one_never_from_a_cold_
 def test_a_compiling_rungs_later_repeat_is_not_estimated_from_cold_compilations_alone(tmp_path):
     cold = [timed(synthetic_record("torch", "cpu", r, variant="fused_epoch"), 100 * r, 90) for r in (1, 2)]
     archives = write_archive(tmp_path / "archive", "cold-only", cold).parent
-    found = expected_time.estimate(CONFIG, archives, jobs.training_runs(CONFIG), None)
+    found = expected_time.estimate(CONFIG, archives, rounds.training_runs(CONFIG), None)
     assert found.jobs["results/runs/torch-cpu-fused_epoch-1.json"][0] == pytest.approx(90 + 10 / 2)
     assert found.jobs["results/runs/torch-cpu-fused_epoch-2.json"] is None
-    line = expected_time.expected_line(found, jobs.training_runs(CONFIG), None)
+    line = expected_time.expected_line(found, rounds.training_runs(CONFIG), None)
     assert "no archived run of the other 5 there (" in line
 
 
 def test_the_study_around_its_jobs_and_the_set_up_come_from_make_run_time(tmp_path):
     # The study ran 160 s: 12 s besides its jobs' 148 s; .venv took 100 s to set up.
     archives = two_rungs(tmp_path, {"setup_s": 100, "study_s": 160, "total_s": 260})
-    pending = jobs.training_runs(CONFIG)
+    pending = rounds.training_runs(CONFIG)
     fresh = expected_time.estimate(CONFIG, archives, pending, None, venv_set_up=False)
     assert (fresh.around_s, fresh.setup_s) == (pytest.approx(12), 100)
     set_up = expected_time.estimate(CONFIG, archives, pending, None)
@@ -111,7 +112,7 @@ def test_auto_takes_an_archive_of_a_like_machine_and_a_named_one_must_be_there(t
     with pytest.raises(expected_time.EstimateArchiveError, match=r"no archived study .*gone"):
         expected_time.choose_archive("gone", archives, LIKE)
     # A named archive of another machine gives its pace, and says whose it is.
-    config, pending = CONFIG | {"estimate_archive": "other"}, jobs.training_runs(CONFIG)
+    config, pending = CONFIG | {"estimate_archive": "other"}, rounds.training_runs(CONFIG)
     line = expected_time.expected_line(expected_time.estimate(config, archives, pending, None), pending, None)
     assert "at the pace of other, made on Other CPU, 2 logical CPUs, no GPU (this one: Test CPU" in line
 
@@ -137,7 +138,7 @@ def config_as_run(path: Path) -> dict:
 def at_two_core_pace(config: dict) -> expected_time.Estimate:
     """``config``'s study from a fresh clone, at the 2-core archive's pace."""
     config = config | {"estimate_archive": TWO_CORE.name}
-    return expected_time.estimate(config, TWO_CORE.parent, jobs.run_order(config), None, venv_set_up=False)
+    return expected_time.estimate(config, TWO_CORE.parent, rounds.run_order(config), None, venv_set_up=False)
 
 
 def test_the_2_core_archives_own_study_is_estimated_within_a_tenth_of_what_make_run_took():
@@ -158,7 +159,7 @@ def test_a_run_expects_its_time_from_archives_of_a_like_machine_and_says_where_t
     like = {"cpu_model": env["cpu_model"], "logical_cpus": env["logical_cpus"]}
     monkeypatch.setattr(expected_time, "this_machine", lambda gpu: like | {"gpu_name": gpu})
     archives = TWO_CORE.parent
-    pending = jobs.run_order(config)
+    pending = rounds.run_order(config)
     line = expected_time.expected_line(expected_time.estimate(config, archives, pending, None), pending, None)
     assert re.match(r"Expected: about \d+ min: \d+ min for 73 of the 73 timed jobs, \d+ (min|s) of Snakemake", line)
     assert f"at the pace of {TWO_CORE.name}, whose machine is like this one ({env['cpu_model']}, 2 logical" in line

@@ -47,7 +47,7 @@ LAYERS = (
     ("registry: the one loader of the backends' rungs", ("registry",)),
     (
         "jobs: the timed jobs and their plan",
-        ("question", "jobs", "envelope", "driver", "crossover", "probes.*", "config_check", "gpu_study.preflight"),
+        ("question", "jobs", "jobs.*", "probes.*", "config_check", "gpu_study.preflight"),
     ),
     ("report: the report's numbers and words", ("report.*",)),
     (
@@ -187,7 +187,7 @@ def test_no_module_ties_itself_to_a_higher_layer_and_each_has_one():
 def test_the_tie_reader_sees_importlib_ties_and_cycles():
     # The test's own reader: an f-string import is a tie to each module under its prefix, a cycle is found.
     assert {f"{PACKAGE}.backends.torch_loops", f"{PACKAGE}.backends.keras_fit"} <= tie_graph()[f"{PACKAGE}.registry"]
-    assert f"{PACKAGE}.driver" in tie_graph()[f"{PACKAGE}.__main__"]  # its command table's "module:function"
+    assert f"{PACKAGE}.jobs.run" in tie_graph()[f"{PACKAGE}.__main__"]  # its command table's "module:function"
     looped = {"a": frozenset({"b"}), "b": frozenset({"c"}), "c": frozenset({"a"}), "d": frozenset({"a"})}
     assert cycles(looped) == [["a", "b", "c"]]
 

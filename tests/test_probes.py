@@ -11,7 +11,7 @@ import pytest
 
 from helpers import A_GPU_DRIVER, config_flags, run_script, run_seeing, step_parts_fields, synthetic_probes
 from tiny_mlp_bench.dataset import read_dataset
-from tiny_mlp_bench.probes import job as probe_job
+from tiny_mlp_bench.jobs import probe as probe_command
 from tiny_mlp_bench.probes.keras_epoch import FIT_EPOCHS
 from tiny_mlp_bench.probes.torch_cpu import count_dead_inits, dead_at_start
 from tiny_mlp_bench.probes.torch_step import is_kernel
@@ -213,10 +213,10 @@ def test_an_error_while_measuring_is_recorded_as_failed_with_what_was_measured(s
         found["eager_op_us"] = {"value_us": 4.0, "calls": 10, "repeats": 1, "repeat_us": [4.0]}
         raise RuntimeError("the device fell over")
 
-    monkeypatch.setattr(probe_job, "torch_probes", half_way)
+    monkeypatch.setattr(probe_command, "torch_probes", half_way)
     out = tmp_path / "torch-cpu.json"
     argv = ["--framework", "torch", "--device", "cpu", "--dataset", str(small_dataset), "--output", str(out)]
-    assert probe_job.main([*config_flags("probe_fixed_costs.py"), *argv]) == 0
+    assert probe_command.main([*config_flags("probe_fixed_costs.py"), *argv]) == 0
     record = read_probe(out)
     assert record["status"] == "failed" and record["reason"] == "RuntimeError: the device fell over"
     assert record["measurements"] == {"eager_op_us": {"value_us": 4.0, "calls": 10, "repeats": 1, "repeat_us": [4.0]}}

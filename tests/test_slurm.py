@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from helpers import ROOT, run_snakemake, skip_unless_ready, table_rows, write_config
-from tiny_mlp_bench import jobs
+from tiny_mlp_bench.jobs import identity
 from tiny_mlp_bench.records import read_record, read_sweep
 
 
@@ -38,7 +38,7 @@ def slurm():
 
 def test_the_slurm_profile_gives_exactly_the_timed_rules_an_exclusive_node(workflow_dir):
     profile = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())["set-resources"]
-    assert set(profile) == set(jobs.OUTPUTS)
+    assert set(profile) == set(identity.OUTPUTS)
     assert all(rule == {"slurm_extra": "'--exclusive'", "timed_slot": 0} for rule in profile.values())
     # The rules whose jobs hold the timed slot, from Snakemake's own plan of the default study beside a busy core.
     done = run_snakemake(workflow_dir, "-n", "--cores", 2, "--config", "conditions=[idle,busy]")
@@ -49,7 +49,7 @@ def test_the_slurm_profile_gives_exactly_the_timed_rules_an_exclusive_node(workf
         for block in re.finditer(r"^(?:local)?rule (\w+):\n((?:    .*\n)+)", plan, re.M)
         if "timed_slot=1" in block.group(2)
     }
-    assert holding == set(jobs.OUTPUTS)
+    assert holding == set(identity.OUTPUTS)
 
 
 def run_on_slurm(directory, configfile: str, *extra):

@@ -1,4 +1,5 @@
-"""The training program and its driver: usage, records, skips, failures and scoring."""
+"""The training program, `tiny-mlp-bench run` (tiny_mlp_bench/jobs/run.py): usage, records, skips, failures and
+scoring."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ import numpy as np
 import pytest
 
 from helpers import A_GPU_DRIVER, config_flags, run_script, run_seeing, spec_for
-from tiny_mlp_bench import driver, machine, registry
+from tiny_mlp_bench import machine, registry, timing
 from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
 from tiny_mlp_bench.backends.torch_epoch import SPLIT_CALLS
-from tiny_mlp_bench.driver import parse_args, run, score
+from tiny_mlp_bench.jobs.run import parse_args, run, score
 from tiny_mlp_bench.records import read_record, read_sweep
 from tiny_mlp_bench.timing import METHOD, SETUP_PARTS, Clock
 
@@ -310,7 +311,7 @@ def test_keras_on_jax_has_no_tensorflow_only_rung(small_dataset, tmp_path):
 
 
 def fake_backend(gpu_missing=None) -> Backend:
-    """A framework-free backend, to test the driver's own decisions in-process."""
+    """A framework-free backend, to test the run's own decisions in-process."""
     return Backend(
         name="torch",
         load=lambda device: None,
@@ -338,7 +339,7 @@ def run_args(small_dataset, out, *extra):
     return parse_args([*config_flags("train.py"), *command])
 
 
-def test_driver_records_a_diverged_run_as_failed(small_dataset, tmp_path):
+def test_a_run_records_a_diverged_run_as_failed(small_dataset, tmp_path):
     out = tmp_path / "r.json"
     assert run(run_args(small_dataset, out), fake_backend(), fake_loop(lambda f: np.full(len(f), np.inf))) == 0
     record = read_record(out)
@@ -346,7 +347,7 @@ def test_driver_records_a_diverged_run_as_failed(small_dataset, tmp_path):
     assert record["quality"]["converged"] is False
 
 
-def test_driver_times_every_phase_and_one_block_per_epoch(small_dataset, tmp_path):
+def test_a_run_times_every_phase_and_one_block_per_epoch(small_dataset, tmp_path):
     out = tmp_path / "r.json"
     assert run(run_args(small_dataset, out, "--epochs", 5), fake_backend(), fake_loop(lambda f: np.zeros(len(f)))) == 0
     record = read_record(out)
@@ -392,7 +393,7 @@ def test_a_rungs_first_run_empties_the_shared_compiler_cache_and_a_later_run_say
     assert method(3) == METHOD
 
 
-def test_driver_records_an_unavailable_device_as_skipped(small_dataset, tmp_path, monkeypatch):
+def test_a_run_records_an_unavailable_device_as_skipped(small_dataset, tmp_path, monkeypatch):
     monkeypatch.setattr(machine, "GPU_DRIVER_PATHS", tuple(map(str, A_GPU_DRIVER)))  # the backend is asked
     out = tmp_path / "r.json"
     backend = fake_backend(gpu_missing="no CUDA device: fake")
@@ -433,7 +434,7 @@ def thread_limits_put_back():
 
 @pytest.mark.parametrize("variant", ["reference", pytest.param("fused", marks=pytest.mark.slow)])
 def test_each_numpy_phase_is_timed_once(small_dataset, tmp_path, monkeypatch, thread_limits_put_back, variant):
-    # Through the real driver and the registered rung: a rung that timed a set-up phase again would
+    # Through the real run command and the registered rung: a rung that timed a set-up phase again would
     # replace the first timing with the second's, keeping only part of the phase's work.
     entered = collections.Counter()
     phase = Clock.phase
@@ -709,7 +710,7 @@ def test_sweep_rejects_a_bad_grid(tmp_path):
     assert result.returncode == 2 and "expected comma-separated integers, got '8,x'" in result.stderr
 
 
-def test_driver_records_an_exception_as_failed(small_dataset, tmp_path):
+def test_a_run_records_an_exception_as_failed(small_dataset, tmp_path):
     def broken(fw, spec, data, clock):
         raise RuntimeError("CUDA out of memory (test)")
 
@@ -766,7 +767,7 @@ def test_the_per_step_window_replays_the_asker_epochs_after_they_are_scored(
     out = tmp_path / "r.json"
     # The window's wall-clock limit is lifted: on a machine loaded by other tests it can end a window one block
     # short, and that limit is tested on its own below.
-    monkeypatch.setattr(driver, "WINDOW_LIMIT", 1000)
+    monkeypatch.setattr(timing, "WINDOW_LIMIT", 1000)
     # Passes of 10 ms or so, shorter than a block of the config's: the window takes several, of shorter blocks.
     command = [
         "--framework",
@@ -799,7 +800,7 @@ def test_the_per_step_window_replays_the_asker_epochs_after_they_are_scored(
 
 def test_the_per_step_window_stops_at_its_wall_clock_limit(small_dataset, tmp_path, monkeypatch):
     # A limit of no time at all: the window stops before its first pass, and the run still succeeds.
-    monkeypatch.setattr(driver, "WINDOW_LIMIT", 0)
+    monkeypatch.setattr(timing, "WINDOW_LIMIT", 0)
     out = tmp_path / "r.json"
     command = ["--framework", "numpy", "--variant", "reference", "--epochs", "40", "--steady-window-s", "10"]
     args = parse_args([*config_flags("train.py"), *command, "--dataset", str(small_dataset), "--output", str(out)])

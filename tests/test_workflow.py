@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from helpers import copy_workflow, run_snakemake, table_rows, write_config
-from tiny_mlp_bench import jobs
 from tiny_mlp_bench.dataset import file_sha256
+from tiny_mlp_bench.jobs import identity, rounds
 from tiny_mlp_bench.records import read_probe, read_record, read_sweep
 
 
@@ -24,7 +24,7 @@ def most_timed_jobs_at_once(log_text: str) -> int:
     running, most, current_rule = set(), 0, None
     for line in log_text.splitlines():
         if m := re.match(r"\s*jobid: (\d+)", line):
-            if current_rule in jobs.OUTPUTS:  # the timed rules
+            if current_rule in identity.OUTPUTS:  # the timed rules
                 running.add(m.group(1))
                 most = max(most, len(running))
         elif m := re.match(r"(?:local)?rule (\w+):", line):
@@ -126,7 +126,7 @@ def test_tiny_study_end_to_end(tiny_run):
     # One at a time, in the seeded rounds' order the config as run names (its run_order_seed): the jobs
     # that read the dataset; the sweeps, which need none, may start while it is made.
     config = yaml.safe_load((directory / "results" / "config.yaml").read_text())
-    timed = [directory / job.output for job in jobs.run_order(config) if job.rule != "sweep_crossover"]
+    timed = [directory / job.output for job in rounds.run_order(config) if job.rule != "sweep_crossover"]
     started = sorted(timed, key=lambda path: json.loads(path.read_text())["load"]["started_at"])
     assert started == timed
 

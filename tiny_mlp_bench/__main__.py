@@ -13,9 +13,9 @@ PROG = "tiny-mlp-bench"
 
 # name: (module:function, what it does); the first five are the workflow's steps, the rest run by hand or by make.
 COMMANDS = {
-    "run": ("tiny_mlp_bench.driver:main", "train and time one run of one framework and variant: a run record"),
-    "sweep": ("tiny_mlp_bench.crossover:main", "time torch per step over batch size x width on one device"),
-    "probe": ("tiny_mlp_bench.probes.job:main", "measure one framework's fixed costs per step on one device"),
+    "run": ("tiny_mlp_bench.jobs.run:main", "train and time one run of one framework and variant: a run record"),
+    "sweep": ("tiny_mlp_bench.jobs.sweep:main", "time torch per step over batch size x width on one device"),
+    "probe": ("tiny_mlp_bench.jobs.probe:main", "measure one framework's fixed costs per step on one device"),
     "dataset": ("tiny_mlp_bench.dataset:main", "write the question's dataset as Parquet"),
     "report": ("tiny_mlp_bench.report.render:main", "render the report, its table and charts from the records"),
     "compare": ("tiny_mlp_bench.report.compare_markdown:main", "this study's runs against an archived study's"),

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from tiny_mlp_bench import catalogue, jobs, question, records, registry
+from tiny_mlp_bench import catalogue, question, records, registry
+from tiny_mlp_bench.jobs import identity
 from tiny_mlp_bench.kinds import (
     DEFAULT_STUDY,
     KIND_FIELDS,
@@ -31,7 +32,7 @@ class EstimateArchiveError(ValueError):
     """The archive a config names for the estimate is not there."""
 
 
-def measure_key(job: jobs.Job) -> tuple:
+def measure_key(job: identity.Job) -> tuple:
     """What a job measures, whatever its repeat and condition: what an earlier study may have measured already. A
     rung that only fixes its thread count (one_thread) is paced as the loop it runs, which the default study has."""
     variant = job.variant
@@ -99,15 +100,15 @@ def job_seconds(kind: str, record: dict, epochs: int, steady_window_s: float) ->
     return outer + scaled + STEADY_MARGIN * steady_window_s
 
 
-def compile_cache(job: jobs.Job) -> str | None:
-    """What a job's run finds in its compiler cache (driver.prepare_compile_cache): its rung's first run empties
+def compile_cache(job: identity.Job) -> str | None:
+    """What a job's run finds in its compiler cache (jobs/run.py's prepare_compile_cache): its rung's first run empties
     it, ``cold``; a later one reuses the first's, ``warm``; None for a job that compiles nothing."""
     if job.compile_cache is None:
         return None
     return "cold" if job.repeat == 1 else "warm"
 
 
-def like_repeats(job: jobs.Job, found: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+def like_repeats(job: identity.Job, found: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
     """Of a rung's records, those that model ``job``: its own repeat's, else every repeat's; a compiling rung's
     of the same cache (a cold compilation never models a warm run, nor a warm run a cold one)."""
     cache = compile_cache(job)
@@ -117,7 +118,7 @@ def like_repeats(job: jobs.Job, found: list[tuple[str, dict]]) -> list[tuple[str
     return own or found
 
 
-def seconds_of(job: jobs.Job, found: list[tuple[str, dict]], epochs: int, steady_window_s: float) -> float | None:
+def seconds_of(job: identity.Job, found: list[tuple[str, dict]], epochs: int, steady_window_s: float) -> float | None:
     """A job's seconds from its rung's (or sweep's, or probe's) records, the mean of those that model it."""
     seconds = [job_seconds(kind, r, epochs, steady_window_s) for kind, r in like_repeats(job, found)]
     seconds = [s for s in seconds if s is not None]
@@ -197,7 +198,7 @@ def choose_archive(setting: str, archives: Path, machine: dict | None) -> Path |
     return None
 
 
-def expected_seconds(config: dict, pace: Pace | None, pending: list[jobs.Job], gpu: str | None) -> dict:
+def expected_seconds(config: dict, pace: Pace | None, pending: list[identity.Job], gpu: str | None) -> dict:
     """Per pending timed job's output, (seconds, archive) at ``pace``, with its share of the time between jobs;
     for a cuda job without a GPU the moment its skip takes; None where the archive has no record that models it."""
     if pace is None:
@@ -247,7 +248,7 @@ class Estimate:
 
 
 def estimate(
-    config: dict, archives: Path, pending: list[jobs.Job], gpu: str | None, venv_set_up: bool = True
+    config: dict, archives: Path, pending: list[identity.Job], gpu: str | None, venv_set_up: bool = True
 ) -> Estimate:
     """The pending jobs' study at the pace of the archive ``estimate_archive`` names; ``venv_set_up``: no set-up."""
     machine = this_machine(gpu)
@@ -265,7 +266,7 @@ def about(seconds: float) -> str:
     return duration(seconds, approximate=True)
 
 
-def expected_line(found: Estimate, pending: list[jobs.Job], gpu: str | None) -> str:
+def expected_line(found: Estimate, pending: list[identity.Job], gpu: str | None) -> str:
     """The run's opening line of what the study should take; unmeasured jobs are named, not guessed."""
     if not pending:
         return "Expected: no timed job in this run."

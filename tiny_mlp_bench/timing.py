@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import statistics
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a type only: the clock sits below the backends that define it
+    from tiny_mlp_bench.backends.contract import Training
 
 # Every phase a run records, in start order, with the report's words. The timing point holds setup, fit and predict;
 # import stays outside. SETUP_PARTS lie inside setup, FIT_PARTS (Keras runs only) inside fit.
@@ -255,3 +260,63 @@ def time_calls(
     if kernels_per_call is not None:
         timed["kernels_per_call"] = kernels_per_call
     return timed
+
+
+# The per-step window's pacing: how many epochs each pass replays, and when the window has enough.
+# A window keeps at least this many blocks, whatever its seconds: its quantiles rest on them.
+MIN_WINDOW_BLOCKS = 20
+# A window stops at this many times its aim (passes too short to fill a block), or empty after HOPELESS_PASSES.
+WINDOW_LIMIT = 5
+HOPELESS_PASSES = 3
+
+
+# At least this many blocks a pass, so a fit shorter than steady_block_s (the floor's) still keeps blocks every pass.
+BLOCKS_PER_PASS = 3
+
+
+def timing_point_pace(clock: Clock, epochs: int) -> float:
+    """Seconds per epoch at the timing point: its median later block, or its whole fit."""
+    later = [seconds / size for seconds, size in zip(clock.block_s[1:], clock.block_epochs[1:], strict=True)]
+    return statistics.median(later) if later else clock.phases_s["fit"] / epochs
+
+
+def pass_epochs(pace: float, window: SteadyClock, epochs: int, per_call: int, window_s: float) -> int:
+    """Epochs for the next pass: the missing seconds and blocks at the pace so far (``pace`` before any block)
+    times STEADY_MARGIN, plus the warm-up call, in whole calls, at most ``epochs``."""
+    if window.block_s:
+        pace = window.window_s / sum(window.block_epochs)
+    missing_blocks = MIN_WINDOW_BLOCKS - len(window.block_s)
+    missing_s = max(window_s - window.window_s, missing_blocks * window.block_target_s, window.block_target_s)
+    calls = 1 + math.ceil(STEADY_MARGIN * missing_s / max(pace, 1e-9) / per_call)
+    return min(calls * per_call, epochs)
+
+
+def per_step_window(
+    training: Training,
+    rebuild: Callable[[], Training],
+    clock: Clock,
+    epochs: int,
+    per_call: int,
+    window_s: float,
+    block_s: float,
+) -> tuple[dict, Training]:
+    """The question's epochs again from the initial weights, in passes timed in blocks of about ``block_s``, until
+    the window holds MIN_WINDOW_BLOCKS blocks and ``window_s`` seconds; ``per_call``: the epochs one call of the
+    training's loop runs. Returns (``timings.steady``, the training it ended with); ``rebuild()`` sets one up anew
+    where the loop cannot restart in place."""
+    pace = timing_point_pace(clock, epochs)
+    window = SteadyClock(clock.sync, min(block_s, pace * epochs / BLOCKS_PER_PASS))
+    started, ran = time.perf_counter(), 0
+    limit_s = WINDOW_LIMIT * max(window_s, MIN_WINDOW_BLOCKS * window.block_target_s)
+    while len(window.block_s) < MIN_WINDOW_BLOCKS or window.window_s < window_s:
+        if time.perf_counter() - started > limit_s:
+            break
+        if not training.restart():
+            training = rebuild()
+        size = pass_epochs(pace, window, epochs, per_call, window_s)
+        window.start_pass()
+        training.fit(window, size)
+        ran += size
+        if not window.block_s and window.passes == HOPELESS_PASSES:
+            break  # the question's whole fit is shorter than a block
+    return {"window_s": window_s, "epochs": ran, **window.window()}, training

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import yaml
 
-from tiny_mlp_bench import CHECKOUT, jobs, registry
+from tiny_mlp_bench import CHECKOUT, registry
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.expected_time import archived, measure_key, newest_measured, record_key, seconds_of
 from tiny_mlp_bench.gpu_study.runner import ARCHIVE_RESERVE_S
+from tiny_mlp_bench.jobs import identity, rounds
 from tiny_mlp_bench.kinds import this_machine
 from tiny_mlp_bench.question import TORCH, askers_keras, askers_rung
 
@@ -29,11 +30,11 @@ JOB_OVERHEAD_S = 3.0
 
 @dataclass(frozen=True)
 class Planned:
-    job: jobs.Job
+    job: identity.Job
     phase: int  # QUESTION, KERAS, PROBES or REST: the index into PHASES, plus one
     expected_s: float
     expected_from: str  # the archive whose record it comes from, or "estimate <pattern>"
-    round: int  # the repeat it runs in (jobs.in_rounds)
+    round: int  # the repeat it runs in (rounds.in_rounds)
 
     def as_dict(self) -> dict:
         return {
@@ -58,7 +59,7 @@ def measured_on_gpus(ok_records: list[tuple]) -> set[tuple]:
     }
 
 
-def archived_seconds(config: dict, job: jobs.Job, newest: dict) -> tuple[float, str] | None:
+def archived_seconds(config: dict, job: identity.Job, newest: dict) -> tuple[float, str] | None:
     """(seconds, archive) of a job from the newest archive that measured it on a machine of this kind
     (expected_time.newest_measured), with Snakemake's start-up; None where none did."""
     archive, found = newest.get(measure_key(job), ("", []))
@@ -66,7 +67,7 @@ def archived_seconds(config: dict, job: jobs.Job, newest: dict) -> tuple[float, 
     return None if seconds is None else (JOB_OVERHEAD_S + seconds, archive)
 
 
-def estimate(job: jobs.Job, estimates: dict[str, float]) -> tuple[float, str]:
+def estimate(job: identity.Job, estimates: dict[str, float]) -> tuple[float, str]:
     matching = [pattern for pattern in estimates if fnmatch.fnmatchcase(job.name, pattern)]
     if not matching:
         raise ValueError(f"no estimate in plan_estimates_s matches {job.name}: add a pattern, or '*'")
@@ -74,19 +75,19 @@ def estimate(job: jobs.Job, estimates: dict[str, float]) -> tuple[float, str]:
     return float(estimates[pattern]), f"estimate {pattern}"
 
 
-def cuda_side(job: jobs.Job) -> tuple | None:
+def cuda_side(job: identity.Job) -> tuple | None:
     """The measure_key of the same measurement on cuda; None for a rung that runs on cpu only."""
     if job.rule == "train" and not registry.variant(job.framework, job.variant).runs_on("cuda"):
         return None
     return (job.rule, "cuda", job.framework, job.variant)
 
 
-def is_pair(job: jobs.Job) -> bool:
+def is_pair(job: identity.Job) -> bool:
     """The question's pair: the asker's torch loop (on cpu or cuda), whose ratio is the GPU study's answer."""
     return job.rule == "train" and (job.framework, job.variant) == (TORCH, askers_rung(TORCH))
 
 
-def phase(job: jobs.Job, config: dict) -> int:
+def phase(job: identity.Job, config: dict) -> int:
     if is_pair(job) and job.repeat <= config["question_rounds"]:
         return QUESTION
     first = (job.repeat or 1) == 1
@@ -103,12 +104,12 @@ def keras_question(frameworks: list[str]) -> tuple[str, str]:
     return keras, askers_rung(keras)
 
 
-def first_unmeasured(job: jobs.Job, measured: set[tuple]) -> int:
+def first_unmeasured(job: identity.Job, measured: set[tuple]) -> int:
     """0 for what no GPU has measured yet (the cpu twin comes with it: the same machine's comparison), else 1."""
     return 0 if cuda_side(job) not in measured | {None} else 1
 
 
-def floor_first(job: jobs.Job) -> int:
+def floor_first(job: identity.Job) -> int:
     """0 for the floor's run: a problem only it has (the numba CUDA kernel) shows in the first minutes."""
     return 0 if job.rule == "train" and registry.role_of(job.framework, job.variant) == Role.FLOOR else 1
 
@@ -117,7 +118,7 @@ def floor_first(job: jobs.Job) -> int:
 KIND_FIRST = {"probe_fixed_costs": 0, "sweep_crossover": 1, "train": 2}
 
 
-def pair_order(job: jobs.Job) -> int:
+def pair_order(job: identity.Job) -> int:
     """The question's pair alternates which device goes first, round by round: cpu first in odd rounds. A drift in
     the machine's state over a round then falls on each device as often."""
     cpu_first = (job.repeat or 1) % 2 == 1
@@ -132,14 +133,14 @@ def plan(config: dict, archives: Path, gpu: str | None, seed: int = 0, machine: 
     ok_records = list(archived(archives))  # read once: both questions are asked of every record
     measured = measured_on_gpus(ok_records)
     newest = newest_measured(ok_records, machine or this_machine(gpu))
-    timed = jobs.timed_jobs(config)
+    timed = rounds.timed_jobs(config)
     config_order = {job: i for i, job in enumerate(timed)}
     expected = {
         job: archived_seconds(config, job, newest) or estimate(job, config["plan_estimates_s"]) for job in timed
     }
     planned = [
         Planned(job, phase(job, config), *expected[job], number)
-        for number, round_jobs in enumerate(jobs.in_rounds(timed, seed), 1)
+        for number, round_jobs in enumerate(rounds.in_rounds(timed, seed), 1)
         for job in round_jobs
     ]
     drawn = {p.job: i for i, p in enumerate(planned)}  # later rounds keep the seed's order

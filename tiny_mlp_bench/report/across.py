@@ -15,7 +15,7 @@ from scipy import stats
 
 from tiny_mlp_bench import registry
 from tiny_mlp_bench.catalogue import Role
-from tiny_mlp_bench.jobs import BUSY, IDLE
+from tiny_mlp_bench.jobs.identity import BUSY, IDLE
 from tiny_mlp_bench.kinds import GPU_STUDY_LOG, KIND_FIELDS, archive_kind, same_machine
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.records import read_record_as_written

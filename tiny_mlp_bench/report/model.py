@@ -8,7 +8,7 @@ import pandas as pd
 
 from tiny_mlp_bench.backends.contract import GPU_EPOCHS_PER_BLOCK
 from tiny_mlp_bench.catalogue import DEVICES, pair_name
-from tiny_mlp_bench.jobs import BUSY
+from tiny_mlp_bench.jobs.identity import BUSY
 from tiny_mlp_bench.question import TORCH, askers_rung
 from tiny_mlp_bench.report import fixed_costs
 from tiny_mlp_bench.report.answer import Answer, ArchivedGpu, answer

@@ -1,18 +1,53 @@
-"""Measure the fixed costs a tiny training step pays on one framework and device; write a probe record."""
+"""`tiny-mlp-bench probe` (scripts/probe_fixed_costs.py, the probe rule's program): measure the fixed costs a tiny
+training step pays on one framework and device; write a probe record."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
 
+from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.backends.contract import RunSpec
 from tiny_mlp_bench.cli import CONFIG_EPILOG, add_fields
-from tiny_mlp_bench.envelope import DeviceMissing, Measurement, run_job
 from tiny_mlp_bench.initial_weights import live_initial_weights
-from tiny_mlp_bench.jobs import ProbeJob
+from tiny_mlp_bench.jobs.envelope import DeviceMissing, Measurement, run_job
+from tiny_mlp_bench.jobs.identity import DATASET, Job
+from tiny_mlp_bench.jobs.options import REQUIRE_GPU, SHARED, JobOptions, about
 from tiny_mlp_bench.probes.keras_epoch import FIT_EPOCHS, keras_fit_epoch
 from tiny_mlp_bench.probes.torch_suite import torch_probes
 from tiny_mlp_bench.question import askers_rung
 from tiny_mlp_bench.records import PROBE_RECORD_TYPE, PROBE_SCHEMA_VERSION, write_probe
+
+
+@dataclass(frozen=True)
+class ProbeJob(JobOptions):
+    """One framework's fixed-cost probes on one device as the probe rule asks for them (`tiny-mlp-bench probe`)."""
+
+    framework: str = field(
+        metadata=about(
+            "the framework (the job's {framework})", choices=[f.name for f in catalogue.FRAMEWORKS if f.probed]
+        )
+    )
+    device: str = field(metadata=about("device to probe (the job's {device})", choices=catalogue.DEVICES))
+    dataset: Path = field(metadata=about("the dataset's Parquet file", Path))
+    output: Path = field(metadata=about("probe record to write (.json)", Path))
+    batch_size: int = field(metadata=SHARED["batch_size"])
+    hidden_units: int = field(metadata=SHARED["hidden_units"])
+    learning_rate: float = field(metadata=SHARED["learning_rate"])
+    threads: int = field(metadata=SHARED["threads"])
+    require_gpu: bool = field(default=False, metadata=REQUIRE_GPU)
+
+
+def probe_job(config: dict, job: Job, threads: int) -> ProbeJob:
+    return ProbeJob.of_config(
+        config,
+        framework=job.framework,
+        device=job.device,
+        dataset=Path(DATASET),
+        output=Path(job.output),
+        threads=threads,
+    )
 
 
 def parse_args(argv=None, prog=None) -> ProbeJob:

@@ -1,4 +1,5 @@
-"""Map where the GPU starts to win: steady-state time per training step over batch size x width.
+"""`tiny-mlp-bench sweep` (scripts/sweep_crossover.py, the sweep rule's program): map where the GPU starts to win,
+steady-state time per training step over batch size x width.
 
 Each point times torch's ``sync_free`` step on device-resident random rows: WARMUP_STEPS untimed, then BLOCKS blocks of
 ``steps`` steps, keeping the median block's time per step; the device's float32 matmul rate is recorded too."""
@@ -7,14 +8,48 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
 
+from tiny_mlp_bench import catalogue, cli
 from tiny_mlp_bench.backends.torch_common import build_model, device_sync, gpu_missing, set_threads
 from tiny_mlp_bench.cli import CONFIG_EPILOG, add_fields
-from tiny_mlp_bench.envelope import DeviceMissing, Measurement, run_job
-from tiny_mlp_bench.jobs import SweepJob
+from tiny_mlp_bench.jobs.envelope import DeviceMissing, Measurement, run_job
+from tiny_mlp_bench.jobs.identity import Job
+from tiny_mlp_bench.jobs.options import REQUIRE_GPU, SHARED, JobOptions, about
 from tiny_mlp_bench.question import ASKERS_RUN
 from tiny_mlp_bench.records import SCHEMA_VERSION, SWEEP_RECORD_TYPE, write_sweep
 from tiny_mlp_bench.timing import Clock
+
+
+@dataclass(frozen=True)
+class SweepJob(JobOptions):
+    """One device's crossover sweep as the sweep rule asks for it (`tiny-mlp-bench sweep`)."""
+
+    device: str = field(metadata=about("device to sweep (the job's {device})", choices=catalogue.DEVICES))
+    output: Path = field(metadata=about("sweep record to write (.json)", Path))
+    batch_sizes: list[int] = field(
+        metadata=about(
+            "the grid's batch sizes, comma-separated (e.g. 64,1024): the config's sweep.batch_sizes",
+            cli.csv_ints,
+            "sweep.batch_sizes",
+        )
+    )
+    hidden_units: list[int] = field(
+        metadata=about(
+            "the grid's widths, comma-separated: the config's sweep.hidden_units", cli.csv_ints, "sweep.hidden_units"
+        )
+    )
+    steps: int = field(
+        metadata=about("timed steps per block: the config's sweep.steps", cli.positive_int, "sweep.steps")
+    )
+    threads: int = field(metadata=SHARED["threads"])
+    require_gpu: bool = field(default=False, metadata=REQUIRE_GPU)
+
+
+def sweep_job(config: dict, job: Job, threads: int) -> SweepJob:
+    return SweepJob.of_config(config, device=job.device, output=Path(job.output), threads=threads)
+
 
 VARIANT = "sync_free"  # the torch rung whose step each point times, named in the sweep record
 BLOCKS = 3

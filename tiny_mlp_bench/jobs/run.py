@@ -1,4 +1,5 @@
-"""A training run: set up, trained and predicted inside the asker's timing point, scored, recorded."""
+"""`tiny-mlp-bench run` (scripts/train.py, the train rule's program): a training run's options, and the run set up,
+trained and predicted inside the asker's timing point, scored and recorded."""
 
 from __future__ import annotations
 
@@ -7,9 +8,7 @@ import datetime
 import math
 import os
 import shutil
-import statistics
-import time
-from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -17,12 +16,94 @@ import numpy as np
 from tiny_mlp_bench import catalogue, cli, registry
 from tiny_mlp_bench.backends.contract import Backend, Loop, RunSpec, Training, epochs_per_call
 from tiny_mlp_bench.dataset import Dataset
-from tiny_mlp_bench.envelope import DeviceMissing, Measurement, run_job
 from tiny_mlp_bench.initial_weights import SCHEME, live_initial_weights
-from tiny_mlp_bench.jobs import BUSY, TrainingJob
+from tiny_mlp_bench.jobs.envelope import DeviceMissing, Measurement, run_job
+from tiny_mlp_bench.jobs.identity import BUSY, CONDITIONS, DATASET, IDLE, Job
+from tiny_mlp_bench.jobs.options import REQUIRE_GPU, SHARED, JobOptions, about
 from tiny_mlp_bench.neighbour import busy_core, neighbour_core
 from tiny_mlp_bench.records import RECORD_TYPE, SCHEMA_VERSION, write_record
-from tiny_mlp_bench.timing import METHOD, STEADY_MARGIN, Clock, SteadyClock
+from tiny_mlp_bench.timing import METHOD, Clock, per_step_window
+
+
+@dataclass(frozen=True)
+class TrainingJob(JobOptions):
+    """A training run as the train rule asks for it and TrainingRun runs it (`tiny-mlp-bench run`)."""
+
+    framework: str = field(metadata=about("the framework (the job's {framework})", choices=catalogue.framework_names()))
+    device: str = field(metadata=about("device to train on (the job's {device})", choices=catalogue.DEVICES))
+    repeat: int = field(
+        metadata=about(
+            "repeat number (the job's {repeat}); the weights are drawn from seed + repeat - 1", cli.positive_int
+        )
+    )
+    dataset: Path = field(metadata=about("Parquet file from make_dataset.py", Path))
+    output: Path = field(metadata=about("run record to write (.json)", Path))
+    epochs: int = field(
+        metadata=about("passes over the training rows: the config's epochs", cli.positive_int, "epochs")
+    )
+    batch_size: int = field(metadata=SHARED["batch_size"])
+    learning_rate: float = field(metadata=SHARED["learning_rate"])
+    hidden_units: int = field(metadata=SHARED["hidden_units"])
+    threads: int = field(metadata=SHARED["threads"])
+    min_r2: float = field(
+        metadata=about(
+            "train R^2 at or above which a run counts as converged: the config's convergence_min_r2",
+            float,
+            "convergence_min_r2",
+        )
+    )
+    steady_window_s: float = field(
+        metadata=about(
+            "seconds of steady blocks after the timing point (0: none): the config's steady_window_s",
+            cli.non_negative_float,
+            "steady_window_s",
+        )
+    )
+    steady_block_s: float = field(
+        metadata=about(
+            "wall seconds of one steady block: the config's steady_block_s", cli.positive_float, "steady_block_s"
+        )
+    )
+    variant: str | None = field(
+        default=None, metadata=about("training-loop variant (the job's {variant}); default: the framework's first")
+    )
+    require_gpu: bool = field(default=False, metadata=REQUIRE_GPU)
+    condition: str = field(
+        default=IDLE,
+        metadata=about("what the run is set beside: nothing, or one busy core (the job's rule)", choices=CONDITIONS),
+    )
+    compile_cache: Path | None = field(
+        default=None,
+        metadata=about(
+            "the compiler cache a compiling rung's runs share (the workflow gives results/compile_cache/<rung>): "
+            "repeat 1 empties it and compiles cold, a later repeat reuses what it compiled; the record's "
+            "method.compile_cache says which. Default: an empty cache of the run's own",
+            Path,
+        ),
+    )
+
+    @property
+    def job(self) -> Job:
+        return Job("train", self.device, self.framework, self.variant, self.repeat, self.condition)
+
+    def flags(self, leave_out: tuple[str, ...] = ()) -> list[str]:
+        # An idle run's options are what they were before conditions: a finished study's runs do not rerun.
+        return super().flags(leave_out + (("condition",) if self.condition == IDLE else ()))
+
+
+def training_job(config: dict, job: Job, threads: int) -> TrainingJob:
+    return TrainingJob.of_config(
+        config,
+        framework=job.framework,
+        device=job.device,
+        variant=job.variant,
+        repeat=job.repeat,
+        dataset=Path(DATASET),
+        output=Path(job.output),
+        threads=threads,
+        condition=job.condition,
+        compile_cache=None if job.compile_cache is None else Path(job.compile_cache),
+    )
 
 
 def score(training: Training, data: Dataset, min_r2: float) -> dict:
@@ -45,58 +126,6 @@ def score(training: Training, data: Dataset, min_r2: float) -> dict:
         "converged": bool(math.isfinite(r2) and r2 >= min_r2),
         "min_r2": min_r2,
     }
-
-
-# A window keeps at least this many blocks, whatever its seconds: its quantiles rest on them.
-MIN_WINDOW_BLOCKS = 20
-# A window stops at this many times its aim (passes too short to fill a block), or empty after HOPELESS_PASSES.
-WINDOW_LIMIT = 5
-HOPELESS_PASSES = 3
-
-
-# At least this many blocks a pass, so a fit shorter than steady_block_s (the floor's) still keeps blocks every pass.
-BLOCKS_PER_PASS = 3
-
-
-def timing_point_pace(clock: Clock, epochs: int) -> float:
-    """Seconds per epoch at the timing point: its median later block, or its whole fit."""
-    later = [seconds / size for seconds, size in zip(clock.block_s[1:], clock.block_epochs[1:], strict=True)]
-    return statistics.median(later) if later else clock.phases_s["fit"] / epochs
-
-
-def pass_epochs(pace: float, window: SteadyClock, epochs: int, per_call: int, window_s: float) -> int:
-    """Epochs for the next pass: the missing seconds and blocks at the pace so far (``pace`` before any block)
-    times STEADY_MARGIN, plus the warm-up call, in whole calls, at most ``epochs``."""
-    if window.block_s:
-        pace = window.window_s / sum(window.block_epochs)
-    missing_blocks = MIN_WINDOW_BLOCKS - len(window.block_s)
-    missing_s = max(window_s - window.window_s, missing_blocks * window.block_target_s, window.block_target_s)
-    calls = 1 + math.ceil(STEADY_MARGIN * missing_s / max(pace, 1e-9) / per_call)
-    return min(calls * per_call, epochs)
-
-
-def per_step_window(
-    training: Training, rebuild: Callable[[], Training], clock: Clock, epochs: int, window_s: float, block_s: float
-) -> tuple[dict, Training]:
-    """The question's epochs again from the initial weights, in passes timed in blocks of about ``block_s``, until
-    the window holds MIN_WINDOW_BLOCKS blocks and ``window_s`` seconds. Returns (``timings.steady``, the training
-    it ended with); ``rebuild()`` sets one up anew where the loop cannot restart in place."""
-    per_call, pace = epochs_per_call(training), timing_point_pace(clock, epochs)
-    window = SteadyClock(clock.sync, min(block_s, pace * epochs / BLOCKS_PER_PASS))
-    started, ran = time.perf_counter(), 0
-    limit_s = WINDOW_LIMIT * max(window_s, MIN_WINDOW_BLOCKS * window.block_target_s)
-    while len(window.block_s) < MIN_WINDOW_BLOCKS or window.window_s < window_s:
-        if time.perf_counter() - started > limit_s:
-            break
-        if not training.restart():
-            training = rebuild()
-        size = pass_epochs(pace, window, epochs, per_call, window_s)
-        window.start_pass()
-        training.fit(window, size)
-        ran += size
-        if not window.block_s and window.passes == HOPELESS_PASSES:
-            break  # the question's whole fit is shorter than a block
-    return {"window_s": window_s, "epochs": ran, **window.window()}, training
 
 
 def time_and_score(
@@ -123,7 +152,8 @@ def time_and_score(
         def rebuild() -> Training:  # the loop's set-up again, untimed
             return loop(fw, spec, data, Clock(clock.sync))
 
-        steady, training = per_step_window(training, rebuild, clock, spec.epochs, window_s, block_s)
+        per_call = epochs_per_call(training)
+        steady, training = per_step_window(training, rebuild, clock, spec.epochs, per_call, window_s, block_s)
     syncs = training.host_syncs_per_epoch()
     details = training.details if syncs is None else {**training.details, "host_syncs_per_epoch": str(syncs)}
     details = {**details, **training.after_timing()}
