@@ -18,7 +18,7 @@ ARCHIVE_RESERVE_S = 45
 # How long Snakemake may take to stop its job at the time limit before its process group is killed.
 STOP_GRACE_S = 10
 TAIL_LINES = 8  # of a failed job's log, kept for the archive's README
-POLL_S = 0.2  # how often a lane looks at its job, the clock and Ctrl-C
+POLL_S = 0.2  # how often the runner looks at its job, the clock and Ctrl-C
 
 
 class Interrupted(Exception):
