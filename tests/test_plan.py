@@ -95,6 +95,19 @@ def test_the_questions_pair_runs_its_rounds_first_then_keras_then_the_torch_prob
     )
 
 
+def test_a_round_of_the_pair_runs_whole_or_not_at_all():
+    estimates = {"*": 10, "torch-cpu-seed-*": 4, "torch-cuda-seed-*": 6}
+    planned = by_name(plan.plan(CONFIG | {"plan_estimates_s": estimates}, Path("/nonexistent"), None))
+    first, second = planned["torch-cuda-seed-2"], planned["torch-cpu-seed-2"]  # round 2: cuda first
+    assert (first.needs_s, first.after, second.after) == (10, None, "torch-cuda-seed-2")
+    ordered = list(planned.values())
+    # 4 s left after two rounds, Keras and the probes: not the 10 s round 3 needs, though its cpu run (4 s) fits.
+    time_for_jobs = 2 * 10 + 2 * 10 + 2 * 10 + 4
+    starts = plan.schedule(ordered, time_for_jobs)
+    assert starts["torch-cpu-seed-3"] is None and starts["torch-cuda-seed-3"] is None
+    assert plan.schedule(ordered, time_for_jobs + 6)["torch-cuda-seed-3"] is not None
+
+
 def keras_phase(frameworks: list[str]) -> list[str]:
     variants = {**CONFIG["variants"], "tf_keras": ["seed"], "keras": ["seed"]}
     config = CONFIG | {"frameworks": frameworks, "variants": variants}

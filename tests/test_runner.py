@@ -95,7 +95,20 @@ def test_jobs_run_one_at_a_time_and_none_starts_that_no_longer_fits(tmp_path, st
     assert all(later["started_s"] >= earlier["ended_s"] for earlier, later in itertools.pairwise(ran))
     assert "the job says why" in outcomes[1]["log_tail"]  # its own log is missing: the calls' log
     assert outcomes[-1]["ended_s"] < 4 + 1
-    assert any("too-long: skipped, expected 30 s" in line for line in said)
+    assert any("too-long: skipped, needs 30 s" in line for line in said)
+
+
+@pytest.mark.slow
+def test_a_pair_rounds_second_run_starts_only_after_its_first_ran(tmp_path, stand_in):
+    said = []
+    running = runner.Runner(sys.executable, tmp_path / "config.yaml", tmp_path, "logs/jobs.log", said.append)
+    t0 = time.monotonic()
+    # The first needs both runs' time (40 s) where 3 s are left: neither runs; a job after them still does.
+    first = job("torch-cpu-seed-5", 0.1, 1) | {"needs_s": 40}
+    second = job("torch-cuda-seed-5", 0.1, 1, "cuda") | {"after": "torch-cpu-seed-5"}
+    outcomes = running.run([first, second, job("next", 0.1, 1)], until=t0 + 3, t0=t0)
+    assert [o["outcome"] for o in outcomes] == ["skipped for time", "skipped for time", "done"]
+    assert any("torch-cuda-seed-5: skipped, torch-cpu-seed-5 (its round's first run) did not run" in s for s in said)
 
 
 def test_a_job_whose_record_says_failed_is_failed_though_snakemake_succeeded(tmp_path, monkeypatch):

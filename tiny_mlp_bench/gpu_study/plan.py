@@ -7,7 +7,7 @@ import argparse
 import fnmatch
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -35,6 +35,10 @@ class Planned:
     expected_s: float
     expected_from: str  # the archive whose record it comes from, or "estimate <pattern>"
     round: int  # the repeat it runs in (rounds.in_rounds)
+    # A round of the question's pair runs whole or not at all: one run a side of a round orders nothing. Its first
+    # run needs the time of both to start; its second names the first, and starts only after it ran.
+    needs_s: float = 0.0
+    after: str | None = None
 
     def as_dict(self) -> dict:
         return {
@@ -47,6 +51,8 @@ class Planned:
             "phase_name": PHASES[self.phase - 1],
             "expected_s": round(self.expected_s, 1),
             "expected_from": self.expected_from,
+            "needs_s": round(max(self.needs_s, self.expected_s), 1),
+            "after": self.after,
         }
 
 
@@ -158,7 +164,23 @@ def plan(config: dict, archives: Path, gpu: str | None, seed: int = 0, machine: 
             return (p.phase, 1, first_unmeasured(job, measured), floor_first(job), *cheapest)
         return (p.phase, 2, drawn[job])
 
-    return sorted(planned, key=priority)
+    return whole_pair_rounds(sorted(planned, key=priority))
+
+
+def whole_pair_rounds(planned: list[Planned]) -> list[Planned]:
+    """``planned`` with each round of the question's pair made whole: its first run needs both runs' time, its
+    second starts only after the first (Planned.needs_s, after)."""
+    firsts = {}
+    found = []
+    for p in planned:
+        if is_pair(p.job) and p.round not in firsts:
+            twin = next(q for q in planned if is_pair(q.job) and q.round == p.round and q is not p)
+            firsts[p.round] = p.job.name
+            p = replace(p, needs_s=p.expected_s + twin.expected_s)
+        elif is_pair(p.job):
+            p = replace(p, after=firsts[p.round])
+        found.append(p)
+    return found
 
 
 def schedule(
@@ -170,7 +192,8 @@ def schedule(
     starts, now = {}, 0.0
     for p in planned:
         name = p.job.name
-        if p.expected_s <= time_for_jobs - now:
+        first_ran = p.after is None or starts.get(p.after) is not None
+        if first_ran and max(p.needs_s, p.expected_s) <= time_for_jobs - now:
             starts[name], now = now, now + (took_s or {}).get(name, p.expected_s)
         else:
             starts[name] = None

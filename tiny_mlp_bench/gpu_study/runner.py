@@ -113,10 +113,17 @@ class Runner:
         """Each job's plan with its outcome and, if it ran, ``started_s`` and ``ended_s`` (from ``t0``) and
         ``took_s``, in the plan's order. A job whose expected time no longer fits is skipped; a shorter one after
         it may still start. Ctrl-C stops the running job and raises Interrupted."""
-        outcomes = []
+        outcomes, ran = [], set()
         try:
             for number, job in enumerate(planned, 1):
-                outcomes.append(self.run_one(job, f"[{number}/{len(planned)}] {job['name']}", until, t0))
+                where = f"[{number}/{len(planned)}] {job['name']}"
+                if job.get("after") and job["after"] not in ran:
+                    self.say(f"{where}: skipped, {job['after']} (its round's first run) did not run")
+                    outcomes.append(dict(job, outcome="skipped for time"))
+                    continue
+                outcomes.append(self.run_one(job, where, until, t0))
+                if "started_s" in outcomes[-1]:
+                    ran.add(job["name"])
         except KeyboardInterrupt:
             raise Interrupted from None
         return outcomes
@@ -124,8 +131,9 @@ class Runner:
     def run_one(self, job: dict, where: str, until: float | None, t0: float) -> dict:
         left = None if until is None else until - time.monotonic()
         outcome = dict(job)
-        if left is not None and job["expected_s"] > left:
-            self.say(f"{where}: skipped, expected {job['expected_s']:g} s with {max(left, 0):.0f} s left")
+        needs = max(job.get("needs_s", 0.0), job["expected_s"])  # a pair round's first run: both runs' time
+        if left is not None and needs > left:
+            self.say(f"{where}: skipped, needs {needs:g} s with {max(left, 0):.0f} s left")
             return outcome | {"outcome": "skipped for time"}
         self.say(f"{where}: {job['phase_name']}, expected {job['expected_s']:g} s ({job['expected_from']})")
         if job["device"] == "cuda":
