@@ -106,6 +106,9 @@ def test_a_round_of_the_pair_runs_whole_or_not_at_all():
     starts = plan.schedule(ordered, time_for_jobs)
     assert starts["torch-cpu-seed-3"] is None and starts["torch-cuda-seed-3"] is None
     assert plan.schedule(ordered, time_for_jobs + 6)["torch-cuda-seed-3"] is not None
+    # A study of one device has no pair: its runs are planned as any other's.
+    alone = plan.plan(CONFIG | {"devices": ["cpu"]}, Path("/nonexistent"), None)
+    assert all(p.after is None and p.needs_s == 0 for p in alone)
 
 
 def keras_phase(frameworks: list[str]) -> list[str]:

@@ -170,17 +170,15 @@ def plan(config: dict, archives: Path, gpu: str | None, seed: int = 0, machine: 
 def whole_pair_rounds(planned: list[Planned]) -> list[Planned]:
     """``planned`` with each round of the question's pair made whole: its first run needs both runs' time, its
     second starts only after the first (Planned.needs_s, after)."""
-    firsts = {}
-    found = []
+    pairs: dict[int, list[Planned]] = {}
     for p in planned:
-        if is_pair(p.job) and p.round not in firsts:
-            twin = next(q for q in planned if is_pair(q.job) and q.round == p.round and q is not p)
-            firsts[p.round] = p.job.name
-            p = replace(p, needs_s=p.expected_s + twin.expected_s)
-        elif is_pair(p.job):
-            p = replace(p, after=firsts[p.round])
-        found.append(p)
-    return found
+        if is_pair(p.job):
+            pairs.setdefault(p.round, []).append(p)
+    whole = {}  # a study of one device has no pair to keep whole
+    for first, second in (runs for runs in pairs.values() if len(runs) == 2):
+        whole[first.job] = replace(first, needs_s=first.expected_s + second.expected_s)
+        whole[second.job] = replace(second, after=first.job.name)
+    return [whole.get(p.job, p) for p in planned]
 
 
 def schedule(
