@@ -14,7 +14,7 @@ from tiny_mlp_bench.generated_docs.markers import between, write_or_check
 from tiny_mlp_bench.kinds import BUSY_STUDY, DEFAULT_STUDY, archive_kind, cpu_name
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH
 from tiny_mlp_bench.report import across, claims
-from tiny_mlp_bench.report.cells import duration, table
+from tiny_mlp_bench.report.cells import duration, spread, table
 from tiny_mlp_bench.report.inference import Interval, Ratio
 from tiny_mlp_bench.report.sentences import tied
 
@@ -300,12 +300,6 @@ def short_answer(studies: list[across.Study]) -> str:
         "**In short** (each ratio within one study, pooled over the studies of one machine kind, with its 95% "
         f"interval; [terms](#terms)): {shown}"
     )
-
-
-def spread(values: list[float]) -> str:
-    """Times over several studies as their range, one time where there is one."""
-    low, high = duration(min(values)), duration(max(values))
-    return low if low == high else f"{low} to {high}"
 
 
 def run_time(archives: list[Archive]) -> str:

@@ -100,6 +100,12 @@ def duration(found: Interval | float | None, approximate: bool = False) -> str:
     return f"{approx(value) if approximate else figures(value, decimals(value))} {name}"
 
 
+def spread(values: list[float]) -> str:
+    """Times measured several times (over runs, or studies) as their range; one time where there is one."""
+    low, high = duration(min(values)), duration(max(values))
+    return low if low == high else f"{low} to {high}"
+
+
 def times(found: Ratio | None) -> str:
     """A ratio over runs, with its interval: as "2.1x (1.6-2.4)" is written with the times sign."""
     if found is None:

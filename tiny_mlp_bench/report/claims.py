@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from tiny_mlp_bench.kinds import cpu_name
 from tiny_mlp_bench.report import across
 from tiny_mlp_bench.report.busy_core import BusyCore, Views
-from tiny_mlp_bench.report.cells import decimals, duration, figures, times
+from tiny_mlp_bench.report.cells import decimals, duration, figures, spread, times
 from tiny_mlp_bench.report.inference import Interval, Ratio
 
 
@@ -190,10 +190,6 @@ def claim_part(found: list[across.Across], label) -> str:
 def gpu_costs_claim(found: list[across.Across]) -> str:
     """What the GPU verdict's cuda runs spent besides the fit, per machine kind: torch's lazy import of its compiler
     stack, which the asker's torch did not have, and CUDA's start-up, each against the time to result."""
-
-    def spread(values: list[float]) -> str:
-        low, high = duration(min(values)), duration(max(values))
-        return low if low == high else f"{low} to {high}"
 
     parts = []
     for claim in found:
