@@ -40,6 +40,11 @@ class Planned:
     needs_s: float = 0.0
     after: str | None = None
 
+    @property
+    def time_to_start(self) -> float:
+        """The time left this job needs to start: its own expected time, or its pair round's (needs_s)."""
+        return max(self.needs_s, self.expected_s)
+
     def as_dict(self) -> dict:
         return {
             "name": self.job.name,
@@ -51,7 +56,7 @@ class Planned:
             "phase_name": PHASES[self.phase - 1],
             "expected_s": round(self.expected_s, 1),
             "expected_from": self.expected_from,
-            "needs_s": round(max(self.needs_s, self.expected_s), 1),
+            "needs_s": round(self.time_to_start, 1),
             "after": self.after,
         }
 
@@ -191,7 +196,7 @@ def schedule(
     for p in planned:
         name = p.job.name
         first_ran = p.after is None or starts.get(p.after) is not None
-        if first_ran and max(p.needs_s, p.expected_s) <= time_for_jobs - now:
+        if first_ran and p.time_to_start <= time_for_jobs - now:
             starts[name], now = now, now + (took_s or {}).get(name, p.expected_s)
         else:
             starts[name] = None
