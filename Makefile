@@ -10,7 +10,7 @@
 #   make archive          pack the finished study into results/archive/ (ARCHIVE_ARGS="--name NAME")
 #   make verify           check every archive (ARCHIVE=<one> for one)
 #   make docs             every generated passage below but the kit table, from its source
-#   make variant-table    the README's table of variants, from the catalogue
+#   make rung-table       the README's table of rungs, from the catalogue
 #   make config-table     config/config.yaml and docs/running.md's table of keys, from the config schema
 #   make method-numbers   docs/method.md's A/A control and intervals, from the archive it names
 #   make findings         the README's "What it found", from the newest archives' report models
@@ -26,7 +26,7 @@ BIN := $(VENV)/bin
 # Rules call `python` and tests call `snakemake`: both must be the environment's.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help run quick busy test test-fast docs variant-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit kit-table clean images image-torch image-keras torch-cpu-wheel compare archive verify
+.PHONY: help run quick busy test test-fast docs rung-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit kit-table clean images image-torch image-keras torch-cpu-wheel compare archive verify
 
 # A bare `make` prints the targets: starting a study is `make run`.
 .DEFAULT_GOAL := help
@@ -66,8 +66,8 @@ test-fast: $(BIN)/.dev-installed lint
 docs: $(BIN)/.runtime-installed
 	python -m tiny_mlp_bench docs
 
-variant-table: $(BIN)/.runtime-installed
-	python -m tiny_mlp_bench docs variant-table
+rung-table: $(BIN)/.runtime-installed
+	python -m tiny_mlp_bench docs rung-table
 
 config-table: $(BIN)/.runtime-installed
 	python -m tiny_mlp_bench docs config-table

@@ -93,7 +93,7 @@ def config_flags(program: str) -> list[str]:
     defaults, with --threads 1 (the rules' cpu_threads 0 means every core). The programs have no
     defaults of their own for these, so a test starts from this and appends its own flags: argparse
     keeps the last. train.py's also name a job, as its rule's wildcards do: on cpu, repeat 1, the
-    framework's first variant; probe_fixed_costs.py's and sweep_crossover.py's name cpu too."""
+    framework's first rung; probe_fixed_costs.py's and sweep_crossover.py's name cpu too."""
     config = schema_defaults()
     # A tenth of a second of steady state, not the default's second: every test run would pay it.
     job = identity.Job("train", "cpu", "torch", "seed", 1)

@@ -1,4 +1,4 @@
-"""The catalogue of variants is the one list: the backends, the config, the schema and the README agree with it."""
+"""The catalogue of rungs is the one list: the backends, the config, the schema and the README agree with it."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import yaml
 
 from helpers import ROOT
 from tiny_mlp_bench import catalogue, registry
-from tiny_mlp_bench.generated_docs import variant_table
+from tiny_mlp_bench.generated_docs import rung_table
 
 
-def test_the_readme_table_is_the_catalogues_as_make_variant_table_writes_it(tmp_path):
-    assert variant_table.main(["--check"]) == 0, "run: make variant-table"
-    rows = variant_table.table().splitlines()[2:]
+def test_the_readme_table_is_the_catalogues_as_make_rung_table_writes_it(tmp_path):
+    assert rung_table.main(["--check"]) == 0, "run: make rung-table"
+    rows = rung_table.table().splitlines()[2:]
     assert len(rows) == len(registry.rungs())
     assert rows[0] == "| torch | `seed` | cpu, cuda | yes | — (the asker's loop) |"
     assert "| torch | `graphed` | cuda | yes |" in rows[5] and "| tf_keras | `xla` | cpu, cuda | – |" in rows[11]
@@ -25,10 +25,10 @@ def test_the_readme_table_is_the_catalogues_as_make_variant_table_writes_it(tmp_
     assert "| keras_torch | `seed` | cpu, cuda | – |" in rows[20]  # a default rung of a framework run on request
     # A stale table is found and rewritten between the markers, the text around it kept.
     stale = tmp_path / "README.md"
-    stale.write_text(f"intro\n{variant_table.BEGIN}\n| old |\n{variant_table.END}\nafter\n")
-    assert variant_table.main(["--check", "--readme", str(stale)]) == 1
-    assert variant_table.main(["--readme", str(stale)]) == 0
-    assert stale.read_text() == f"intro\n{variant_table.BEGIN}\n{variant_table.table()}\n{variant_table.END}\nafter\n"
+    stale.write_text(f"intro\n{rung_table.BEGIN}\n| old |\n{rung_table.END}\nafter\n")
+    assert rung_table.main(["--check", "--readme", str(stale)]) == 1
+    assert rung_table.main(["--readme", str(stale)]) == 0
+    assert stale.read_text() == f"intro\n{rung_table.BEGIN}\n{rung_table.table()}\n{rung_table.END}\nafter\n"
 
 
 def test_the_backend_modules_declare_every_rung_with_its_loop_and_import_no_framework():
@@ -38,7 +38,7 @@ import json, sys
 from tiny_mlp_bench import catalogue, registry
 for framework in catalogue.framework_names():
     assert registry.backend(framework).name == framework
-    assert all(callable(registry.loop(framework, name)) for name in registry.variant_names(framework))
+    assert all(callable(registry.loop(framework, name)) for name in registry.rung_names(framework))
 frameworks = {"torch", "tensorflow", "tf_keras", "keras", "jax", "optax", "numba", "sklearn"}
 print(json.dumps({"rungs": len(registry.rungs()), "imported": sorted(frameworks & set(sys.modules))}))
 """
@@ -64,7 +64,7 @@ def test_a_backend_module_declares_its_own_frameworks_rungs_each_with_a_loop(mon
             registry.rungs()
     monkeypatch.undo()
     registry.rungs.cache_clear()
-    assert registry.variant("sklearn", "mlp_regressor").loop is rung.loop
+    assert registry.rung("sklearn", "mlp_regressor").loop is rung.loop
 
 
 def test_a_backend_module_declares_one_backend_per_framework_and_only_its_own(monkeypatch):
@@ -96,18 +96,18 @@ def test_the_study_configs_leave_the_variants_to_the_catalogue():
 
 
 def test_ladders_start_with_the_askers_loop_and_unknown_names_are_refused():
-    assert registry.variant_names("torch")[0] == "seed" and registry.variant_names("keras")[0] == "seed"
+    assert registry.rung_names("torch")[0] == "seed" and registry.rung_names("keras")[0] == "seed"
     assert registry.ladder_position("torch", "graphed") == 5
     assert registry.ladder_position("torch", "not-listed") == len(registry.ladder("torch"))
-    with pytest.raises(catalogue.UnknownVariant, match="unknown keras variant 'turbo'; known: seed, xla"):
-        registry.variant("keras", "turbo")
-    with pytest.raises(catalogue.UnknownVariant, match="unknown framework 'mxnet'"):
+    with pytest.raises(catalogue.UnknownRung, match="unknown keras rung 'turbo'; known: seed, xla"):
+        registry.rung("keras", "turbo")
+    with pytest.raises(catalogue.UnknownRung, match="unknown framework 'mxnet'"):
         catalogue.framework("mxnet")
 
 
 def test_where_variants_run():
-    assert not registry.variant("torch", "graphed").runs_on("cpu")
-    assert registry.variant("numpy", "reference").why_not_on("cuda") == "numpy reference runs on cpu only"
+    assert not registry.rung("torch", "graphed").runs_on("cpu")
+    assert registry.rung("numpy", "reference").why_not_on("cuda") == "numpy reference runs on cpu only"
     assert all(v.runs_on("cpu") or v.runs_on("cuda") for v in registry.rungs())
 
 
@@ -123,7 +123,7 @@ def test_a_rung_declared_only_in_its_backend_module_reaches_the_config_check_the
     from tiny_mlp_bench.report.markdown import render_markdown
     from tiny_mlp_bench.report.model import build_report
 
-    turbo = catalogue.Variant(
+    turbo = catalogue.Rung(
         "torch", "turbo", catalogue.DEVICES, "what turbo removes", default=False, loop=torch_loops.SyncFreeLoop
     )
     monkeypatch.setattr(torch_loops, "RUNGS", (*torch_loops.RUNGS, turbo))

@@ -21,7 +21,7 @@ def test_shipped_configs_are_valid(path):
 
 
 def test_every_schema_key_has_type_description_and_default():
-    # frameworks and variants take their defaults from the catalogue (with_catalogue_defaults).
+    # frameworks and rungs take their defaults from the catalogue (with_catalogue_defaults).
     for key, spec in SCHEMA["properties"].items():
         assert {"description", *(() if key in ("frameworks", "variants") else ("default",))} <= spec.keys(), key
         assert "type" in spec or "enum" in spec, key
@@ -90,7 +90,7 @@ def test_all_mistakes_are_reported_at_once():
 def test_a_framework_with_an_empty_list_of_variants_is_named():
     config = DEFAULT | {"variants": {"torch": ["seed"], "tf_keras": []}}
     assert config_errors(config, SCHEMA) == [
-        "config key 'variants.tf_keras': no variants listed, but 'tf_keras' is in frameworks",
+        "config key 'variants.tf_keras': no rungs listed, but 'tf_keras' is in frameworks",
     ]
 
 
@@ -98,14 +98,14 @@ def test_what_a_config_leaves_out_is_the_catalogues_default_study_and_all_is_eve
     assert "frameworks" not in DEFAULT and "variants" not in DEFAULT  # config/config.yaml leaves both out
     assert with_catalogue_defaults(DEFAULT) == DEFAULT | {
         "frameworks": catalogue.default_frameworks(),
-        "variants": registry.default_variants(),
+        "variants": registry.default_rungs(),
     }
     chosen = with_catalogue_defaults(
         {"frameworks": ["torch", "keras"], "variants": {"torch": ["seed"], "keras": "all"}}
     )
     assert chosen["variants"]["torch"] == ["seed"]
     assert chosen["variants"]["keras"] == ["seed", "xla", "steps_per_execution", "epoch_blocks"]
-    assert chosen["variants"]["jax"] == registry.default_variants()["jax"]
+    assert chosen["variants"]["jax"] == registry.default_rungs()["jax"]
     assert config_errors(DEFAULT | {"variants": {"keras": "all"}}, SCHEMA) == []
     (error,) = config_errors(DEFAULT | {"variants": {"keras": "every"}}, SCHEMA)
     assert error.startswith("config key 'variants.keras': 'every' is not valid under any of the given schemas")

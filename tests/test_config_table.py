@@ -94,7 +94,7 @@ def test_the_table_has_a_row_per_key_with_its_default():
     assert "\n| `frameworks` | the catalogue's default study | Frameworks to train with" in text
     assert "\n| `devices` | `[cpu, cuda]` |" in text and "\n| `sweep.batch_sizes` | `[64, 1024, 16384]` |" in text
     assert "\n| `plan_estimates_s` | `{'*': 60}` |" in text
-    assert "[the README's table](../README.md#where-the-time-goes-the-variants)" in text  # links stay Markdown
+    assert "[the README's table](../README.md#where-the-time-goes-the-rungs)" in text  # links stay Markdown
 
 
 def test_the_schema_with_its_annotations_is_one_jsonschema_and_snakemake_accept():

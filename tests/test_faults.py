@@ -1,7 +1,7 @@
 """Faults, with real processes: killed jobs, a writer killed mid-publish, a corrupt record, a full disk,
 and a second Snakemake run on a directory in use.
 
-The Snakemake tests run a tiny NumPy study (one variant on the CPU) in a temporary copy of the workflow;
+The Snakemake tests run a tiny NumPy study (one rung on the CPU) in a temporary copy of the workflow;
 the writer test runs the training program alone, with the fault-injection point of
 tiny_mlp_bench/atomic.py switched on. The full-disk test mounts a tmpfs, which needs root: elsewhere
 it skips with the reason; CI sets TINY_MLP_BENCH_REQUIRE_ROOT_MOUNTS=1, which turns that skip into a
@@ -34,7 +34,7 @@ from tiny_mlp_bench.records import read_record, read_sweep
 # Every test here runs Snakemake, or the training program, for real and breaks it on purpose.
 pytestmark = pytest.mark.workflow
 
-# One framework, one variant, one device: jobs of a second or two, plus the cpu sweep and the report.
+# One framework, one rung, one device: jobs of a second or two, plus the cpu sweep and the report.
 NUMPY_ONLY = {"frameworks": ["numpy"], "devices": ["cpu"], "variants": {"numpy": ["reference"]}}
 TIMEOUT_S = 300  # for a whole Snakemake run of the tiny study on a busy two-core machine
 

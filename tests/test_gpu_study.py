@@ -86,8 +86,8 @@ def test_the_gpu_config_runs_every_rung_but_tensorflows_on_both_devices():
         if catalogue.framework(fw).image != "keras"
     }
     assert config["frameworks"] == list(expected)
-    assert {fw: registry.study_variants(config["variants"])[fw] for fw in expected} == expected
-    runs = [(fw, v, d) for fw in expected for v in map(partial(registry.variant, fw), expected[fw]) for d in v.devices]
+    assert {fw: registry.study_rungs(config["variants"])[fw] for fw in expected} == expected
+    runs = [(fw, v, d) for fw in expected for v in map(partial(registry.rung, fw), expected[fw]) for d in v.devices]
     assert len(runs) == 29  # as docs/gpu-kit.md says
 
 
@@ -348,7 +348,7 @@ def test_the_time_limit_bounds_the_whole_command_and_the_question_comes_first(tm
     # More repeats than fit: some jobs finish, the rest are not started, and the fused_epoch runs, their
     # estimate far below their cold compilation (half a minute or more on cpu), keep being started, so
     # that one is still running when the time for jobs is up. The limit leaves the set-up (the pre-flight's
-    # imports, two Snakemake calls) and the question's pair room on a slow machine, and the reserve the
+    # imports, two Snakemake calls) and a question round room on a slow machine, and the reserve the
     # report and the archive: on a 2-core one in a slow spell, the set-up took 30 s and torch's cpu seed
     # 19 s, so that 75 s left no time for its cuda twin; under a second heavy job, 20 s did not pack.
     estimates = {"torch-*-fused_epoch-*": 0.01, "*": 8}
@@ -373,7 +373,7 @@ def test_the_time_limit_bounds_the_whole_command_and_the_question_comes_first(tm
     assert len(stopped) <= 1
     for name in stopped:
         assert "fused_epoch" in name and not (folder / "runs" / f"{name}.json").exists()
-    # The question's pair first, on each device.
+    # The question round first, on each device.
     assert [name for name, job in jobs.items() if job["outcome"] == "done"][:2] == [
         "torch-cpu-seed-1",
         "torch-cuda-seed-1",
@@ -514,7 +514,7 @@ def test_the_whole_command_rehearsed_on_node_pythons_as_gpu_nodes_have_them(
     verdict = timing["pip_check"]
     assert verdict["carried"] == [packaging, setuptools, typing_extensions]
     assert not verdict["introduced"] and not verdict["unresolved"]
-    # The question's pair first, then one job at a time: nothing ran beside a timed job.
+    # The question round first, then one job at a time: nothing ran beside a timed job.
     jobs = {job["name"]: job for job in timing["jobs"]}
     assert list(jobs)[:2] == ["torch-cpu-seed-1", "torch-cuda-seed-1"]
     assert most_jobs_at_once(timing["jobs"]) == 1
@@ -527,7 +527,7 @@ def test_the_whole_command_rehearsed_on_node_pythons_as_gpu_nodes_have_them(
     assert all("gpu_before" in job and "gpu_after" in job for job in jobs.values() if job["device"] == "cuda")
     # The set-up this rehearsal measured is the allowance the GPU study's plan is held to: on the machine the
     # first H200 archive's records were made on, config/gpu.yaml's plan fits the question's 4 rounds and Keras's
-    # question in a 480 s limit (test_plan.py replays the last contact's pace, the torch probes included).
+    # question in a 480 s limit (test_plan.py replays the last GPU study's pace, the torch probes included).
     fits = gpu_plan_fits(tmp_path, timing["setup_s"], time_limit=480)
     assert all(fits[name] for name in QUESTION_FIRST[:-1]), (timing["setup_s"], fits)
     records = [json.loads(p.read_text()) for p in sorted((folder / "runs").glob("*.json"))]
@@ -653,7 +653,7 @@ def test_what_only_the_floor_needs_is_a_warning_and_stops_nothing(monkeypatch, c
     monkeypatch.setattr(gpu_study, "cuda_toolkit", lambda: (None, "nowhere"))
     monkeypatch.setattr(gpu_study, "gpu_state", lambda: "Some GPU, P0")
     _, problems = gpu_study.preflight(Path(sys.executable), allow_no_gpu=False)
-    assert problems == []  # the question's pair and every other job run
+    assert problems == []  # the question rounds and every other job run
     said = capsys.readouterr().err
     assert said.count("warning: the floor's cuda job will fail alone, the rest of the study runs: ") == 2
     assert "the floor kernel does not run on this GPU: failed: no libNVVM" in said

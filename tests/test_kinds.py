@@ -1,4 +1,4 @@
-"""Studies are compared only within one kind of study and one kind of machine (tiny_mlp_bench/kinds.py)."""
+"""Studies are compared only within one study kind and one machine kind (tiny_mlp_bench/kinds.py)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def test_an_archives_machine_kind_is_its_runs_cpu_and_any_gpu_they_name(tmp_path
     # A record of another machine among many does not change the archive's kind.
     local = write_study(tmp_path / "local", [AMD, AMD, XEON_16])
     assert kinds.archive_kind(local) == ("default", ("AMD EPYC", 2, None))
-    # Where the provenance records the kind of study, it is what it says.
+    # Where the provenance records the study kind, it is what it says.
     assert kinds.study_kind(write_study(tmp_path / "busy", [AMD], kind="busy")) == "busy"
     # Sealed before it recorded its kind, an archive with a run beside a busy core is a busy-core study.
     unsaid = write_study(tmp_path / "unsaid", [AMD, AMD])
@@ -52,5 +52,5 @@ def test_the_tree_keeps_at_most_three_archives_of_a_kind():
     archives = [path.parent for path in (ROOT / "results" / "archive").glob("*/provenance.json")]
     counted = Counter(kinds.archive_kind(folder) for folder in archives)
     assert archives and max(counted.values()) <= 3, counted
-    # Every archive the tree holds records, or shows by its logs, which kind of study it is.
+    # Every archive the tree holds records, or shows by its logs, which study kind it is.
     assert {kind for kind, _ in counted} <= {kinds.DEFAULT_STUDY, kinds.GPU_STUDY, kinds.BUSY_STUDY}

@@ -68,7 +68,7 @@ def test_the_questions_pair_runs_its_rounds_first_then_keras_then_the_torch_prob
         "keras_jax-cuda-seed-1",
         "probe-torch-cuda",
         "probe-torch-cpu",
-        # The rest: the pair's later rounds first.
+        # The rest: the later question rounds first.
         "torch-cpu-seed-3",
         "torch-cuda-seed-3",
     ]
@@ -157,7 +157,7 @@ def test_later_rounds_run_in_the_order_the_seed_draws_and_round_r_holds_repeat_r
 
     def later(seed: int) -> list[str]:
         planned = plan.plan(config, Path("/nonexistent"), None, seed=seed)
-        return [p.job.name for p in planned if p.round > 1 and p.phase == plan.REST and not plan.is_pair(p.job)]
+        return [p.job.name for p in planned if p.round > 1 and p.phase == plan.REST and not plan.is_question_run(p.job)]
 
     for p in plan.plan(config, Path("/nonexistent"), None, seed=7):
         assert p.round == (p.job.repeat or 1)
@@ -171,7 +171,7 @@ def test_later_rounds_run_in_the_order_the_seed_draws_and_round_r_holds_repeat_r
 def test_in_the_first_round_of_the_rest_what_no_gpu_measured_leads_the_floor_first_then_the_cheapest():
     estimates = {"*": 10, "numpy-*": 12, "torch-*-fused_epoch-*": 60, "probe-*": 60, "sweep-*": 5}
     planned = plan.plan(CONFIG | {"plan_estimates_s": estimates}, Path("/nonexistent"), None)
-    first = [p.job.name for p in planned if p.phase == plan.REST and p.round == 1 and not plan.is_pair(p.job)]
+    first = [p.job.name for p in planned if p.phase == plan.REST and p.round == 1 and not plan.is_question_run(p.job)]
     assert first == [
         "numpy-cpu-fused-1",  # the floor: a problem only its CUDA kernel has shows early
         "numpy-cuda-fused-1",
@@ -188,7 +188,7 @@ def test_in_the_first_round_of_the_rest_what_no_gpu_measured_leads_the_floor_fir
 def test_what_a_gpu_measured_before_follows_what_none_has(archives):
     write_archive(archives, "old-gpu", "2026-01-01", [on_gpu(synthetic_record("numpy", "cuda", 1, variant="fused"))])
     planned = plan.plan(CONFIG, archives, "Test GPU")
-    first = [p.job.name for p in planned if p.phase == plan.REST and p.round == 1 and not plan.is_pair(p.job)]
+    first = [p.job.name for p in planned if p.phase == plan.REST and p.round == 1 and not plan.is_question_run(p.job)]
     assert first[-2:] == ["numpy-cpu-fused-1", "numpy-cuda-fused-1"]
 
 
@@ -205,36 +205,37 @@ def test_the_schedule_starts_no_job_that_no_longer_fits_but_a_shorter_one_after_
     assert replayed["torch-cuda-seed-1"] == 1
 
 
-def test_a_480_s_contact_at_the_last_contacts_pace_runs_4_rounds_of_the_question_then_keras_then_the_cuda_probe(
+def test_a_480_s_gpu_study_at_the_last_ones_pace_runs_4_question_rounds_then_keras_then_the_cuda_probe(
     tmp_path,
 ):
     """The plan of config/gpu.yaml replayed with the job durations, the set-up and the machine of the second H200
-    contact, which ran the question's pair once a side in a 262 s limit; its probes come from the first contact,
+    GPU study, which ran one question round in a 262 s limit; its probes come from the first GPU study,
     which ran them. Planned as a node with those two archives would plan it."""
-    contacts = [ROOT / "results" / "archive" / name for name in ("2026-12-04-nvidia-h200", "2026-12-04-nvidia-h200-2")]
+    studied = ("2026-12-04-nvidia-h200", "2026-12-04-nvidia-h200-2")
+    gpu_studies = [ROOT / "results" / "archive" / name for name in studied]
     archives = tmp_path / "archive"
     archives.mkdir()
-    for folder in contacts:
+    for folder in gpu_studies:
         (archives / folder.name).symlink_to(folder)
-    logs = [json.loads((folder / "logs" / "gpu_study.json").read_text()) for folder in contacts]
+    logs = [json.loads((folder / "logs" / "gpu_study.json").read_text()) for folder in gpu_studies]
     took = {job["name"]: job["took_s"] for log in logs for job in log["jobs"] if job["outcome"] == "done"}
-    took |= {job["name"]: job["took_s"] for job in logs[1]["jobs"] if job["outcome"] == "done"}  # the pace: contact 2's
+    took |= {job["name"]: job["took_s"] for job in logs[1]["jobs"] if job["outcome"] == "done"}  # the second's pace
     setup_s = logs[1]["setup_s"]
-    environment = json.loads((contacts[1] / "runs" / "torch-cuda-seed-1.json").read_text())["environment"]
+    environment = json.loads((gpu_studies[1] / "runs" / "torch-cuda-seed-1.json").read_text())["environment"]
     machine = {key: environment[key] for key in ("cpu_model", "logical_cpus", "gpu_name")}
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     config = config_check.with_catalogue_defaults(config | yaml.safe_load((ROOT / "config" / "gpu.yaml").read_text()))
     planned = plan.plan(config, archives, machine["gpu_name"], seed=1, machine=machine)
-    # A later round's run takes what the contact's first took.
+    # A later round's run takes what the GPU study's first took.
     replay = {
         p.job.name: took[re.sub(r"-\d+$", "-1", p.job.name)] for p in planned if p.job.repeat or p.job.name in took
     }
     time_for_jobs = 480 - ARCHIVE_RESERVE_S - setup_s
     starts = plan.schedule(planned, time_for_jobs, replay)
-    pair_rounds = [
+    question_rounds = [
         f"torch-{device}-seed-{r}" for r in range(1, 5) for device in (("cpu", "cuda") if r % 2 else ("cuda", "cpu"))
     ]
-    first = [*pair_rounds, "keras_jax-cpu-seed-1", "keras_jax-cuda-seed-1", "probe-torch-cuda"]
+    first = [*question_rounds, "keras_jax-cpu-seed-1", "keras_jax-cuda-seed-1", "probe-torch-cuda"]
     assert names(planned)[: len(first)] == first
     for name in first:
         assert starts[name] is not None and starts[name] + replay[name] <= time_for_jobs, name

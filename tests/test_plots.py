@@ -230,7 +230,7 @@ def test_render_report_writes_the_ladder_chart_beside_the_others(tmp_path):
     for chart in ("timings.png", "ladder.png", "crossover.png"):  # ladder.png by default beside --plot
         assert (out / "report" / chart).read_bytes().startswith(PNG)
     report = (out / "report.md").read_text()
-    steady = report.index("### Where the time goes: the variant ladders")
+    steady = report.index("### Where the time goes: the ladders")
     assert report.index("](report/ladder.png)\n") > steady
     result = run_script("render_report.py", *args, "--ladder-plot", out / "ladders.png", "--", *records)
     assert result.returncode == 0, result.stderr

@@ -625,7 +625,7 @@ def test_report_states_ladder_keras_floor_and_crossovers():
     # Two runs of 0.1 and 0.2 ms: a t-interval with one degree of freedom, as wide as that is.
     # Beside it the median block, and no share of slow blocks: these records have no canary.
     compiled = [
-        "[`compiled`](#the-variants)",
+        "[`compiled`](#the-rungs)",
         "141 µs (2–11,561)",
         "150 µs",
         "–",

@@ -103,13 +103,13 @@ def test_epochs_per_call_may_differ_by_device():
     assert per_call.pop(("jax", "scan", "cpu")) == per_call.pop(("jax", "scan", "cuda")) == 50
     assert set(per_call.values()) == {1}
     with pytest.raises(ValueError, match="numpy reference runs on cpu only"):
-        registry.variant("numpy", "reference").epochs_per_call("cuda")
+        registry.rung("numpy", "reference").epochs_per_call("cuda")
 
 
 def test_the_descriptions_state_the_epochs_per_call():
-    assert "one numba CUDA kernel per 100 epochs on cuda" in registry.variant("numpy", "fused").removes
-    assert "50 epochs per `fit` epoch" in registry.variant("keras", "epoch_blocks").removes
-    assert "each block of 50 epochs" in registry.variant("jax", "scan").removes
+    assert "one numba CUDA kernel per 100 epochs on cuda" in registry.rung("numpy", "fused").removes
+    assert "50 epochs per `fit` epoch" in registry.rung("keras", "epoch_blocks").removes
+    assert "each block of 50 epochs" in registry.rung("jax", "scan").removes
 
 
 def test_frameworks_have_labels_and_keras_says_which_and_on_what():

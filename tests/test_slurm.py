@@ -72,7 +72,7 @@ def test_tiny_study_on_slurm(slurm, workflow_dir):
     result = run_on_slurm(workflow_dir, "tiny.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
     records = {p.stem: read_record(p) for p in (workflow_dir / "results" / "runs").glob("*.json")}
-    assert len(records) == 32  # the tiny study: 16 framework-device-variant runs, 2 repeats
+    assert len(records) == 32  # the tiny study: 16 framework-device-rung runs, 2 repeats
     for run_id, record in records.items():
         env = record["environment"]
         assert env["slurm_job_id"] and env["slurm_node"], run_id

@@ -95,7 +95,7 @@ def test_help_describes_the_program_and_lists_the_catalogue():
         (["--epochs", "0"], "--epochs: must be a positive integer, got 0"),
         (["--learning-rate", "-1"], "--learning-rate: must be a positive number"),
         (["--device", "tpu"], "argument --device: invalid choice: 'tpu'"),
-        (["--variant", "fastest"], "argument --variant: unknown torch variant 'fastest'; known: seed, batched_fetch"),
+        (["--variant", "fastest"], "argument --variant: unknown torch rung 'fastest'; known: seed, batched_fetch"),
     ],
 )
 def test_usage_errors_name_the_option(small_dataset, tmp_path, args, message):
@@ -307,7 +307,7 @@ def test_keras_on_jax_runs_an_epoch_per_call(small_dataset, tmp_path):
 def test_keras_on_jax_has_no_tensorflow_only_rung(small_dataset, tmp_path):
     out = tmp_path / "blocks.json"
     result = train("keras_jax", "--dataset", small_dataset, "--output", out, "--variant", "epoch_blocks")
-    assert result.returncode != 0 and "unknown keras_jax variant 'epoch_blocks'" in result.stderr
+    assert result.returncode != 0 and "unknown keras_jax rung 'epoch_blocks'" in result.stderr
 
 
 def fake_backend(gpu_missing=None) -> Backend:
@@ -570,7 +570,7 @@ def test_torch_variants_train_the_same_model(small_dataset, tmp_path, variant, d
     assert detail.items() <= record["parameters"]["variant_details"].items()
     assert len(record["timings"]["block_s"]) == 200 and record["timings"]["steps_per_epoch"] == 3
     assert record["timings"]["steps_taken"] == 600  # counted by the rung's optimiser
-    # Weight seed 7 + 3 - 1 keeps the final ReLU alive on this data: every variant must learn the target.
+    # Weight seed 7 + 3 - 1 keeps the final ReLU alive on this data: every rung must learn the target.
     assert record["quality"]["converged"], record["quality"]
     if variant == "fused_epoch":  # its compiled call, timed after the run: the kernel is part of it, never all
         details = record["parameters"]["variant_details"]

@@ -86,8 +86,8 @@ def test_tiny_study_end_to_end(tiny_run):
     # One row per reason: the cuda runs' skip, stated once with every rung it stopped.
     (skipped,) = [row for row in rows if row[0] == "skipped" and row[1].startswith("no CUDA device")]
     assert "torch-cuda-seed (2)" in skipped[2] and "the cuda crossover sweep" in skipped[2]
-    assert "### Where the time goes: the variant ladders" in report
-    assert ["[`sync_free`](#the-variants)"] in [row[:1] for row in rows]
+    assert "### Where the time goes: the ladders" in report
+    assert ["[`sync_free`](#the-rungs)"] in [row[:1] for row in rows]
     assert "Where the GPU starts to win: not measured, no cuda sweep completed." in report
     # No archive in this clone: the answer says no archived GPU run qualified (gpu_answer_archive: auto), nor a
     # busy-core study of this machine kind (busy_answer_archive: auto), and the run's start said it had no estimate

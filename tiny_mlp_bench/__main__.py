@@ -13,7 +13,7 @@ PROG = "tiny-mlp-bench"
 
 # name: (module:function, what it does); the first five are the workflow's steps, the rest run by hand or by make.
 COMMANDS = {
-    "run": ("tiny_mlp_bench.jobs.run:main", "train and time one run of one framework and variant: a run record"),
+    "run": ("tiny_mlp_bench.jobs.run:main", "train and time one run of one framework and rung: a run record"),
     "sweep": ("tiny_mlp_bench.jobs.sweep:main", "time torch per step over batch size x width on one device"),
     "probe": ("tiny_mlp_bench.jobs.probe:main", "measure one framework's fixed costs per step on one device"),
     "dataset": ("tiny_mlp_bench.dataset:main", "write the question's dataset as Parquet"),

@@ -31,7 +31,7 @@ class Framework:
     name: str
     label: str  # what the report calls it
     image: str  # the key in the config's `images` of the image its steps run in
-    backend: str  # the module in tiny_mlp_bench.backends that implements its variants
+    backend: str  # the module in tiny_mlp_bench.backends that implements its rungs
     # Distributions a record names; a run skipped before importing the framework reads their metadata.
     packages: tuple[str, ...]
     probed: bool = False  # `tiny-mlp-bench probe` measures its fixed costs
@@ -42,7 +42,7 @@ class Framework:
 
 
 @dataclass(frozen=True)
-class Variant:
+class Rung:
     """One rung of a framework's ladder; a framework's rungs are listed from the asker's loop down."""
 
     framework: str
@@ -133,10 +133,10 @@ FRAMEWORKS = (
 )
 
 
-def one_thread(framework_name: str, loop: Callable) -> Variant:
+def one_thread(framework_name: str, loop: Callable) -> Rung:
     """A framework's one_thread rung: its asker's ``loop`` with one intra-op and one inter-op CPU thread (torch's and
     Keras 2's, on cpu)."""
-    return Variant(
+    return Rung(
         framework_name,
         "one_thread",
         ("cpu",),
@@ -149,15 +149,15 @@ def one_thread(framework_name: str, loop: Callable) -> Variant:
     )
 
 
-class UnknownVariant(KeyError):
-    """A framework or variant the catalogue does not list."""
+class UnknownRung(KeyError):
+    """A framework or rung the catalogue does not list."""
 
 
 def framework(name: str) -> Framework:
     for found in FRAMEWORKS:
         if found.name == name:
             return found
-    raise UnknownVariant(f"unknown framework '{name}'; known: {', '.join(framework_names())}")
+    raise UnknownRung(f"unknown framework '{name}'; known: {', '.join(framework_names())}")
 
 
 def framework_names() -> list[str]:

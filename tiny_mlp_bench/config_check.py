@@ -75,7 +75,7 @@ def hint(name: str, known: list[str]) -> str:
 
 
 def catalogue_errors(config: dict) -> list[str]:
-    """Frameworks and variants the catalogue does not list, and frameworks left without variants."""
+    """Frameworks and rungs the catalogue does not list, and frameworks left without rungs."""
     frameworks = catalogue.framework_names()
     messages = [
         f"config key 'frameworks.{i}': '{name}' is not one of {frameworks}{suggestion(name, frameworks)}"
@@ -87,14 +87,14 @@ def catalogue_errors(config: dict) -> list[str]:
         if framework not in frameworks:
             messages.append(f"config key 'variants.{framework}': '{framework}' is not one of {frameworks}")
             continue
-        known = registry.variant_names(framework)
+        known = registry.rung_names(framework)
         messages += [
             f"config key 'variants.{framework}.{i}': '{name}' is not one of {known}"
             for i, name in enumerate([] if names == catalogue.ALL else names)
             if name not in known
         ]
     messages += [
-        f"config key 'variants.{framework}': no variants listed, but '{framework}' is in frameworks"
+        f"config key 'variants.{framework}': no rungs listed, but '{framework}' is in frameworks"
         for framework in config.get("frameworks", catalogue.default_frameworks())
         if variants.get(framework) == []
     ]
@@ -102,8 +102,9 @@ def catalogue_errors(config: dict) -> list[str]:
 
 
 def with_catalogue_defaults(config: dict) -> dict:
-    """The config with the catalogue's defaults filled in: frameworks, and each one's variants as the study runs."""
+    """The config with the catalogue's defaults filled in: frameworks, and each one's
+    rungs (`variants`) as the study runs."""
     return config | {
         "frameworks": config.get("frameworks", catalogue.default_frameworks()),
-        "variants": registry.study_variants(config.get("variants")),
+        "variants": registry.study_rungs(config.get("variants")),
     }

@@ -67,7 +67,7 @@ def records_in(folder: Path):
 
 
 def archived(archives: Path):
-    """Every ok record in the archives of every kind of study, newest archive first, as (archive name, kind,
+    """Every ok record in the archives of every study kind, newest archive first, as (archive name, kind,
     record): the GPU study's plan reads what any study measured."""
     for folder in newest_first(archives):
         for kind, record in records_in(folder):

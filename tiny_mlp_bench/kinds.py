@@ -1,4 +1,4 @@
-"""What makes two studies comparable, each defined once: the kind of machine they ran on, and the kind of study.
+"""What makes two studies comparable, each defined once: the machine kind they ran on, and the study kind.
 Standard library only: the GPU study's command reads it on a node's bare Python."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tiny_mlp_bench import machine
 
-# The kinds of study: the default study (`make run`, or any local config), the GPU study (scripts/gpu_study.py), the
+# The study kinds: the default study (`make run`, or any local config), the GPU study (scripts/gpu_study.py), the
 # busy-core study (`make busy`: runs beside one busy core, whose claims never pool with an idle study's).
 DEFAULT_STUDY, GPU_STUDY, BUSY_STUDY = "default", "gpu", "busy"
 GPU_STUDY_LOG = "logs/gpu_study.json"  # what the GPU study leaves in its archive, and no other study does
@@ -58,7 +58,7 @@ def machine_of(records: list[dict]) -> dict:
 
 
 def study_kind(folder: Path) -> str:
-    """An archive's kind of study: as its provenance records it, or, sealed before it did, by what it holds."""
+    """An archive's study kind: as its provenance records it, or, sealed before it did, by what it holds."""
     provenance = folder / "provenance.json"
     recorded = json.loads(provenance.read_text())["study"].get("kind") if provenance.is_file() else None
     if recorded:
@@ -70,7 +70,7 @@ def study_kind(folder: Path) -> str:
 
 
 def archive_kind(folder: Path, records: list[dict] | None = None) -> tuple[str, tuple]:
-    """What an archive is compared by: its kind of study and its machine kind (from ``records``, its run records
+    """What an archive is compared by: its study kind and its machine kind (from ``records``, its run records
     where the caller has read them already)."""
     kind = machine_of(archive_records(folder) if records is None else records)
     return study_kind(folder), tuple(kind[field] for field in KIND_FIELDS)

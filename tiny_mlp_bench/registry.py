@@ -8,7 +8,7 @@ import importlib
 from types import ModuleType
 
 from tiny_mlp_bench.backends.contract import Backend, Loop
-from tiny_mlp_bench.catalogue import ALL, FRAMEWORKS, Role, UnknownVariant, Variant, framework, framework_names
+from tiny_mlp_bench.catalogue import ALL, FRAMEWORKS, Role, Rung, UnknownRung, framework, framework_names
 
 
 class NotRegistered(LookupError):
@@ -21,7 +21,7 @@ def backend_module(framework_name: str) -> ModuleType:
 
 
 @functools.cache
-def rungs() -> tuple[Variant, ...]:
+def rungs() -> tuple[Rung, ...]:
     """Every rung in catalogue then ladder order, from the backend modules' ``RUNGS`` (imported on first use)."""
     found = []
     for f in FRAMEWORKS:
@@ -49,31 +49,29 @@ def backend(framework_name: str) -> Backend:
     return found[0]
 
 
-def loop(framework_name: str, variant_name: str) -> Loop:
-    return variant(framework_name, variant_name).loop
+def loop(framework_name: str, name: str) -> Loop:
+    return rung(framework_name, name).loop
 
 
-def ladder(framework_name: str) -> list[Variant]:
+def ladder(framework_name: str) -> list[Rung]:
     """A framework's rungs in ladder order, the asker's loop first."""
     return [v for v in rungs() if v.framework == framework_name]
 
 
-def variant_names(framework_name: str) -> list[str]:
+def rung_names(framework_name: str) -> list[str]:
     return [v.name for v in ladder(framework_name)]
 
 
-def variant(framework_name: str, name: str) -> Variant:
+def rung(framework_name: str, name: str) -> Rung:
     for found in ladder(framework_name):
         if found.name == name:
             return found
-    raise UnknownVariant(
-        f"unknown {framework_name} variant '{name}'; known: {', '.join(variant_names(framework_name))}"
-    )
+    raise UnknownRung(f"unknown {framework_name} rung '{name}'; known: {', '.join(rung_names(framework_name))}")
 
 
 def ladder_position(framework_name: str, name: str) -> int:
-    """Where a variant stands on its framework's ladder; unknown ones sort last."""
-    names = variant_names(framework_name)
+    """Where a rung stands on its framework's ladder; unknown ones sort last."""
+    names = rung_names(framework_name)
     return names.index(name) if name in names else len(names)
 
 
@@ -83,31 +81,31 @@ def role_of(framework_name: str, name: str) -> Role | None:
     return found.role if found else None
 
 
-def rung_with_role(framework_name: str, role: Role) -> Variant | None:
+def rung_with_role(framework_name: str, role: Role) -> Rung | None:
     """A framework's rung with ``role``; None where its ladder has none."""
     return next((v for v in ladder(framework_name) if v.role == role), None)
 
 
-def rungs_with_role(role: Role) -> list[Variant]:
+def rungs_with_role(role: Role) -> list[Rung]:
     return [v for v in rungs() if v.role == role]
 
 
-def sole_rung(role: Role) -> Variant:
+def sole_rung(role: Role) -> Rung:
     (found,) = rungs_with_role(role)
     return found
 
 
-def default_variants() -> dict[str, list[str]]:
+def default_rungs() -> dict[str, list[str]]:
     return {f.name: [v.name for v in ladder(f.name) if v.default] for f in FRAMEWORKS}
 
 
-def study_variants(requested: dict[str, list[str] | str] | None) -> dict[str, list[str]]:
-    """A config's variants per framework: its list, every rung for `all`, else the default rungs."""
+def study_rungs(requested: dict[str, list[str] | str] | None) -> dict[str, list[str]]:
+    """A config's `variants` per framework: its list, every rung for `all`, else the default rungs."""
     requested = requested or {}
-    defaults = default_variants()
+    defaults = default_rungs()
 
     def chosen(name: str) -> list[str]:
         names = requested.get(name, defaults[name])
-        return variant_names(name) if names == ALL else list(names)
+        return rung_names(name) if names == ALL else list(names)
 
     return {name: chosen(name) for name in framework_names()}

@@ -34,7 +34,7 @@ class RunSpec:
 class Training(Protocol):
     """A built training run: what the clock runs after set-up."""
 
-    details: dict[str, str]  # what the variant used, e.g. which Adam
+    details: dict[str, str]  # what the rung used, e.g. which Adam
 
     def fit(self, clock: Clock, epochs: int) -> None:
         """Train ``epochs`` epochs, letting ``clock`` time them in blocks."""

@@ -7,7 +7,7 @@ import re
 import numpy as np
 
 from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
-from tiny_mlp_bench.catalogue import DEVICES, Role, Variant
+from tiny_mlp_bench.catalogue import DEVICES, Role, Rung
 from tiny_mlp_bench.machine import nvidia_driver
 
 SCAN_EPOCHS_PER_BLOCK = 50  # the scan rung: epochs per jitted call, on either device
@@ -236,7 +236,7 @@ BACKENDS = (
     ),
 )
 RUNGS = (
-    Variant(
+    Rung(
         "jax",
         "seed",
         DEVICES,
@@ -244,7 +244,7 @@ RUNGS = (
         role=Role.ASKERS,
         loop=SeedLoop,
     ),
-    Variant(
+    Rung(
         "jax",
         "scan",
         DEVICES,

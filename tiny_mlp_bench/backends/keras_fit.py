@@ -16,7 +16,7 @@ from tiny_mlp_bench.backends.keras_runtime import (
     start_device,
     wait_for_device,
 )
-from tiny_mlp_bench.catalogue import DEVICES, Role, Variant, one_thread
+from tiny_mlp_bench.catalogue import DEVICES, Role, Rung, one_thread
 
 # framework -> (backend, the module Keras is imported as)
 KERAS_BACKENDS = {
@@ -222,19 +222,19 @@ def backend_of(framework: str) -> str:
 BACKENDS = tuple(keras_backend(keras_framework) for keras_framework in KERAS_BACKENDS)
 
 
-def askers_fit(framework: str, which: str) -> Variant:
-    return Variant(framework, "seed", DEVICES, f"— (the asker's `fit`, {which})", role=Role.ASKERS, loop=FitRun)
+def askers_fit(framework: str, which: str) -> Rung:
+    return Rung(framework, "seed", DEVICES, f"— (the asker's `fit`, {which})", role=Role.ASKERS, loop=FitRun)
 
 
-def xla(framework: str) -> Variant:  # JAX always compiles: xla is TensorFlow's
-    return Variant(
+def xla(framework: str) -> Rung:  # JAX always compiles: xla is TensorFlow's
+    return Rung(
         framework, "xla", DEVICES, "TensorFlow op dispatch, by compiling the step with XLA", default=False, loop=FitRun
     )
 
 
-def one_call_per_epoch(framework: str) -> Variant:  # full study only: the Keras probes measure its cost
+def one_call_per_epoch(framework: str) -> Rung:  # full study only: the Keras probes measure its cost
     about = "per-step calls into the train function: one call per epoch"
-    return Variant(
+    return Rung(
         framework, "steps_per_execution", DEVICES, about, default=False, role=Role.ONE_CALL_PER_EPOCH, loop=FitRun
     )
 
@@ -242,7 +242,7 @@ def one_call_per_epoch(framework: str) -> Variant:  # full study only: the Keras
 RUNGS = (
     askers_fit("tf_keras", "Keras 2 as the asker ran it"),
     # Only Keras 2 makes the iterator once per fit, whose deletion can pause.
-    Variant(
+    Rung(
         "tf_keras",
         "autotune_off",
         DEVICES,
@@ -259,7 +259,7 @@ RUNGS = (
     askers_fit("keras", "Keras 3 on TensorFlow"),
     xla("keras"),
     one_call_per_epoch("keras"),
-    Variant(
+    Rung(
         "keras",
         "epoch_blocks",
         DEVICES,

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from tiny_mlp_bench.backends.contract import Backend, RunSpec
 from tiny_mlp_bench.backends.numpy_loop import FUSED_EPOCHS_PER_CALL, FUSED_EPOCHS_PER_LAUNCH, ReferenceRun, simulated
-from tiny_mlp_bench.catalogue import DEVICES, Role, Variant
+from tiny_mlp_bench.catalogue import DEVICES, Role, Rung
 from tiny_mlp_bench.machine import NO_CUDA, nvidia_driver
 
 
@@ -116,7 +116,7 @@ BACKENDS = (
     ),
 )
 RUNGS = (
-    Variant(
+    Rung(
         "numpy",
         "reference",
         ("cpu",),
@@ -124,7 +124,7 @@ RUNGS = (
         role=Role.REFERENCE,
         loop=ReferenceRun,
     ),
-    Variant(
+    Rung(
         "numpy",
         "reference_twin",
         ("cpu",),
@@ -134,7 +134,7 @@ RUNGS = (
         loop=ReferenceRun,
     ),
     # Named numpy on cuda too: the framework is the hand-written loops, and the archives' run ids stay.
-    Variant(
+    Rung(
         "numpy",
         "fused",
         DEVICES,

@@ -6,7 +6,7 @@ import warnings
 from types import SimpleNamespace
 
 from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
-from tiny_mlp_bench.catalogue import Variant
+from tiny_mlp_bench.catalogue import Rung
 
 
 def load(device: str | None = None):
@@ -91,7 +91,7 @@ BACKENDS = (
 )
 # No role: scikit-learn's own loop, with no asker's rung to be measured against.
 RUNGS = (
-    Variant(
+    Rung(
         "sklearn",
         "mlp_regressor",
         ("cpu",),

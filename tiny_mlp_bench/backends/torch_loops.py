@@ -16,7 +16,7 @@ from tiny_mlp_bench.backends.torch_common import (
     start_device,
 )
 from tiny_mlp_bench.backends.torch_epoch import FusedEpochLoop, GraphedEpochLoop
-from tiny_mlp_bench.catalogue import DEVICES, Role, Variant, one_thread
+from tiny_mlp_bench.catalogue import DEVICES, Role, Rung, one_thread
 
 
 class LoaderLoop(TorchLoop):
@@ -113,11 +113,9 @@ BACKENDS = (
     ),
 )
 RUNGS = (
-    Variant(
-        "torch", "seed", DEVICES, "— (the asker's loop)", role=Role.ASKERS, loop=partial(LoaderLoop, batched=False)
-    ),
+    Rung("torch", "seed", DEVICES, "— (the asker's loop)", role=Role.ASKERS, loop=partial(LoaderLoop, batched=False)),
     # batched_fetch and resident are in the full study only: the report's answer does not need them.
-    Variant(
+    Rung(
         "torch",
         "batched_fetch",
         DEVICES,
@@ -125,7 +123,7 @@ RUNGS = (
         default=False,
         loop=partial(LoaderLoop, batched=True),
     ),
-    Variant(
+    Rung(
         "torch",
         "resident",
         DEVICES,
@@ -133,7 +131,7 @@ RUNGS = (
         default=False,
         loop=ResidentLoop,
     ),
-    Variant(
+    Rung(
         "torch",
         "sync_free",
         DEVICES,
@@ -141,7 +139,7 @@ RUNGS = (
         "parameters, where torch's default is a per-parameter loop on cpu and a multi-tensor foreach on cuda)",
         loop=SyncFreeLoop,
     ),
-    Variant(
+    Rung(
         "torch",
         "compiled",
         DEVICES,
@@ -151,7 +149,7 @@ RUNGS = (
         compiles=True,
         loop=CompiledLoop,
     ),
-    Variant(
+    Rung(
         "torch",
         "graphed",
         ("cuda",),
@@ -159,7 +157,7 @@ RUNGS = (
         role=Role.GRAPHED_STEP,
         loop=GraphedLoop,
     ),
-    Variant(
+    Rung(
         "torch",
         "fused_epoch",
         DEVICES,
@@ -170,7 +168,7 @@ RUNGS = (
         compiles=True,
         loop=FusedEpochLoop,
     ),
-    Variant(
+    Rung(
         "torch",
         "graphed_epoch",
         ("cuda",),

@@ -8,7 +8,7 @@ import sys
 
 # name: (module, what it writes from what)
 GENERATORS = {
-    "variant-table": ("variant_table", "README.md's table of variants, from the catalogue"),
+    "rung-table": ("rung_table", "README.md's table of rungs, from the catalogue"),
     "config-table": ("config_table", "config/config.yaml and docs/running.md's table of keys, from the config schema"),
     "method-numbers": ("method_numbers", "docs/method.md's A/A control and intervals, from the archive it names"),
     "findings": ("findings", "README.md's \"What it found\", from the newest archives' report models"),

@@ -37,7 +37,7 @@ class Archive:
     provenance: dict
     model: dict
     make_run: dict | None = None
-    kind: tuple = ()  # kinds.archive_kind: its kind of study and its machine kind
+    kind: tuple = ()  # kinds.archive_kind: its study kind and its machine kind
     ran_beside: tuple[str, ...] = ()  # the runs an older GPU study ran beside another job (across.ran_beside)
 
     @property
@@ -254,7 +254,7 @@ def beside_bullet(archive: Archive) -> list[str]:
         return []
     return [
         f"- {len(runs)} of its runs ran beside another job, in the study's side-by-side cpu and cuda lanes (the "
-        f"question's pair ran alone; `logs/gpu_study.json` says what ran beside each): {', '.join(runs)}. They are "
+        f"question round ran alone; `logs/gpu_study.json` says what ran beside each): {', '.join(runs)}. They are "
         "not comparable with runs alone. A GPU study now runs one job at a time, the question's rounds first; "
         "until one reaches the ladder, these are its cuda rungs' only runs."
     ]

@@ -5,7 +5,7 @@ package registry and no container engine.
     python3 scripts/gpu_study.py [--time-limit SECONDS] [--allow-modified]
 
 It installs what the machine lacks from the carried kit (wheelhouse/gpu-kit/) into .venv-gpu/, runs the study of
-config/gpu.yaml with Snakemake, one timed job at a time on every core (the question's pair first, round after round),
+config/gpu.yaml with Snakemake, one timed job at a time on every core (the question rounds first),
 and packs what finished into results/archive/<date>-<gpu model>/. A failed job does not stop the study.
 It runs on the machine's bare Python: it imports only the standard library and tiny_mlp_bench's stdlib-only modules.
 """

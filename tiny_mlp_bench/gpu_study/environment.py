@@ -362,8 +362,8 @@ def command_output(command: list[str]) -> str:
 
 
 def node_record(sysfs: Path = Path("/sys/devices/system/cpu"), proc: Path = Path("/proc")) -> dict:
-    """What this node is, for the study's log: studies of one node are pooled as blocks, and whether two contacts
-    were the same node (its boot id), the same CPUs (their family, model and how they pair into cores, which a
+    """What this node is, for the study's log: studies of one node are pooled as blocks, and whether two GPU
+    studies were the same node (its boot id), the same CPUs (their family, model and how they pair into cores, which a
     microVM's guest may not see) and the same GPU (its UUID and driver) is read from here."""
     cores = os.sched_getaffinity(0)
     try:

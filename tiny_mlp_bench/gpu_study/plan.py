@@ -20,7 +20,7 @@ from tiny_mlp_bench.jobs import identity, rounds
 from tiny_mlp_bench.kinds import this_machine
 from tiny_mlp_bench.question import TORCH, askers_keras, askers_rung
 
-# The study's phases, in the order they run. The question's pair first, round after round, then what a GPU
+# The study's phases, in the order they run. The question rounds first, one after another, then what a GPU
 # study alone can say: Keras reaching the GPU without TensorFlow, and the torch probes that explain the step.
 PHASES = ("the question", "Keras on a GPU", "the torch probes", "the rest")
 QUESTION, KERAS, PROBES, REST = range(1, len(PHASES) + 1)
@@ -35,14 +35,14 @@ class Planned:
     expected_s: float
     expected_from: str  # the archive whose record it comes from, or "estimate <pattern>"
     round: int  # the repeat it runs in (rounds.in_rounds)
-    # A round of the question's pair runs whole or not at all: one run a side of a round orders nothing. Its first
+    # A question round runs whole or not at all: one run a side of a round orders nothing. Its first
     # run needs the time of both to start; its second names the first, and starts only after it ran.
     needs_s: float = 0.0
     after: str | None = None
 
     @property
     def time_to_start(self) -> float:
-        """The time left this job needs to start: its own expected time, or its pair round's (needs_s)."""
+        """The time left this job needs to start: its own expected time, or its question round's (needs_s)."""
         return max(self.needs_s, self.expected_s)
 
     def as_dict(self) -> dict:
@@ -88,18 +88,18 @@ def estimate(job: identity.Job, estimates: dict[str, float]) -> tuple[float, str
 
 def cuda_side(job: identity.Job) -> tuple | None:
     """The measure_key of the same measurement on cuda; None for a rung that runs on cpu only."""
-    if job.rule == "train" and not registry.variant(job.framework, job.variant).runs_on("cuda"):
+    if job.rule == "train" and not registry.rung(job.framework, job.variant).runs_on("cuda"):
         return None
     return (job.rule, "cuda", job.framework, job.variant)
 
 
-def is_pair(job: identity.Job) -> bool:
-    """The question's pair: the asker's torch loop (on cpu or cuda), whose ratio is the GPU study's answer."""
+def is_question_run(job: identity.Job) -> bool:
+    """A run of a question round: the asker's torch loop on cpu or cuda, whose ratio is the GPU study's answer."""
     return job.rule == "train" and (job.framework, job.variant) == (TORCH, askers_rung(TORCH))
 
 
 def phase(job: identity.Job, config: dict) -> int:
-    if is_pair(job) and job.repeat <= config["question_rounds"]:
+    if is_question_run(job) and job.repeat <= config["question_rounds"]:
         return QUESTION
     first = (job.repeat or 1) == 1
     if first and job.rule == "train" and (job.framework, job.variant) == keras_question(config["frameworks"]):
@@ -129,16 +129,16 @@ def floor_first(job: identity.Job) -> int:
 KIND_FIRST = {"probe_fixed_costs": 0, "sweep_crossover": 1, "train": 2}
 
 
-def pair_order(job: identity.Job) -> int:
-    """The question's pair alternates which device goes first, round by round: cpu first in odd rounds. A drift in
+def device_order(job: identity.Job) -> int:
+    """Which device goes first alternates round by round: cpu first in odd rounds. A drift in
     the machine's state over a round then falls on each device as often."""
     cpu_first = (job.repeat or 1) % 2 == 1
     return 0 if (job.device == "cpu") == cpu_first else 1
 
 
 def plan(config: dict, archives: Path, gpu: str | None, seed: int = 0, machine: dict | None = None) -> list[Planned]:
-    """The config's timed jobs in the order to run them, one at a time: the question's pair for question_rounds
-    rounds, Keras's question on each device, the torch probes (cuda first), then the rest: the pair's later rounds,
+    """The config's timed jobs in the order to run them, one at a time: question_rounds question rounds, Keras's
+    question on each device, the torch probes (cuda first), then the rest: the later question rounds,
     then the first round's other jobs (what no GPU measured, the floor and then the cheapest first), then later
     rounds in the order ``seed`` draws."""
     ok_records = list(archived(archives))  # read once: both questions are asked of every record
@@ -161,26 +161,26 @@ def plan(config: dict, archives: Path, gpu: str | None, seed: int = 0, machine: 
         if p.phase == PROBES:
             return (p.phase, job.device != "cuda", config_order[job])  # the GPU's first: it has no other source
         if p.phase != REST:
-            return (p.phase, p.round, pair_order(job))
-        if is_pair(job):
-            return (p.phase, 0, p.round, pair_order(job))
+            return (p.phase, p.round, device_order(job))
+        if is_question_run(job):
+            return (p.phase, 0, p.round, device_order(job))
         if p.round == 1:
             cheapest = (p.expected_s, KIND_FIRST[job.rule], config_order[job])
             return (p.phase, 1, first_unmeasured(job, measured), floor_first(job), *cheapest)
         return (p.phase, 2, drawn[job])
 
-    return whole_pair_rounds(sorted(planned, key=priority))
+    return whole_question_rounds(sorted(planned, key=priority))
 
 
-def whole_pair_rounds(planned: list[Planned]) -> list[Planned]:
-    """``planned`` with each round of the question's pair made whole: its first run needs both runs' time, its
+def whole_question_rounds(planned: list[Planned]) -> list[Planned]:
+    """``planned`` with each question round made whole: its first run needs both runs' time, its
     second starts only after the first (Planned.needs_s, after)."""
-    pairs: dict[int, list[Planned]] = {}
+    question_rounds: dict[int, list[Planned]] = {}
     for p in planned:
-        if is_pair(p.job):
-            pairs.setdefault(p.round, []).append(p)
-    whole = {}  # a study of one device has no pair to keep whole
-    for first, second in (runs for runs in pairs.values() if len(runs) == 2):
+        if is_question_run(p.job):
+            question_rounds.setdefault(p.round, []).append(p)
+    whole = {}  # a study of one device has no round of two runs to keep whole
+    for first, second in (runs for runs in question_rounds.values() if len(runs) == 2):
         whole[first.job] = replace(first, needs_s=first.expected_s + second.expected_s)
         whole[second.job] = replace(second, after=first.job.name)
     return [whole.get(p.job, p) for p in planned]

@@ -131,7 +131,7 @@ class Runner:
     def run_one(self, job: dict, where: str, until: float | None, t0: float) -> dict:
         left = None if until is None else until - time.monotonic()
         outcome = dict(job)
-        needs = job.get("needs_s", job["expected_s"])  # a pair round's first run: both runs' time (plan.py)
+        needs = job.get("needs_s", job["expected_s"])  # a question round's first run: both runs' time (plan.py)
         if left is not None and needs > left:
             self.say(f"{where}: skipped, needs {needs:g} s with {max(left, 0):.0f} s left")
             return outcome | {"outcome": "skipped for time"}

@@ -67,7 +67,7 @@ class Job:
     @property
     def compile_cache(self) -> str | None:
         """The compiler cache a compiling rung's training runs share (per condition); None for every other job."""
-        if self.rule != "train" or not registry.variant(self.framework, self.variant).compiles:
+        if self.rule != "train" or not registry.rung(self.framework, self.variant).compiles:
             return None
         return COMPILE_CACHE.format(**asdict(self)) + (f"-{BUSY}" if self.condition == BUSY else "")
 

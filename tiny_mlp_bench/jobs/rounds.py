@@ -15,21 +15,21 @@ CLAIMED_ROLES = (Role.FLOOR, Role.AA_CONTROL, Role.REFERENCE)
 
 def rung_repeats(config: dict, framework: str, variant: str) -> int:
     """Runs a rung gets: ``claim_repeats`` (if larger) for rungs the answer's claims compare, else ``repeats``."""
-    role = registry.variant(framework, variant).role
+    role = registry.rung(framework, variant).role
     askers = framework in (question.TORCH, question.askers_keras(config["frameworks"])) and role is Role.ASKERS
     claimed = askers or role in CLAIMED_ROLES
     return max(config["repeats"], config["claim_repeats"]) if claimed else config["repeats"]
 
 
 def training_runs(config: dict) -> list[Job]:
-    """framework x device x its variants x repeat x condition, where the catalogue says the variant runs on the
+    """framework x device x its rungs x repeat x condition, where the catalogue says the rung runs on the
     device."""
     return [
         Job("train", device, framework, variant, repeat, condition)
         for framework in config["frameworks"]
         for device in config["devices"]
         for variant in config["variants"][framework]
-        if registry.variant(framework, variant).runs_on(device)
+        if registry.rung(framework, variant).runs_on(device)
         for repeat in range(1, rung_repeats(config, framework, variant) + 1)
         for condition in config.get("conditions", (IDLE,))  # a config from before conditions: idle
     ]

@@ -65,7 +65,7 @@ class TrainingJob(JobOptions):
         )
     )
     variant: str | None = field(
-        default=None, metadata=about("training-loop variant (the job's {variant}); default: the framework's first")
+        default=None, metadata=about("the rung (the job's {variant}); default: the framework's first")
     )
     require_gpu: bool = field(default=False, metadata=REQUIRE_GPU)
     condition: str = field(
@@ -205,14 +205,14 @@ class TrainingRun(Measurement):
             learning_rate=job.learning_rate,
             hidden_units=job.hidden_units,
             # A rung that fixes its thread count (one_thread) runs with it whatever the job was given.
-            threads=registry.variant(job.framework, job.variant).threads or job.threads,
+            threads=registry.rung(job.framework, job.variant).threads or job.threads,
             compile_cache=None if job.compile_cache is None else str(job.compile_cache.resolve()),
         )
         self.clock = Clock(label=self.label, planned_epochs=self.spec.epochs)
 
     def not_on_device(self) -> str | None:
-        """The catalogue decides which devices a variant runs on; starting the device, whether it is there."""
-        listed = registry.variant(self.framework, self.spec.variant)
+        """The catalogue decides which devices a rung runs on; starting the device, whether it is there."""
+        listed = registry.rung(self.framework, self.spec.variant)
         return None if listed.runs_on(self.device) else listed.why_not_on(self.device)
 
     def load(self):
@@ -286,7 +286,7 @@ def run(job: TrainingJob, backend: Backend | None = None, loop: Loop | None = No
 
 
 def parameters(spec: RunSpec, meta: dict, details: dict[str, str], own_init: str | None = None) -> dict:
-    """The record's parameters: the dataset's, the run's and what the variant used."""
+    """The record's parameters: the dataset's, the run's and what the rung used."""
     if own_init is None:
         init = {"scheme": SCHEME, "dead_draws_skipped": spec.weights.redraws}
     else:  # the framework drew its own weights: no draw of ours was skipped or used
@@ -306,19 +306,19 @@ def parameters(spec: RunSpec, meta: dict, details: dict[str, str], own_init: str
 
 
 def parse_args(argv=None, prog=None) -> TrainingJob:
-    ladders = "; ".join(f"{f}: {', '.join(registry.variant_names(f))}" for f in catalogue.framework_names())
+    ladders = "; ".join(f"{f}: {', '.join(registry.rung_names(f))}" for f in catalogue.framework_names())
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Train the question's 2-20-1 MLP once, time it, and write one run record (JSON).",
-        epilog=f"Frameworks and their variants: {ladders}. {cli.CONFIG_EPILOG}",
+        epilog=f"Frameworks and their rungs: {ladders}. {cli.CONFIG_EPILOG}",
     )
     cli.add_fields(parser, TrainingJob)
     args = parser.parse_args(argv)
     if args.variant is None:
-        args.variant = registry.variant_names(args.framework)[0]
+        args.variant = registry.rung_names(args.framework)[0]
     try:
-        registry.variant(args.framework, args.variant)
-    except catalogue.UnknownVariant as err:
+        registry.rung(args.framework, args.variant)
+    except catalogue.UnknownRung as err:
         parser.error(f"argument --variant: {err.args[0]}")
     return TrainingJob(**vars(args))
 

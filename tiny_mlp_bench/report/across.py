@@ -1,5 +1,5 @@
 """Claims across studies: each study's ratio from its own run records with today's estimator, pooled over the
-studies of one kind (kind of study and machine kind), and the one rule for when a claim holds."""
+studies of one kind (study kind and machine kind), and the one rule for when a claim holds."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ class Study:
     day: str
     kind: tuple
     sides: dict[str, tuple[tuple[float, ...], tuple[float, ...]]]
-    # The GPU verdict's cuda runs (gpu_pair_runs): their time to result and each of GPU_COSTS's phases, run by run.
+    # The GPU verdict's cuda runs (gpu_question_runs): their time to result and each of GPU_COSTS's phases, run by run.
     gpu_costs: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     def ratio(self, claim: str) -> Ratio | None:
@@ -104,8 +104,8 @@ def ran_beside(folder: Path) -> set[str]:
     return {job["name"] for job in json.loads(log.read_text()).get("jobs", []) if job.get("beside")}
 
 
-def gpu_pair_runs(records: list[tuple[int, dict]], beside: set[str]) -> list[dict]:
-    """The question's pair's runs a GPU verdict pools, of (schema version as written, record upgraded): idle,
+def gpu_question_runs(records: list[tuple[int, dict]], beside: set[str]) -> list[dict]:
+    """The question rounds' runs a GPU verdict pools, of (schema version as written, record upgraded): idle,
     completed and converged, with nothing beside them, written at GPU_VERDICT_SCHEMA or later, timed by today's
     method, at one thread count (the most common among them: a study's jobs all take the same)."""
     runs = [
@@ -173,7 +173,7 @@ def read_study(folder: Path) -> Study:
         return summarize(pd.DataFrame(rows)) if rows else pd.DataFrame(columns=SUMMARY_KEYS)
 
     day = min(r["identity"]["started_at"] for r in records)[:10]
-    gpu, costs = gpu_sides(gpu_pair_runs(written, ran_beside(folder)))
+    gpu, costs = gpu_sides(gpu_question_runs(written, ran_beside(folder)))
     return Study(folder.name, day, kind, claim_sides(summary(IDLE)) | gpu | busy_sides(summary(BUSY)), costs)
 
 
@@ -231,7 +231,7 @@ def runs_needed(studies: list[tuple[tuple, tuple]], estimate: float) -> int | No
 
 
 def across(studies: list[Study], claim: str) -> list[Across]:
-    """``claim`` per kind of study and machine kind, over that kind's studies that ran both sides."""
+    """``claim`` per study kind and machine kind, over that kind's studies that ran both sides."""
     found = []
     for kind in dict.fromkeys(s.kind for s in studies):
         ran = [(s, s.ratio(claim)) for s in studies if s.kind == kind]

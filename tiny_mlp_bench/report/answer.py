@@ -11,7 +11,7 @@ from tiny_mlp_bench.catalogue import Role, pair_name
 from tiny_mlp_bench.question import ASKERS_KERAS, ASKERS_RUN, TODAYS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor, KerasFit
 from tiny_mlp_bench.report.inference import SIGNIFICANCE, Interval, Ratio, ratio, share_test
-from tiny_mlp_bench.report.ladder import Ladder, Rung
+from tiny_mlp_bench.report.ladder import Ladder, RungResult
 
 DEVICES = catalogue.DEVICES
 HAND_WRITTEN = [f.name for f in catalogue.FRAMEWORKS if f.hand_written]  # the reference's and the floor's
@@ -166,8 +166,8 @@ class Fastest:
     """A device's fastest choice by time to result and by steady-state step; None where nothing completed."""
 
     device: str
-    to_result: tuple[str, str, float] | None  # pair, variant, median timing point (s)
-    per_step: tuple[str, str, float] | None  # pair, variant, median steady-state step (s)
+    to_result: tuple[str, str, float] | None  # pair, rung, median timing point (s)
+    per_step: tuple[str, str, float] | None  # pair, rung, median steady-state step (s)
     seed_step_s: float | None  # the asker's torch loop on the device, per step
     # The same among libraries a user would pick up, leaving out the hand-written NumPy and numba loops.
     library_to_result: tuple[str, str, float] | None
@@ -183,7 +183,7 @@ class AAControl:
     """The A/A control: a rung's code under a second name; its ratio to that rung is a difference the machine fakes."""
 
     pair: str
-    control: str  # the control's variant
+    control: str  # the control's rung
     twin: str  # the rung whose code it runs
     result: Ratio  # the control's times to result over the twin's
     step: Ratio | None
@@ -220,12 +220,12 @@ class Answer:
     paused: tuple[PausedRung, ...] = ()  # rungs with at least one paused run
 
 
-def seed_of(ladders: dict[str, Ladder], pair: str) -> Rung | None:
+def seed_of(ladders: dict[str, Ladder], pair: str) -> RungResult | None:
     ladder = ladders.get(pair)
     return ladder.with_role(Role.ASKERS) if ladder else None
 
 
-def fastest(summary: pd.DataFrame, device: str, seed: Rung | None) -> Fastest:
+def fastest(summary: pd.DataFrame, device: str, seed: RungResult | None) -> Fastest:
     rows = summary[summary["device"] == device]
     libraries = rows[~rows["framework"].isin(HAND_WRITTEN)]
 
@@ -254,7 +254,7 @@ def answer(
     floors: dict[str, Floor],
     runs: pd.DataFrame,
 ) -> Answer:
-    """``summary``: medians per pair and variant; ``timing_points``: the asker's loops'; ``runs``: a row per run."""
+    """``summary``: medians per pair and rung; ``timing_points``: the asker's loops'; ``runs``: a row per run."""
     by_pair = {ladder.pair: ladder for ladder in ladders}
     torch_cuda, torch_cpu = pair_name(TORCH, "cuda"), pair_name(TORCH, "cpu")
     keras_cpu = pair_name(ASKERS_KERAS, "cpu")

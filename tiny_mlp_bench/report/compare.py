@@ -1,6 +1,6 @@
 """This study against an archived one, rung by rung: did a new torch, driver or machine make it faster?
 
-Absolute times belong to the day: two studies of the same code on one kind of machine can differ twofold in every
+Absolute times belong to the day: two studies of the same code on one machine kind can differ twofold in every
 rung, while each rung's ratio to torch's original loop agrees far closer. So a change is judged by each rung's runs
 over its own study's torch seed (their geometric mean, on the rung's device), this study's against the archive's."""
 
@@ -148,7 +148,7 @@ def noise_band(changes: list[RungChange], names: tuple[dict, dict]) -> dict:
     the yardstick and compiled rungs (cache timed) left out."""
     ratios = {}
     for change in changes:
-        listed = registry.variant(change.pair.split("-")[0], change.variant)
+        listed = registry.rung(change.pair.split("-")[0], change.variant)
         if listed.compiles or change.is_yardstick:
             continue
         for view in VIEWS:

@@ -86,7 +86,7 @@ def band_line(band: NoiseBand | None) -> str:
         return "No noise band has been measured (results/archive/noise-band.json): a resolved change is called."
     return (
         f"A resolved ratio inside the noise band, ×{band.ratio:.2f} either way, is not called a change: two "
-        f"studies of the same code on one kind of machine ({band.source}) were that far apart in a rung's ratio to "
+        f"studies of the same code on one machine kind ({band.source}) were that far apart in a rung's ratio to "
         "the seed. A band from two studies says what those two differed by; more studies of the kind would widen it."
     )
 

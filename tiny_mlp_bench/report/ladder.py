@@ -1,4 +1,4 @@
-"""The variant ladders per framework-device pair, the floors under them and the targets judged from them."""
+"""The ladders of rungs per framework-device pair, the floors under them and the targets judged from them."""
 
 from __future__ import annotations
 
@@ -55,8 +55,8 @@ def targets() -> tuple[TargetSpec, ...]:
 
 
 @dataclass(frozen=True)
-class Rung:
-    """One variant on a pair's ladder: per-step medians over repeats, speed-ups and spread."""
+class RungResult:
+    """One rung on a pair's ladder, as measured: per-step medians over repeats, speed-ups and spread."""
 
     pair: str
     framework: str
@@ -92,15 +92,15 @@ class Ladder:
     pair: str
     device: str
     floor: Floor | None
-    rungs: tuple[Rung, ...]
+    rungs: tuple[RungResult, ...]
 
-    def rung(self, variant: str) -> Rung | None:
+    def rung(self, variant: str) -> RungResult | None:
         return next((r for r in self.rungs if r.variant == variant), None)
 
-    def with_role(self, role: Role) -> Rung | None:
+    def with_role(self, role: Role) -> RungResult | None:
         return next((r for r in self.rungs if r.role == role), None)
 
-    def fastest(self, leave_out: Role | None = None) -> Rung | None:
+    def fastest(self, leave_out: Role | None = None) -> RungResult | None:
         timed = [r for r in self.rungs if (leave_out is None or r.role != leave_out) and pd.notna(r.step_s)]
         return min(timed, key=lambda r: r.step_s) if timed else None
 
@@ -114,11 +114,11 @@ class Ladder:
         return len(self.rungs) > 1 and self.rungs[0].role == Role.ASKERS
 
     @property
-    def biggest_rung(self) -> Rung:
+    def biggest_rung(self) -> RungResult:
         return max(self.rungs[1:], key=lambda r: r.vs_previous)
 
     @property
-    def slower_rungs(self) -> list[Rung]:
+    def slower_rungs(self) -> list[RungResult]:
         return [r for r in self.rungs[1:] if r.vs_previous is not None and r.vs_previous < 1]
 
 
@@ -137,8 +137,8 @@ class Target:
     """A target as measured on one machine; rung and baseline are None when not measured."""
 
     spec: TargetSpec
-    rung: Rung | None
-    baseline: Rung | None
+    rung: RungResult | None
+    baseline: RungResult | None
     ratio: float | None
     met: bool | None
     bound: float | None = None  # for a speed-up, the most the device's floor allows: baseline / floor
@@ -185,7 +185,7 @@ def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ..
                 per_epoch = row.steps_per_epoch
                 beats = break_even_epochs(once, row.step_mean_s * per_epoch, seed_once, seed_mean * per_epoch)
             rungs.append(
-                Rung(
+                RungResult(
                     pair=pair,
                     framework=row.framework,
                     variant=row.variant,

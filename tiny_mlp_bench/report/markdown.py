@@ -12,12 +12,12 @@ from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.report import claims, sentences
 from tiny_mlp_bench.report.busy_core import BusyCore
 from tiny_mlp_bench.report.cells import approx, duration, num, pct, span, table, times
-from tiny_mlp_bench.report.ladder import Ladder, Rung
+from tiny_mlp_bench.report.ladder import Ladder, RungResult
 from tiny_mlp_bench.report.model import Machine, Report
 from tiny_mlp_bench.timing import PHASES
 
 TEMPLATE = Path(__file__).with_name("report.md.j2")
-VARIANTS_ANCHOR = "#the-variants"  # the appendix's heading, where each rung's description lives
+RUNGS_ANCHOR = "#the-rungs"  # the appendix's heading, where each rung's description lives
 
 
 def headline_table(m: Machine) -> str:
@@ -60,7 +60,7 @@ def views_table(m: Machine) -> str:
     return table(header, rows, "lrrrrrrr") if rows else ""
 
 
-def beats_seed(rung: Rung) -> str:
+def beats_seed(rung: RungResult) -> str:
     """Epochs from which a rung's time to result beats its seed's, one-time cost included (from medians: 2 figures)."""
     if rung.role == Role.ASKERS or rung.vs_seed is None or rung.one_time_s is None or pd.isna(rung.step_s):
         return "–"
@@ -76,7 +76,7 @@ def ladder_table(ladder: Ladder) -> str:
     syncs = ladder.counts_host_syncs
     rows = [
         [
-            f"[`{r.variant}`]({VARIANTS_ANCHOR})",
+            f"[`{r.variant}`]({RUNGS_ANCHOR})",
             duration(r.step),
             duration(r.step_median_s),
             pct(r.slow_share, 0),
@@ -196,13 +196,13 @@ def not_completed_table(m: Machine) -> str:
     return table(["status", "reason", "what"], rows, "lll") if rows else ""
 
 
-def variants_table(m: Machine) -> str:
+def rungs_table(m: Machine) -> str:
     """The description of every rung this machine ran, where the ladders' links lead."""
     rows = []
     for s in m.summary.drop_duplicates(["framework", "variant"]).itertuples():
         try:
-            what = registry.variant(s.framework, s.variant).removes
-        except catalogue.UnknownVariant:
+            what = registry.rung(s.framework, s.variant).removes
+        except catalogue.UnknownRung:
             what = "(not in this commit's catalogue)"
         rows.append([s.framework, f"`{s.variant}`", what])
     return table(["framework", "rung", "what it removes, from the rung before"], rows, "lll") if rows else ""
@@ -317,7 +317,7 @@ def machine_page(report: Report, m: Machine) -> dict:
         "quality": quality_table(m),
         "not_completed": not_completed_table(m),
         "failed_runs": [f"results/runs/{run_id}.json" for run_id in m.failed_runs],
-        "variants": variants_table(m),
+        "rungs": rungs_table(m),
         "environment": environment_table(m.environment, m.load),
     }
 

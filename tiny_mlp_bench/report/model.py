@@ -35,7 +35,7 @@ class Machine:
     label: str
     answer: Answer
     runs: pd.DataFrame
-    summary: pd.DataFrame  # per pair and variant, completed runs only, pairs and rungs in order
+    summary: pd.DataFrame  # per pair and rung, completed runs only, pairs and rungs in order
     question: tuple[QuestionRow, ...]
     ratios: tuple[AskersRatio, ...]
     ladders: tuple[Ladder, ...]

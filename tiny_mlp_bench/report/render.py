@@ -43,7 +43,7 @@ def parse_args(argv=None, prog=None) -> argparse.Namespace:
         "--plot", type=Path, required=True, help="PNG chart of the original loops' times to result to write"
     )
     parser.add_argument(
-        "--ladder-plot", type=Path, help="PNG chart of the variant ladders to write; default: ladder.png beside --plot"
+        "--ladder-plot", type=Path, help="PNG chart of the ladders to write; default: ladder.png beside --plot"
     )
     parser.add_argument("--sweeps", type=Path, nargs="*", default=[], help="sweep record files (.json)")
     parser.add_argument("--probes", type=Path, nargs="*", default=[], help="fixed-cost probe records (.json)")

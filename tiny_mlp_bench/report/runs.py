@@ -1,4 +1,4 @@
-"""The tidy runs table (a row per run) and its summary per pair and variant, in the report's order."""
+"""The tidy runs table (a row per run) and its summary per pair and rung, in the report's order."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def load_columns(load: dict | None) -> dict:
 
 
 def detail_number(details: dict, key: str) -> float:
-    """A number a run measured after timing, kept in its variant details; NaN where it did not."""
+    """A number a run measured after timing, kept in its `variant_details`; NaN where it did not."""
     found = details.get(key)
     return math.nan if found is None else float(found)
 
@@ -189,7 +189,7 @@ def result_runs(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def summarize(runs: pd.DataFrame) -> pd.DataFrame:
-    """Median, spread and CV over the completed runs of each pair and variant, in ladder order."""
+    """Median, spread and CV over the completed runs of each pair and rung, in ladder order."""
     done = runs[runs["status"] == "ok"].astype({"converged": bool})
     cold = first_compilations(done)
     result_runs = (
