@@ -1,4 +1,4 @@
-# The timings table, report and model.json: a pure function of the run records and the quoted GPU and busy-core
+# The timings table, report and the report's numbers (numbers.json): a pure function of the run records and the quoted GPU and busy-core
 # archives (gpu_answer_archive, busy_answer_archive). Report, charts and records are also items of
 # `snakemake --report`, captioned in captions/.
 rule render_report:
@@ -33,7 +33,7 @@ rule render_report:
             caption="captions/crossover_png.rst",
             category="2. Charts",
         ),
-        model="results/report/model.json",
+        numbers="results/report/numbers.json",
         html=report(
             "results/report/report.html",
             caption="captions/report_html.rst",
@@ -52,7 +52,7 @@ rule render_report:
         "exec {params.run} {params.script} --report {output.report} --timings {output.timings}"
         " --headline {output.headline}"
         " --plot {output.plot} --ladder-plot {output.ladder_plot} --crossover-plot {output.crossover_plot}"
-        " --model {output.model} --html {output.html} {params.gpu_archive} {params.busy_archives}"
+        " --numbers {output.numbers} --html {output.html} {params.gpu_archive} {params.busy_archives}"
         " --sweeps {input.sweeps} --probes {input.probes} -- {input.records} > {log} 2>&1"
 
 

@@ -33,7 +33,7 @@ from helpers import (
 from tiny_mlp_bench.archive.crate import PROFILES
 from tiny_mlp_bench.archive.layout import RECORD_FOLDERS, ArchiveError
 from tiny_mlp_bench.archive.manifest import check_manifest, write_manifest
-from tiny_mlp_bench.archive.packing import pack, unused_name
+from tiny_mlp_bench.archive.packing import pack, reseal, unused_name
 from tiny_mlp_bench.archive.rendering import render, render_command
 from tiny_mlp_bench.archive.snakemake_logs import NONE_FOUND, record_span, study_logs
 from tiny_mlp_bench.archive.verifying import verify
@@ -104,7 +104,7 @@ def test_pack_writes_records_code_provenance_crate_and_manifest(study):
     assert subprocess.run(["sha256sum", "--check", "--quiet", "MANIFEST.sha256"], cwd=folder).returncode == 0
     listed = {line.split("  ", 1)[1] for line in (folder / "MANIFEST.sha256").read_text().splitlines()}
     assert {"provenance.json", "ro-crate-metadata.json", "report/ladder.png", "timings.parquet"} <= listed
-    assert {"report/model.json", "workflow.tar.gz"} <= listed
+    assert {"report/numbers.json", "workflow.tar.gz"} <= listed
     # The rocrate library reads the crate back: the Workflow Run Crate profiles, the workflow, the run.
     crate = ROCrate(folder)
     assert set(PROFILES) <= {profile.id for profile in crate.root_dataset["conformsTo"]}
@@ -245,6 +245,18 @@ def test_pack_without_a_snakemake_log_still_packs_and_says_so(study):
 
 
 @pytest.mark.slow
+def test_an_archive_with_the_numbers_old_name_is_resealed_under_todays(study):
+    folder = archive(study)
+    # Sealed by older code, an archive held the report's numbers as report/model.json.
+    (folder / "report" / "numbers.json").rename(folder / "report" / "model.json")
+    write_manifest(folder)
+    reseal(folder, study)
+    assert (folder / "report" / "numbers.json").is_file() and not (folder / "report" / "model.json").exists()
+    assert "report/model.json" not in (folder / "MANIFEST.sha256").read_text()
+    verify(folder)
+
+
+@pytest.mark.slow
 def test_verify_re_renders_at_the_archive_commit_not_at_head(study):
     folder = archive(study)
     commit_change(study, "tiny_mlp_bench/report/report.md.j2", "\nA line that later code adds.\n")
@@ -287,9 +299,9 @@ def test_verify_compares_bytes_only_where_the_versions_match(study):
 
 def set_version(folder, package: str, version: str) -> None:
     """The archive's report as if rendered with another version of ``package``, manifest made again."""
-    model = json.loads((folder / "report" / "model.json").read_text())
+    model = json.loads((folder / "report" / "numbers.json").read_text())
     model["versions"][package] = version
-    (folder / "report" / "model.json").write_text(json.dumps(model))
+    (folder / "report" / "numbers.json").write_text(json.dumps(model))
     write_manifest(folder)
 
 
@@ -302,7 +314,7 @@ def test_a_changed_record_fails_even_where_the_manifest_was_made_again(study):
     record.write_text(json.dumps(changed))
     set_version(folder, "pandas", "0.1")  # rendered elsewhere: only the numbers are compared
     with pytest.raises(
-        ArchiveError, match=r"model.json: model\.runs\[torch-cpu-seed-2\]\.predict_s is 0\.004 in the archive, 0\.005"
+        ArchiveError, match=r"numbers.json: model\.runs\[torch-cpu-seed-2\]\.predict_s is 0\.004 in the archive, 0\.005"
     ):
         verify(folder)
 

@@ -1,5 +1,5 @@
 """The answer's claims are written once (tiny_mlp_bench/report/claims.py): a study's report and the README's
-findings, read back from that study's report/model.json, word each claim alike."""
+findings, read back from that study's report/numbers.json, word each claim alike."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from tiny_mlp_bench.report import sentences
 from tiny_mlp_bench.report.cells import duration
 from tiny_mlp_bench.report.inference import Interval
 from tiny_mlp_bench.report.model import build_report
-from tiny_mlp_bench.report.model_file import model_json
+from tiny_mlp_bench.report.numbers_file import numbers_json
 
 
 def report_and_model(records: list[dict]):
-    """The report's one machine, and the same machine as an archive's report/model.json holds it."""
+    """The report's one machine, and the same machine as an archive's report/numbers.json holds it."""
     report = build_report(records)
     (machine,) = report.machines
-    return machine, json.loads(model_json(report))["model"]["machines"][0]
+    return machine, json.loads(numbers_json(report))["model"]["machines"][0]
 
 
 def test_the_report_and_the_readme_word_each_claim_alike():

@@ -34,7 +34,7 @@ def view(pair: str, variant: str, result: float, step: float, step_vs_seed: dict
 
 
 def machine(devices=("cpu",), gpu=None, gpu_ratio=None, keras=None, pause=None, aa=None, headline=()) -> dict:
-    """A report model's machine, as report/model.json holds it, with only what the findings read."""
+    """A report model's machine, as report/numbers.json holds it, with only what the findings read."""
     return {
         "label": "box",
         "environment": {"cpu": [["Some CPU", 4]], "gpu": [gpu]},
@@ -79,7 +79,7 @@ def write_archive(folder, name: str, first_run: str, machines: list[dict], modif
     study = {"first_run_started": first_run, "last_run_started": first_run, "records_from_modified_tree": modified}
     (folder / name / "provenance.json").write_text(json.dumps({"archive": name, "study": study}))
     model = {"versions": {}, "model": {"records": 11, "machines": machines}}
-    (folder / name / "report" / "model.json").write_text(json.dumps(model))
+    (folder / name / "report" / "numbers.json").write_text(json.dumps(model))
 
 
 @pytest.fixture
@@ -94,7 +94,7 @@ def archives(tmp_path):
 
 
 def test_the_readme_findings_are_the_archives_as_make_findings_writes_them():
-    # Reads the committed archives: it passes only once every archive's report/model.json has been
+    # Reads the committed archives: it passes only once every archive's report/numbers.json has been
     # rendered by the current report code (the one with a headline per machine).
     assert findings.main(["--check"]) == 0, "run: make findings"
 
@@ -247,6 +247,8 @@ def test_the_cpu_answer_comes_from_the_newest_default_study_not_a_gpu_study_with
 
 
 def test_an_archive_rendered_before_the_headline_is_refused(archives):
+    # An archive that old was sealed when the numbers file was report/model.json: still read.
+    (archives / "old-cpu" / "report" / "numbers.json").unlink()
     (archives / "old-cpu" / "report" / "model.json").write_text(json.dumps({"model": {"machines": [{"label": "x"}]}}))
     with pytest.raises(SystemExit, match="holds no headline"):
         findings.load_archives(archives)

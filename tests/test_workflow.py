@@ -98,7 +98,7 @@ def test_tiny_study_end_to_end(tiny_run):
         in report
     )
     assert "Expected: no estimate; no archived study ran these jobs on a machine like this one (" in output
-    numbers = json.loads((directory / "results" / "report" / "model.json").read_text())
+    numbers = json.loads((directory / "results" / "report" / "numbers.json").read_text())
     assert numbers["model"]["records"] == len(records) and numbers["model"]["no_archive_qualifies"] is True
     # The fixed-cost probes ran where the runs did: measured on cpu, skipped with the reason on cuda.
     probes = {p.stem: read_probe(p) for p in (directory / "results" / "probes").glob("*.json")}

@@ -12,7 +12,8 @@ CRATE_METADATA = "ro-crate-metadata.json"
 NOTES = "README.md"  # written by people after sealing: outside the manifest
 RECORD_FOLDERS = ("runs", "sweep", "probes")
 RENDER_SCRIPT = "scripts/render_report.py"
-MODEL = "report/model.json"  # the report's numbers and the versions that rendered it
+NUMBERS = "report/numbers.json"  # the report's numbers and the versions that rendered it
+OLD_NUMBERS = "report/model.json"  # its name in archives sealed by older code
 HEADLINE = "headline.csv"  # the report's first table as numbers
 RENDERED = (
     "report.md",
@@ -20,7 +21,7 @@ RENDERED = (
     "report/timings.png",
     "report/ladder.png",
     "report/crossover.png",
-    MODEL,
+    NUMBERS,
     HEADLINE,
 )
 CODE = "workflow.tar.gz"  # `git archive` of the tracked files outside results/ at the render commit
@@ -50,6 +51,12 @@ def files_under(folder: Path) -> list[str]:
     outside = {MANIFEST, NOTES}
     relative = (p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     return sorted(rel for rel in relative if rel not in outside)
+
+
+def numbers_file(folder: Path) -> str:
+    """The archive's file of the report's numbers, relative to ``folder``: today's name, or the name it had when
+    the archive was sealed."""
+    return OLD_NUMBERS if not (folder / NUMBERS).is_file() and (folder / OLD_NUMBERS).is_file() else NUMBERS
 
 
 def read_json(path: Path) -> dict:

@@ -11,12 +11,14 @@ from pathlib import Path
 from tiny_mlp_bench.archive.layout import (
     BUSY_QUOTED,
     BUSY_QUOTED_RECORDS,
-    MODEL,
+    NUMBERS,
+    OLD_NUMBERS,
     PROVENANCE,
     QUOTED,
     QUOTED_RECORDS,
     RECORD_FOLDERS,
     ArchiveError,
+    numbers_file,
     quoted_archive,
     read_json,
     record_files,
@@ -72,7 +74,7 @@ def pack(
     into ``archives``/<name>; ``repo`` is the checkout whose code it ran."""
     study = (study or repo).resolve()
     results = study / "results"
-    needed = (results / "report.md", results / MODEL, results / "runs", results / "config.yaml")
+    needed = (results / "report.md", results / NUMBERS, results / "runs", results / "config.yaml")
     missing = [p for p in needed if not p.exists()]
     if missing:
         raise ArchiveError(
@@ -81,7 +83,7 @@ def pack(
         )
     sources = {kind: results / kind for kind in (*RECORD_FOLDERS, "data")}
     sources |= {"logs": study / "logs", "config.yaml": results / "config.yaml"}
-    model = read_json(results / MODEL)["model"]
+    model = read_json(results / NUMBERS)["model"]
     snakemake_logs = study_logs(study)
     quoted = (model.get("archived_gpu") or {}).get("archive")
     busy_quoted = sorted({found["archive"] for found in model.get("archived_busy", {}).values()})
@@ -139,13 +141,13 @@ def reseal(folder: Path, repo: Path, *, allow_modified: bool = False, notes=()) 
 
     def fill(partial: Path) -> None:
         shutil.copytree(folder, partial, dirs_exist_ok=True)
+        (partial / OLD_NUMBERS).unlink(missing_ok=True)  # rendered again, under today's name
         if quoted and not (partial / QUOTED).exists():
             copy_quoted(folder.parent, quoted, partial)
 
     # An archive keeps the busy-core answers it quoted; one rendered before reports quoted them asks for none.
-    busy_quote_asked = (
-        bool(read_json(folder / MODEL)["model"].get("busy_quote_asked")) if (folder / MODEL).is_file() else False
-    )
+    numbers = folder / numbers_file(folder)
+    busy_quote_asked = bool(read_json(numbers)["model"].get("busy_quote_asked")) if numbers.is_file() else False
     return build(
         folder,
         fill,

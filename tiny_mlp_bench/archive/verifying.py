@@ -10,11 +10,11 @@ from pathlib import Path
 from tiny_mlp_bench.archive.layout import (
     BUSY_QUOTED,
     CODE,
-    MODEL,
     PROVENANCE,
     QUOTED,
     RECORD_FOLDERS,
     ArchiveError,
+    numbers_file,
     read_json,
 )
 from tiny_mlp_bench.archive.manifest import check_manifest
@@ -33,7 +33,7 @@ def version_changes(theirs: dict, ours: dict) -> list[str]:
 def verify(folder: Path) -> str:
     """Check the manifest, re-render the report with the archive's code and compare: numbers always (to 1e-9 relative),
     bytes where the versions match. Returns which comparison it made; an ArchiveError names the first difference."""
-    from tiny_mlp_bench.report.model_file import first_difference  # the report's libraries, not only Python's
+    from tiny_mlp_bench.report.numbers_file import first_difference  # the report's libraries, not only Python's
 
     check_manifest(folder)
     rendered = read_json(folder / PROVENANCE)["render"]
@@ -42,7 +42,8 @@ def verify(folder: Path) -> str:
             f"{folder}: its report was rendered from a modified tree at {rendered['commit']}; "
             "that code is in no commit, so it cannot be re-rendered"
         )
-    for needed in (CODE, MODEL):
+    numbers = numbers_file(folder)
+    for needed in (CODE, numbers):
         if not (folder / needed).is_file():
             raise ArchiveError(f"{folder}: no {needed} (an archive sealed before archives held it: reseal it)")
     with tempfile.TemporaryDirectory(prefix="tiny-mlp-bench-verify-") as tmp:
@@ -56,12 +57,12 @@ def verify(folder: Path) -> str:
         for rel in rendered["outputs"]:
             if not (work / rel).exists():
                 raise ArchiveError(f"{folder / rel}: its re-rendering at {rendered['commit'][:12]} did not make it")
-        archived, again = read_json(folder / MODEL), read_json(work / MODEL)
+        archived, again = read_json(folder / numbers), read_json(work / numbers)
         if difference := first_difference(archived["model"], again["model"]):
-            raise ArchiveError(f"{folder / MODEL}: {difference}")
+            raise ArchiveError(f"{folder / numbers}: {difference}")
         if changes := version_changes(archived["versions"], again["versions"]):
             return f"numbers recomputed and equal; bytes not compared ({'; '.join(changes)})"
-        compared = [rel for rel in rendered["outputs"] if rel != MODEL]
+        compared = [rel for rel in rendered["outputs"] if rel != numbers]
         for rel in compared:
             if (folder / rel).read_bytes() != (work / rel).read_bytes():
                 raise ArchiveError(f"{folder / rel}: differs from its re-rendering at {rendered['commit'][:12]}")

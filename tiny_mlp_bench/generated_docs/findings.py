@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tiny_mlp_bench import CHECKOUT as ROOT
 from tiny_mlp_bench import catalogue
+from tiny_mlp_bench.archive.layout import numbers_file
 from tiny_mlp_bench.generated_docs.markers import between, write_or_check
 from tiny_mlp_bench.kinds import BUSY_STUDY, DEFAULT_STUDY, archive_kind, cpu_name
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH
@@ -50,10 +51,11 @@ def load_archives(folder: Path) -> list[Archive]:
     found = []
     for path in sorted(p for p in folder.iterdir() if (p / "provenance.json").is_file()):
         provenance = json.loads((path / "provenance.json").read_text())
-        model = json.loads((path / "report" / "model.json").read_text())["model"]
+        numbers = path / numbers_file(path)
+        model = json.loads(numbers.read_text())["model"]
         if any("headline" not in m for m in model["machines"]):
             raise SystemExit(
-                f"error: {path / 'report' / 'model.json'} holds no headline: it was rendered before the report "
+                f"error: {numbers} holds no headline: it was rendered before the report "
                 "model had one; render the archive again with the current code"
             )
         timed = path / "logs" / "make_run_time.json"

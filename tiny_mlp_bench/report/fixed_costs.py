@@ -10,7 +10,7 @@ from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.report.step_parts import StepParts, step_parts
 
 US = 1e-6
-# A floor's kind: the floor rung's name (as report/model.json has it) where measured, or computed from kernels.
+# A floor's kind: the floor rung's name (as report/numbers.json has it) where measured, or computed from kernels.
 COMPUTED = "kernels"
 
 

@@ -15,7 +15,7 @@ from tiny_mlp_bench.report.gpu_archive import QUALIFIES, quote
 from tiny_mlp_bench.report.html import report_page
 from tiny_mlp_bench.report.markdown import render_markdown
 from tiny_mlp_bench.report.model import build_report
-from tiny_mlp_bench.report.model_file import model_json
+from tiny_mlp_bench.report.numbers_file import numbers_json
 from tiny_mlp_bench.report.plots import plot_crossover, plot_ladders, plot_seed_times
 from tiny_mlp_bench.report.views import headline_frame
 
@@ -48,7 +48,7 @@ def parse_args(argv=None, prog=None) -> argparse.Namespace:
     parser.add_argument("--sweeps", type=Path, nargs="*", default=[], help="sweep record files (.json)")
     parser.add_argument("--probes", type=Path, nargs="*", default=[], help="fixed-cost probe records (.json)")
     parser.add_argument("--crossover-plot", type=Path, help="PNG crossover chart to write (with --sweeps)")
-    parser.add_argument("--model", type=Path, help="JSON file to write: the report's numbers and the versions here")
+    parser.add_argument("--numbers", type=Path, help="JSON file to write: the report's numbers and the versions here")
     parser.add_argument("--html", type=Path, help="HTML file to write: the report as one page, its charts inside")
     quoted = parser.add_mutually_exclusive_group()
     quoted.add_argument(
@@ -118,8 +118,8 @@ def main(argv=None, prog=None) -> int:
     write_text_atomic(args.report, text)
     if args.html:
         write_text_atomic(args.html, report_page(text, args.report.parent))
-    if args.model:
-        write_text_atomic(args.model, model_json(report))
+    if args.numbers:
+        write_text_atomic(args.numbers, numbers_json(report))
     tables = f"{args.timings}" + (f", {args.headline}" if args.headline else "")
     charts = f"{args.plot}, {args.ladder_plot}" + (f", {args.crossover_plot}" if sweeps else "")
     print(f"wrote {args.report}, {tables} and {charts} from {len(records)} records", file=sys.stderr)

@@ -1,4 +1,5 @@
-"""The report model as report/model.json: every number the report states, and the versions that computed them."""
+"""The report model as report/numbers.json (report/model.json in archives sealed by older code): every number the
+report states, and the versions that computed them."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def plain(value):
     return str(value)
 
 
-def model_json(report) -> str:
+def numbers_json(report) -> str:
     return json.dumps({"versions": versions(), "model": plain(report)}, indent=1, allow_nan=False) + "\n"
 
 
