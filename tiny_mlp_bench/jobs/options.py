@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import fields
 
 from tiny_mlp_bench import cli
+from tiny_mlp_bench.backends.contract import RunSpec
+from tiny_mlp_bench.initial_weights import live_initial_weights
 
 
 def about(help: str, kind=str, config: str | None = None, choices=None) -> dict:
@@ -22,6 +24,26 @@ SHARED = {
         "CPU threads for the framework: the config's cpu_threads, or with 0 the job's cores", cli.positive_int
     ),
 }
+
+
+def run_spec(job, data, *, variant: str, repeat: int, epochs: int, threads: int, compile_cache=None) -> RunSpec:
+    """What a backend is told of a training run or a probe: the job's shared options as it has them, and the
+    initial weights of ``repeat``, drawn from the dataset's seed, so that a probe (repeat 1) starts where a
+    training run's first repeat does."""
+    init_seed = data.metadata["seed"] + repeat - 1
+    return RunSpec(
+        device=job.device,
+        variant=variant,
+        repeat=repeat,
+        init_seed=init_seed,
+        weights=live_initial_weights(init_seed, job.hidden_units, data.train[:, :2]),
+        epochs=epochs,
+        batch_size=job.batch_size,
+        learning_rate=job.learning_rate,
+        hidden_units=job.hidden_units,
+        threads=threads,
+        compile_cache=compile_cache,
+    )
 
 
 class JobOptions:

@@ -8,12 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tiny_mlp_bench import catalogue
-from tiny_mlp_bench.backends.contract import RunSpec
 from tiny_mlp_bench.cli import CONFIG_EPILOG, add_fields
-from tiny_mlp_bench.initial_weights import live_initial_weights
 from tiny_mlp_bench.jobs.envelope import DeviceMissing, Measurement, run_job
 from tiny_mlp_bench.jobs.identity import DATASET, Job
-from tiny_mlp_bench.jobs.options import REQUIRE_GPU, SHARED, JobOptions, about
+from tiny_mlp_bench.jobs.options import REQUIRE_GPU, SHARED, JobOptions, about, run_spec
 from tiny_mlp_bench.probes.keras_epoch import FIT_EPOCHS, keras_fit_epoch
 from tiny_mlp_bench.probes.torch_suite import torch_probes
 from tiny_mlp_bench.question import askers_rung
@@ -70,20 +68,11 @@ class FixedCostsProbe(Measurement):
 
     def read(self, data) -> None:
         job = self.job
-        self.init_seed = data.metadata["seed"]  # as repeat 1 of a training run
-        self.spec = RunSpec(
-            device=job.device,
-            variant=askers_rung(job.framework),
-            repeat=1,
-            init_seed=self.init_seed,
-            # The timed models start from the runs' live draw, so a dead draw never skews a probe.
-            weights=live_initial_weights(self.init_seed, job.hidden_units, data.train[:, :2]),
-            epochs=FIT_EPOCHS,
-            batch_size=job.batch_size,
-            learning_rate=job.learning_rate,
-            hidden_units=job.hidden_units,
-            threads=job.threads,
+        # The timed models start from the first repeat's live draw, so a dead draw never skews a probe.
+        self.spec = run_spec(
+            job, data, variant=askers_rung(job.framework), repeat=1, epochs=FIT_EPOCHS, threads=job.threads
         )
+        self.init_seed = self.spec.init_seed
 
     def measure(self, fw, data) -> None:
         job, spec = self.job, self.spec

@@ -16,10 +16,10 @@ import numpy as np
 from tiny_mlp_bench import catalogue, cli, registry
 from tiny_mlp_bench.backends.contract import Backend, Loop, RunSpec, Training, epochs_per_call
 from tiny_mlp_bench.dataset import Dataset
-from tiny_mlp_bench.initial_weights import SCHEME, live_initial_weights
+from tiny_mlp_bench.initial_weights import SCHEME
 from tiny_mlp_bench.jobs.envelope import DeviceMissing, Measurement, run_job
 from tiny_mlp_bench.jobs.identity import BUSY, CONDITIONS, DATASET, IDLE, Job
-from tiny_mlp_bench.jobs.options import REQUIRE_GPU, SHARED, JobOptions, about
+from tiny_mlp_bench.jobs.options import REQUIRE_GPU, SHARED, JobOptions, about, run_spec
 from tiny_mlp_bench.neighbour import busy_core, neighbour_core
 from tiny_mlp_bench.records import RECORD_TYPE, SCHEMA_VERSION, write_record
 from tiny_mlp_bench.timing import METHOD, Clock, per_step_window
@@ -193,17 +193,12 @@ class TrainingRun(Measurement):
     def read(self, data: Dataset) -> None:
         job = self.job
         self.data = data
-        init_seed = data.metadata["seed"] + job.repeat - 1
-        self.spec = RunSpec(
-            device=job.device,
+        self.spec = run_spec(
+            job,
+            data,
             variant=job.variant,
             repeat=job.repeat,
-            init_seed=init_seed,
-            weights=live_initial_weights(init_seed, job.hidden_units, data.train[:, :2]),
             epochs=job.epochs,
-            batch_size=job.batch_size,
-            learning_rate=job.learning_rate,
-            hidden_units=job.hidden_units,
             # A rung that fixes its thread count (one_thread) runs with it whatever the job was given.
             threads=registry.rung(job.framework, job.variant).threads or job.threads,
             compile_cache=None if job.compile_cache is None else str(job.compile_cache.resolve()),
