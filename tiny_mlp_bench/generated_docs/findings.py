@@ -257,7 +257,7 @@ def beside_bullet(archive: Archive) -> list[str]:
     return [
         f"- {len(runs)} of its runs ran beside another job, in the study's side-by-side cpu and cuda lanes (the "
         f"question round ran alone; `logs/gpu_study.json` says what ran beside each): {', '.join(runs)}. They are "
-        "not comparable with runs alone. A GPU study now runs one job at a time, the question's rounds first; "
+        "not comparable with runs alone. A GPU study now runs one job at a time, the question rounds first; "
         "until one reaches the ladder, these are its cuda rungs' only runs."
     ]
 
