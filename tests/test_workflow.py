@@ -197,7 +197,7 @@ def test_snakemake_report_holds_the_report_charts_and_records_with_captions(tiny
     for item in (*items, "cpu.json"):
         assert item in html, f"{item} is not in the HTML report"
     # Captions are rendered per item, with the record's own wildcards.
-    assert "Run record of torch on cpu, variant" in html
+    assert "Run record of torch on cpu, rung" in html
     assert "The study's report, rendered from every record below" in html
     assert "The report as a page to read here, its tables and charts inside it" in html
     assert "tiny-mlp-bench asks a famous question again" in html  # the landing page: the question, not its claims
