@@ -72,7 +72,6 @@ class FixedCostsProbe(Measurement):
         self.spec = run_spec(
             job, data, variant=askers_rung(job.framework), repeat=1, epochs=FIT_EPOCHS, threads=job.threads
         )
-        self.init_seed = self.spec.init_seed
 
     def measure(self, fw, data) -> None:
         job, spec = self.job, self.spec
@@ -113,7 +112,7 @@ class FixedCostsProbe(Measurement):
                 "hidden_units": job.hidden_units,
                 "learning_rate": job.learning_rate,
                 "threads": job.threads,
-                "init_seed": self.init_seed,
+                "init_seed": self.spec.init_seed,
             },
             "measurements": self.measurements,
         }
