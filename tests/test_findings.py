@@ -216,26 +216,40 @@ def test_the_short_answer_pools_each_kind_and_says_what_the_runs_do_not_resolve(
     assert len(rest) == 0  # no floor rung ran: the fixed cost is not claimed; the answer is at most 5 sentences
 
 
-def test_the_run_time_is_the_newest_timed_archives_and_says_whether_it_met_the_aim(archives):
-    assert findings.run_time(findings.load_archives(archives)) == "No archived study timed its `make run` as a whole."
-    took = {"total_s": 1112, "setup_s": 166, "study_s": 946}
-    (archives / "old-cpu" / "logs").mkdir()
-    (archives / "old-cpu" / "logs" / "make_run_time.json").write_text(json.dumps(took))
-    said = findings.run_time(findings.load_archives(archives))
-    assert said.startswith("`make run` of the default study took 18 min 32 s from a fresh clone on a machine with ")
-    assert "(one run): 2 min 46 s to set up `.venv`, 15 min 46 s for the study and its report" in said
-    assert "[`results/archive/old-cpu`](results/archive/old-cpu/README.md)): over the 15 minutes" in said
+TODAYS_WORK = {key: None for key in findings.WORK_KEYS} | {"epochs": 1000, "variants": {"torch": ["seed"]}}
 
 
-def test_the_run_time_spans_every_timed_archive_of_the_newest_ones_kinds(archives):
-    for name, took in (("old-cpu", (1112, 166, 946)), ("new-cpu", (278, 68, 210))):
-        (archives / name / "logs").mkdir()
-        make_run = dict(zip(("total_s", "setup_s", "study_s"), took, strict=True))
-        (archives / name / "logs" / "make_run_time.json").write_text(json.dumps(make_run))
-    said = findings.run_time(findings.load_archives(archives))
-    assert said.startswith("`make run` of the default study took 4 min 38 s to 18 min 32 s from a fresh clone")
-    assert "(2 runs, each its own archive): 1 min 8 s to 2 min 46 s to set up `.venv`" in said
-    assert said.endswith("over the 15 minutes it aims at on a 2-core machine.")
+def time_make_run(archives, name: str, took: tuple[int, int, int], work: dict = TODAYS_WORK) -> None:
+    """An archive's make_run_time.json, and its config as run doing ``work``."""
+    (archives / name / "logs").mkdir()
+    make_run = dict(zip(("total_s", "setup_s", "study_s"), took, strict=True))
+    (archives / name / "logs" / "make_run_time.json").write_text(json.dumps(make_run))
+    (archives / name / "config.yaml").write_text(json.dumps(work))  # JSON is YAML
+
+
+def test_the_run_time_is_the_timed_default_studies_and_says_whether_they_met_the_aim(archives):
+    said = findings.run_time(findings.load_archives(archives), TODAYS_WORK)
+    assert said == "No archived study of today's default config timed its `make run` as a whole."
+    time_make_run(archives, "old-cpu", (1112, 166, 946))
+    said = findings.run_time(findings.load_archives(archives), TODAYS_WORK)
+    assert said.startswith("`make run` of today's default study took, from a fresh clone, 18 min 32 s on Some CPU, ")
+    assert "(one run: 2 min 46 s to set up `.venv`, 15 min 46 s for the study and its report)" in said
+    assert "[`old-cpu`](results/archive/old-cpu/README.md)): over the 15 minutes" in said
+
+
+def test_the_run_time_spans_the_studies_of_todays_default_config_only(archives):
+    time_make_run(archives, "new-cpu", (278, 68, 210))
+    time_make_run(archives, "old-cpu", (1112, 166, 946), TODAYS_WORK | {"variants": {"torch": ["seed", "fused_epoch"]}})
+    said = findings.run_time(findings.load_archives(archives), TODAYS_WORK)
+    assert "4 min 38 s on Some CPU, 4 logical CPUs (one run: 1 min 8 s to set up `.venv`" in said
+    assert "old-cpu" not in said and "18 min" not in said  # an older, larger default's time is not today's
+    assert said.endswith("within the 15 minutes it aims at on a 2-core machine.")
+
+
+def test_todays_default_work_is_the_committed_configs_with_the_catalogues_rungs():
+    work = findings.todays_default_work()
+    assert set(work) == set(findings.WORK_KEYS)
+    assert work["epochs"] == 1000 and "seed" in work["variants"]["torch"]
 
 
 def test_the_cpu_answer_comes_from_the_newest_default_study_not_a_gpu_study_without_cuda(archives):

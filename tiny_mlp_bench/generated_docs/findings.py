@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from tiny_mlp_bench import CHECKOUT as ROOT
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import catalogue, config_check
 from tiny_mlp_bench.archive.layout import numbers_file
 from tiny_mlp_bench.generated_docs.markers import between, write_or_check
 from tiny_mlp_bench.kinds import BUSY_STUDY, DEFAULT_STUDY, archive_kind, cpu_name
@@ -40,6 +42,7 @@ class Archive:
     make_run: dict | None = None
     kind: tuple = ()  # kinds.archive_kind: its study kind and its machine kind
     ran_beside: tuple[str, ...] = ()  # the runs an older GPU study ran beside another job (across.ran_beside)
+    config: dict = field(default_factory=dict)  # its config as run (config.yaml)
 
     @property
     def first_run(self) -> str:
@@ -61,7 +64,8 @@ def load_archives(folder: Path) -> list[Archive]:
         timed = path / "logs" / "make_run_time.json"
         make_run = json.loads(timed.read_text()) if timed.is_file() else None
         beside = tuple(sorted(run for run in across.ran_beside(path) if (path / "runs" / f"{run}.json").is_file()))
-        found.append(Archive(path.name, provenance, model, make_run, archive_kind(path), beside))
+        config = yaml.safe_load((path / "config.yaml").read_text()) if (path / "config.yaml").is_file() else {}
+        found.append(Archive(path.name, provenance, model, make_run, archive_kind(path), beside, config))
     return found
 
 
@@ -304,22 +308,48 @@ def short_answer(studies: list[across.Study]) -> str:
     )
 
 
-def run_time(archives: list[Archive]) -> str:
-    """How long `make run` took from a fresh clone: over every archive of the newest timed one's kinds (of study
-    and of machine) that timed it as a whole (its make_run_time.json)."""
-    timed = sorted((a for a in archives if a.make_run), key=lambda a: a.first_run, reverse=True)
+# What decides a default study's work, and so its time: the config keys that change which jobs run and how long each
+# trains. A key only a GPU study reads (question_rounds) or one that names where to quote from is not among them.
+WORK_KEYS = ("frameworks", "variants", "devices", "epochs", "n_rows", "batch_size", "hidden_units", "repeats")
+WORK_KEYS += ("claim_repeats", "sweep", "steady_window_s", "steady_block_s")
+
+
+def todays_default_work(config_file: Path = ROOT / "config" / "config.yaml") -> dict:
+    """The work today's default config does: its WORK_KEYS, the catalogue's frameworks and rungs filled in."""
+    config = config_check.with_catalogue_defaults(yaml.safe_load(config_file.read_text()))
+    return {key: config.get(key) for key in WORK_KEYS}
+
+
+def ran_todays_default(archive: Archive, work: dict) -> bool:
+    """Whether an archive's config as run did ``work`` (todays_default_work), so that its time says what a run takes
+    today; an older, larger default's time does not."""
+    return archive.kind[0] == DEFAULT_STUDY and {key: archive.config.get(key) for key in WORK_KEYS} == work
+
+
+def run_time(archives: list[Archive], work: dict | None = None) -> str:
+    """How long `make run` took from a fresh clone, per machine kind: over every default study of that kind that ran
+    today's default config (``work``) and timed `make run` as a whole (its make_run_time.json), newest kind first."""
+    work = todays_default_work() if work is None else work
+    timed = [a for a in archives if a.make_run and ran_todays_default(a, work)]
     if not timed:
-        return "No archived study timed its `make run` as a whole."
-    kind = [a for a in timed if a.kind == timed[0].kind]
-    took = {key: [a.make_run[key] for a in kind] for key in ("total_s", "setup_s", "study_s")}
-    aim = "over" if max(took["study_s"]) > AIM_S else "within"
-    runs = "one run" if len(kind) == 1 else f"{len(kind)} runs, each its own archive"
-    where = ", ".join(f"[`results/archive/{a.name}`](results/archive/{a.name}/README.md)" for a in kind)
+        return "No archived study of today's default config timed its `make run` as a whole."
+    timed.sort(key=lambda a: a.first_run, reverse=True)
+    parts, where, longest = [], [], 0
+    for kind in dict.fromkeys(a.kind for a in timed):
+        of_kind = [a for a in timed if a.kind == kind]
+        took = {key: [a.make_run[key] for a in of_kind] for key in ("total_s", "setup_s", "study_s")}
+        runs = "one run" if len(of_kind) == 1 else f"{len(of_kind)} runs, each its own archive"
+        parts.append(
+            f"{spread(took['total_s'])} on {cpus(of_kind[0].model['machines'][0])} ({runs}: "
+            f"{spread(took['setup_s'])} to set up `.venv`, {spread(took['study_s'])} for the study and its report)"
+        )
+        where += [f"[`{a.name}`](results/archive/{a.name}/README.md)" for a in of_kind]
+        longest = max(longest, *took["study_s"])
+    aim = "over" if longest > AIM_S else "within"
     return (
-        f"`make run` of the default study took {spread(took['total_s'])} from a fresh clone on a machine with "
-        f"{cpus(timed[0].model['machines'][0])} ({runs}): {spread(took['setup_s'])} to set up `.venv`, "
-        f"{spread(took['study_s'])} for the study and its report (`logs/make_run_time.json` in {where}): {aim} the "
-        f"{AIM_S // 60} minutes it aims at on a 2-core machine."
+        f"`make run` of today's default study took, from a fresh clone, {' and '.join(parts)} "
+        f"(`logs/make_run_time.json` in {', '.join(where)}): {aim} the {AIM_S // 60} minutes it aims at on a 2-core "
+        "machine."
     )
 
 
