@@ -11,8 +11,10 @@ from scipy import stats
 
 from helpers import write_study
 from tiny_mlp_bench.kinds import DEFAULT_STUDY
+from tiny_mlp_bench.records import read_record
 from tiny_mlp_bench.report import across, claims
 from tiny_mlp_bench.report.inference import SIGNIFICANCE
+from tiny_mlp_bench.report.model import build_report
 
 SLOWER = (8.1, 8.3, 8.6, 8.8, 9.0)  # Keras 2's runs: about 1.5x torch's
 TORCH = (5.4, 5.5, 5.7, 5.8, 6.0)
@@ -31,7 +33,7 @@ def test_a_claim_holds_where_the_pooled_test_resolves_it_and_no_study_resolves_i
     assert found.pooled.runs == (10, 10) and 1.4 < found.pooled.estimate < 1.6
     assert found.pooled.p_value < SIGNIFICANCE and found.pooled.low > 1
     sentence = claims.across_claim([found], lambda s: s.name)
-    assert sentence.startswith("To a result, Keras 2's `fit` was slower than the original torch loop: 1.5")
+    assert sentence.startswith("To a result, Keras 2 was slower than the original torch loop: 1.5")
     assert "over 2 studies (a 1.5" in sentence
 
 
@@ -43,7 +45,7 @@ def test_a_study_resolving_the_other_way_breaks_the_claim_and_each_value_is_said
     assert [s.name for s in found.against] == ["c"]
     assert not found.holds and found.runs_needed is None
     sentence = claims.across_claim([found], lambda s: s.name)
-    assert sentence.startswith("To a result, Keras 2's `fit` against the original torch loop: on Test CPU with 2 ")
+    assert sentence.startswith("To a result, Keras 2 against the original torch loop: on Test CPU with 2 ")
     assert "it depends on the study: a 1.5× (1.4–1.6), b 1.5× (1.4–1.6), c 0.66× (0.61–0.72);" in sentence
     assert sentence.endswith("as studies resolve it both ways, more runs a side would not settle it.")
 
@@ -54,7 +56,7 @@ def test_where_no_study_resolves_it_the_power_line_says_how_many_runs_would(tmp_
     (found,) = keras_result(tmp_path)
     assert not found.holds and not found.against and found.runs_needed > 5
     sentence = claims.across_claim([found], lambda s: s.name)
-    assert "the studies cannot order the two: a 1.2× (" in sentence
+    assert "the studies cannot settle it: a 1.2× (" in sentence
     assert sentence.endswith(f"; at the spread seen, about {found.runs_needed} runs a side would resolve it.")
 
 
@@ -85,9 +87,9 @@ def test_studies_pool_only_with_their_own_kind_of_study_and_machine(tmp_path):
     assert gpu.runs_needed is None  # no spread was seen: each study ran 1 run a side
     sentence = claims.across_claim([gpu], lambda s: s.name)
     assert sentence.startswith("To a result, the original torch loop on the GPU against the same loop on the same ")
-    assert "the studies cannot order the two: gpu-1 1.50×, gpu-2 1.51× (1 run a side in each)" in sentence
+    assert "the studies cannot settle it: gpu-1 1.50×, gpu-2 1.51× (1 run a side in each)" in sentence
     assert sentence.endswith(
-        "; the exact test needs 4 runs a side at least (pooled: 1.5× (unbounded), p = 0.5, 2 runs against 2)."
+        "; the exact test needs 4 runs a side at least (pooled: 1.5× (unbounded), p = 0.5, 2 runs a side)."
     )
 
 
@@ -130,7 +132,7 @@ def test_a_busy_core_studys_claims_come_from_its_busy_runs_and_never_pool_with_a
     assert [len(kind.studies) for kind in across.across(studies, across.KERAS_RESULT)] == [1, 1]
     sentence = claims.busy_answer([busy], lambda s: s.name)
     assert sentence.startswith(
-        "Beside one busy core, to a result, Keras 2's `fit` was faster than the original torch loop: 0.6"
+        "Beside one busy core, to a result, Keras 2 was faster than the original torch loop: 0.6"
     )
     assert sentence.endswith("one study's finding (busy).")
 
@@ -151,14 +153,26 @@ def test_the_gpu_verdict_pools_only_runs_alone_converged_at_one_thread_count_of_
     (folder / "logs" / "gpu_study.json").write_text(json.dumps(log))
     change("torch-cuda-seed-2", lambda r: r["quality"].update(converged=False))
     change("torch-cpu-seed-2", lambda r: r["parameters"].update(threads=r["parameters"]["threads"] + 1))
-    change("torch-cpu-seed-3", lambda r: r.update(schema_version=across.GPU_VERDICT_SCHEMA - 1))
+    version_7_window = {
+        "window_s": 1.0,
+        "epochs": 40,
+        "block_target_s": 0.05,
+        "block_s": [0.1, 0.1],
+        "block_cpu_s": [0.1, 0.1],
+        "block_epochs": [20, 20],
+    }  # trained on past the question's epochs: no canary beside its blocks
+    change("torch-cpu-seed-3", lambda r: r["timings"].update(steady=version_7_window))
     (study,) = across.read_studies(tmp_path)
     cuda, cpu = study.sides[across.GPU_RESULT]
     assert sorted(cuda) == [22.0, 23.0] and sorted(cpu) == [10.0, 13.0]
     fit_cuda, fit_cpu = study.sides[across.GPU_FIT]
     assert len(fit_cuda) == 2 and len(fit_cpu) == 2 and all(f < r for f, r in zip(fit_cuda, cuda, strict=True))
-    assert study.gpu_costs["result"] == cuda and len(study.gpu_costs["optimizer"]) == 2
+    assert study.one_time["cuda"]["result"] == cuda and len(study.one_time["cuda"]["optimizer"]) == 2
+    assert study.one_time["cpu"]["result"] == cpu and len(study.one_time["cpu"]["optimizer"]) == 2
     # A study without such a log ran one timed job at a time: every run counts.
     (folder / "logs" / "gpu_study.json").unlink()
     (study,) = across.read_studies(tmp_path)
     assert sorted(study.sides[across.GPU_RESULT][0]) == [20.0, 22.0, 23.0]
+    # The study's own report states the very verdict the README pools: one rule, one computation.
+    records = [read_record(path) for path in sorted(runs.glob("*.json"))]
+    assert build_report(records).machines[0].answer.gpu.ratio == study.ratio(across.GPU_RESULT)

@@ -64,7 +64,7 @@ def test_busy_runs_are_a_machine_of_their_own_and_the_answer_compares_the_condit
 def test_the_first_screen_says_the_order_beside_the_busy_core_and_what_a_user_should_do():
     report = build_report(study())
     lines = claims.busy_lines(report.busy)
-    assert lines[0].startswith("Beside one busy core, Keras 2's `fit` took 0.7")
+    assert lines[0].startswith("Beside one busy core, Keras 2 took 0.7")
     assert lines[0].endswith("the asker's order, Keras faster than torch, reproduces beside a busy core.")
     assert "torch `seed` 2.4" in lines[1]
     advice = next(line for line in lines if line.startswith("For a model this small on a machine that does other"))
@@ -119,7 +119,7 @@ def test_a_default_studys_first_screen_quotes_the_newest_busy_core_archive_of_it
     line = first_screen_busy_line(report)
     assert line.startswith(
         "- **Beside one busy core**: one study, the archive `newer` (2026-02-01, this machine kind, 5 runs a side or "
-        "more), found: beside one busy core, Keras 2's `fit` took 0.7"
+        "more), found: beside one busy core, Keras 2 took 0.7"
     )
     assert line.endswith("the asker's order, Keras faster than torch, reproduces beside a busy core.")
 

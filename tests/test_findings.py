@@ -101,9 +101,9 @@ def test_the_readme_findings_are_the_archives_as_make_findings_writes_them():
 
 def test_a_resolved_ratio_is_a_claim_with_the_runs_on_each_side():
     text = claims.comparison(findings.ratio(RESOLVED), "Keras", "torch", "In time to result")
-    assert text == "In time to result, Keras is slower than torch: 2.1× (1.6–2.4) as long, 5 runs against 5."
+    assert text == "In time to result, Keras was slower than torch: 2.1× (1.6–2.4) as long, 5 runs a side."
     faster = Ratio(0.5, 0.4, 0.6, 0.008, (5, 6))
-    assert " is faster than torch: 0.50× (0.40–0.60) as long, 5 runs against 6." in claims.comparison(
+    assert " was faster than torch: 0.50× (0.40–0.60) as long, 5 runs against 6." in claims.comparison(
         faster, "Keras", "torch", "Per step"
     )
 
@@ -112,18 +112,23 @@ def test_a_resolved_ratio_is_a_claim_with_the_runs_on_each_side():
     "found",
     [Ratio(1.1, 0.7, 1.3, 0.15, (3, 4)), Ratio(0.05, None, None, 0.33, (3, 4)), Ratio(2.0, 1.5, 2.5, 0.2, (3, 4))],
 )
-def test_an_unresolved_ratio_says_the_runs_cannot_tell_the_two_apart(found):
+def test_an_unresolved_ratio_says_what_was_seen_and_that_its_runs_cannot_settle_it(found):
     assert not found.resolved
     text = claims.comparison(found, "Keras", "torch", "Per step")
-    assert text.startswith("Per step, the runs cannot tell Keras and torch apart: ")
-    assert text.endswith(", 3 runs against 4.") and "slower" not in text and "faster" not in text
+    assert text.startswith("Per step, Keras took ") and " as long as torch" in text
+    assert text.endswith(", but 3 runs against 4 cannot settle it.") and "slower" not in text and "faster" not in text
+    # One run a side: the value as seen, bare, and that one run a side cannot settle it.
+    once = claims.comparison(Ratio(72.0, None, None, 1.0, (1, 1)), "numba", "torch", "Per step")
+    assert once == "Per step, numba took 72.0× as long as torch, but 1 run a side cannot settle it."
 
 
 def test_a_gpu_only_archive_makes_no_cpu_comparison():
     lines = findings.bullets(gpu_machine())
     assert lines[0].startswith("- No cpu run completed on this machine, so it cannot say whether its GPU beats")
     assert not any("on cpu" in line or "cpu:" in line for line in lines)
-    assert "torch-cuda `graphed`, the fastest here, and the original loop on cuda apart: 1.1×" in " ".join(lines)
+    assert "torch-cuda `graphed`, the lowest time per step here, took 1.1× (0.7–1.3) as long as the original loop" in (
+        " ".join(lines)
+    )
     assert "cpu" not in findings.headline_table(gpu_machine())
     # Where the same machine completed both, the GPU is set against its own CPU.
     both = machine(devices=("cpu", "cuda"), gpu="Some GPU", gpu_ratio=RESOLVED)
@@ -132,19 +137,21 @@ def test_a_gpu_only_archive_makes_no_cpu_comparison():
         {"role": "question", "view": view("torch-cuda", "seed", 20.0, 1.7e-3)},
     ]
     said = findings.gpu_bullet(both)
-    assert said.startswith("The original torch loop took 20 s (18–22) to a result on the GPU, 9.5 s (8.6–10.5) on the")
-    assert said.endswith("the GPU was slower, 2.1× (1.6–2.4) as long, as in the question.")
+    assert said == (
+        "The original torch loop was slower on the GPU than on the same machine's CPU, as in the question: "
+        "2.1× (1.6–2.4) as long to a result, 5 runs a side."
+    )
 
 
 def test_the_cpu_bullets_claim_keras_with_its_pauses_and_the_aa_control_is_what_the_machine_fakes():
     lines = findings.bullets(cpu_machine())
     assert lines[0] == "- No cuda run completed on this machine, so it makes no claim about a GPU."
-    assert lines[1].startswith("- Keras 2's `fit` took 20 s (18–22) to a result, the torch loop 9.5 s (8.6–10.5)")
-    assert "Keras was slower, 2.1× (1.6–2.4) as long" in lines[1]
+    assert lines[1].startswith("- Keras 2 took 20 s (18–22) to a result, the torch loop 9.5 s (8.6–10.5)")
+    assert "Keras 2 was slower, 2.1× (1.6–2.4) as long" in lines[1]
     assert "In 2 of its 5 runs `fit` paused after its last epoch, up to 4.40 s, waiting on tf.data." in lines[1]
-    assert "numpy-cpu `fused`, the fastest here, is faster than the original loop on cpu" in lines[2]
+    assert "numpy-cpu `fused`, the fastest here, was faster than the original loop on cpu" in lines[2]
     assert lines[3].startswith("- The A/A control: numpy-cpu `reference_twin` runs `reference`'s very code")
-    assert "took 1.1× (0.7–1.3) as long to a result: the runs cannot tell the two apart." in lines[3]
+    assert "took 1.1× (0.7–1.3) as long to a result (3 runs against 4): the runs cannot tell the two apart." in lines[3]
     no_pause = cpu_machine()
     no_pause["answer"]["keras"]["pause"] = {"runs": 5, "paused": 0, "longest_s": 0.001}
     assert "paused" not in findings.keras_bullet(no_pause)
@@ -182,38 +189,75 @@ def test_a_stale_readme_is_found_and_rewritten_between_the_markers(archives, tmp
     stale = tmp_path / "README.md"
     answer = f"{findings.ANSWER_BEGIN}\nan answer copied by hand\n{findings.ANSWER_END}"
     took = f"{findings.RUN_TIME_BEGIN}\na time copied by hand\n{findings.RUN_TIME_END}"
-    stale.write_text(f"intro\n{answer}\n{took}\n{findings.BEGIN}\nnumbers copied by hand\n{findings.END}\nafter\n")
+    each = f"{findings.ACROSS_BEGIN}\nclaims copied by hand\n{findings.ACROSS_END}"
+    stale.write_text(
+        f"intro\n{answer}\n{took}\n{findings.BEGIN}\nnumbers copied by hand\n{findings.END}\n{each}\nafter\n"
+    )
     argv = ["--readme", str(stale), "--archives", str(archives)]
     assert findings.main(["--check", *argv]) == 1
     assert "the findings differ from the archives' report models; run: make findings" in capsys.readouterr().out
     assert findings.main(argv) == 0
-    loaded = findings.load_archives(archives)
-    answer = f"{findings.ANSWER_BEGIN}\n{findings.short_answer(across.read_studies(archives))}\n{findings.ANSWER_END}"
+    loaded, studies = findings.load_archives(archives), across.read_studies(archives)
+    answer = f"{findings.ANSWER_BEGIN}\n{findings.front_door(studies, loaded)}\n{findings.ANSWER_END}"
     took = f"{findings.RUN_TIME_BEGIN}\n{findings.run_time(loaded)}\n{findings.RUN_TIME_END}"
     generated = f"{findings.BEGIN}\n{findings.findings(loaded)}\n{findings.END}"
-    assert stale.read_text() == f"intro\n{answer}\n{took}\n{generated}\nafter\n"
+    each = f"{findings.ACROSS_BEGIN}\n{findings.across_section(studies)}\n{findings.ACROSS_END}"
+    assert stale.read_text() == f"intro\n{answer}\n{took}\n{generated}\n{each}\nafter\n"
     assert findings.main(["--check", *argv]) == 0
 
 
-def test_the_short_answer_pools_each_kind_and_says_what_the_runs_do_not_resolve(tmp_path):
-    write_study(tmp_path, "cpu-1", (8.1, 8.3, 8.6, 8.8, 9.0), (5.4, 5.5, 5.7, 5.8, 6.0), day="2026-12-03")
-    write_study(tmp_path, "cpu-2", (8.0, 8.4, 8.5, 8.9, 9.1), (5.3, 5.6, 5.7, 5.9, 6.1), day="2026-12-05")
-    write_study(tmp_path, "gpu-1", (), (16.8,), cuda_s=(26.6,), gpu="Some GPU", day="2026-12-04")
-    write_study(tmp_path, "gpu-2", (), (17.0,), cuda_s=(25.0,), gpu="Some GPU", day="2026-12-04")
-    said = findings.short_answer(across.read_studies(tmp_path))
-    gpu, fit, costs, pooled_only, keras_step, keras_result, *rest = said.split(": ", 1)[1].split(". ")
-    assert gpu.startswith("To a result, the original torch loop on the GPU against the same loop")
-    assert "the studies cannot order the two: [`gpu-1`](results/archive/gpu-1/report.md) 1.58×" in gpu
+def four_studies(folder):
+    """Two default studies of Keras 2 and torch on one CPU kind, two GPU studies of one run a side."""
+    write_study(folder, "cpu-1", (8.1, 8.3, 8.6, 8.8, 9.0), (5.4, 5.5, 5.7, 5.8, 6.0), day="2026-12-03")
+    write_study(folder, "cpu-2", (8.0, 8.4, 8.5, 8.9, 9.1), (5.3, 5.6, 5.7, 5.9, 6.1), day="2026-12-05")
+    write_study(folder, "gpu-1", (), (16.8,), cuda_s=(26.6,), gpu="Some GPU", day="2026-12-04")
+    write_study(folder, "gpu-2", (), (17.0,), cuda_s=(25.0,), gpu="Some GPU", day="2026-12-04")
+    return across.read_studies(folder)
+
+
+def test_every_claim_across_the_studies_pools_each_kind_and_says_what_the_runs_do_not_settle(tmp_path):
+    gpu, fit, costs, keras_step, keras_result, *rest = findings.across_section(four_studies(tmp_path)).split("\n")
+    assert gpu.startswith("- To a result, the original torch loop on the GPU against the same loop")
+    assert "the studies cannot settle it: [`gpu-1`](results/archive/gpu-1/report.md) 1.58×" in gpu
     # Said whether or not it resolves: the pooled estimate, its interval, p and runs; then the fit phase alone.
-    assert gpu.endswith("(pooled: 1.5× (unbounded), p = 0.5, 2 runs against 2)")
-    assert fit.startswith("In the fit phase alone, the original torch loop on the GPU against the same loop on the CPU")
-    assert costs.startswith("Of the GPU runs' time to result, on Some GPU (Test CPU with 2 logical CPUs), torch's lazy")
-    assert "of the 25.0 s to 26.6 s to a result (2 runs)" in costs
-    assert pooled_only.startswith("The GPU verdict pools only runs that ran with nothing beside them")
-    assert keras_step.startswith("Per step, Keras 2's `fit` was slower than the original torch loop: 1.5")
+    assert gpu.endswith("(pooled: 1.5× (unbounded), p = 0.5, 2 runs a side).")
+    assert fit.startswith("- In the fit phase alone, the original torch loop on the GPU against the same loop on the")
+    # The one-time cost of today's torch on each device, beside that device's time to a result.
+    assert costs.startswith("- Today's torch pays a one-time cost on every device that the asker's 2020 torch did not")
+    assert "of the GPU runs' 25.0 s to 26.6 s to a result and 50.0 ms of the CPU runs' 16.8 s to 17.0 s" in costs
+    assert keras_step.startswith("- Per step, Keras 2's `fit` was slower than the original torch loop: 1.5")
     assert "over 2 studies ([`cpu-1`](results/archive/cpu-1/report.md) 1.5" in keras_result
-    assert keras_result.startswith("To a result, Keras 2's `fit` was slower than the original torch loop")
-    assert len(rest) == 0  # no floor rung ran: the fixed cost is not claimed; the answer is at most 5 sentences
+    assert keras_result.startswith("- To a result, Keras 2 was slower than the original torch loop")
+    assert rest == []  # no floor rung ran: the fixed cost is not claimed
+
+
+def test_the_front_door_answers_in_three_sentences_and_one_table_within_120_words(tmp_path, archives):
+    said = findings.front_door(four_studies(tmp_path), findings.load_archives(archives), TODAYS_WORK)
+    answer, table, compare, own = said.split("\n\n")
+    assert answer.startswith("**The answer.** No study has yet set the original torch loop's step beside")
+    assert (
+        "Both Some GPU studies saw the torch loop slower on the GPU than on its own CPU (1.58× and 1.47× as long to "
+        "a result, as the asker saw); 1 run a side each cannot settle it, as the exact test needs at least 4 runs a "
+        "side."
+    ) in answer
+    assert answer.endswith(
+        "Keras 2 did not reproduce the asker's order: to a result it was slower than the torch loop on the one "
+        "machine kind that ran both, 1.50× as long."
+    )
+    assert len(answer.split()) <= 120 and answer.count(". ") + 1 <= 4
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table.splitlines()]
+    assert rows[0] == ["machine kind", *claims.FRONT_COLUMNS.values()]
+    assert rows[2] == ["the asker (2020, one run each)", "1.55 (17 s / 11 s)", "0.82 (9 s / 11 s)", "–"]
+    assert rows[3] == ["Test CPU with 2 logical CPUs", "–", "1.50× (1.43–1.58): 2 studies, 10 runs a side", "–"]
+    assert rows[4][:2] == [
+        "Some GPU (Test CPU with 2 logical CPUs)",
+        "1.58×, 1.47×: 2 studies, 1 run a side each, unsettled",
+    ]
+    assert compare.startswith("Compare within a column")
+    assert own == "Your own machine's answer: `make run` ([Quickstart](#quickstart))."  # no study timed it
+    time_make_run(archives, "new-cpu", (278, 68, 210))
+    own = findings.front_door(four_studies(tmp_path), findings.load_archives(archives), TODAYS_WORK).split("\n\n")[3]
+    assert own.endswith("([Quickstart](#quickstart), 4 min 38 s on a 2-core machine from a fresh clone).")
 
 
 TODAYS_WORK = {key: None for key in findings.WORK_KEYS} | {"epochs": 1000, "variants": {"torch": ["seed"]}}

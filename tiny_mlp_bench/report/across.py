@@ -18,7 +18,7 @@ from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.jobs.identity import BUSY, IDLE
 from tiny_mlp_bench.kinds import GPU_STUDY_LOG, KIND_FIELDS, archive_kind, same_machine
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
-from tiny_mlp_bench.records import read_record_as_written
+from tiny_mlp_bench.records import read_record
 from tiny_mlp_bench.report.inference import SIGNIFICANCE, Ratio, pooled_ratio, rank_sum_null, ratio
 from tiny_mlp_bench.report.runs import reference_canary, run_row, summarize
 from tiny_mlp_bench.timing import METHOD
@@ -35,12 +35,9 @@ GPU_FIT = "gpu_fit"
 BUSY_KERAS_RESULT, BUSY_ONE_THREAD = "busy_keras_result", "busy_one_thread"
 CLAIMS = (KERAS_STEP, KERAS_RESULT, GPU_RESULT, GPU_FIT, FIXED_COST, BUSY_KERAS_RESULT, BUSY_ONE_THREAD)
 POWER = 0.8  # the chance a study of the runs named by the power line resolves a ratio the size of the pooled one
-# The oldest run record a GPU verdict pools: from version 8 the per-step window replays the question's epochs after
-# the timing point instead of training on, so every run's work is the question's (records.py's versions).
-GPU_VERDICT_SCHEMA = 8
-# What the GPU verdict says of the GPU runs' time to result, besides the fit: torch's lazy import of its compiler stack
-# on its first optimizer (the `optimizer` phase; the asker's 2020 torch had none to import) and CUDA's start-up.
-GPU_COSTS = ("optimizer", "startup")
+# What the answer says of every device's question runs besides the fit: torch's lazy import of its compiler stack on its
+# first optimizer (the `optimizer` phase; the asker's 2020 torch had none to import) and CUDA's start-up.
+ONE_TIME_PHASES = ("optimizer", "startup")
 
 
 @dataclass(frozen=True)
@@ -51,8 +48,8 @@ class Study:
     day: str
     kind: tuple
     sides: dict[str, tuple[tuple[float, ...], tuple[float, ...]]]
-    # The GPU verdict's cuda runs (gpu_question_runs): their time to result and each of GPU_COSTS's phases, run by run.
-    gpu_costs: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    # The GPU verdict's runs (gpu_question_runs) per device: their time to result and ONE_TIME_PHASES, run by run.
+    one_time: dict[str, dict[str, tuple[float, ...]]] = field(default_factory=dict)
 
     def ratio(self, claim: str) -> Ratio | None:
         a, b = self.sides.get(claim, ((), ()))
@@ -104,45 +101,65 @@ def ran_beside(folder: Path) -> set[str]:
     return {job["name"] for job in json.loads(log.read_text()).get("jobs", []) if job.get("beside")}
 
 
-def gpu_question_runs(records: list[tuple[int, dict]], beside: set[str]) -> list[dict]:
-    """The question rounds' runs a GPU verdict pools, of (schema version as written, record upgraded): idle,
-    completed and converged, with nothing beside them, written at GPU_VERDICT_SCHEMA or later, timed by today's
-    method, at one thread count (the most common among them: a study's jobs all take the same)."""
+def trains_only_the_question(record: dict) -> bool:
+    """Whether a run trained the question's epochs alone: its per-step window, where it has one, replayed them from
+    the initial weights with a canary beside each block (record version 8 on). A version-7 window trained on past
+    them, so that run's work was more than the question's."""
+    window = record["timings"].get("steady")
+    return window is None or "canary_s" in window
+
+
+def gpu_question_runs(records: list[dict], beside: set[str] = frozenset()) -> list[dict]:
+    """The question rounds' runs the GPU verdict pools, of a study's run records: idle, completed and converged, with
+    nothing ``beside`` them (ran_beside), training the question's epochs alone, timed by today's method, at one
+    thread count (the most common among them: a study's jobs all take the same). The report and the README both
+    admit by it."""
     runs = [
         record
-        for version, record in records
+        for record in records
         if (record["identity"]["framework"], record["identity"]["variant"]) == (TORCH, askers_rung(TORCH))
         and record["identity"]["condition"] == IDLE
         and record["status"] == "ok"
         and (record.get("quality") or {}).get("converged")
         and record["identity"]["run_id"] not in beside
-        and version >= GPU_VERDICT_SCHEMA
+        and trains_only_the_question(record)
         and record["method"] == METHOD
     ]
     threads = Counter(record["parameters"]["threads"] for record in runs).most_common(1)
     return [record for record in runs if record["parameters"]["threads"] == threads[0][0]] if threads else []
 
 
-def gpu_sides(runs: list[dict]) -> tuple[dict[str, tuple[tuple, tuple]], dict[str, tuple[float, ...]]]:
-    """The GPU verdict's claims, cuda over cpu, to a result and in the fit phase; and its cuda runs' costs."""
+def gpu_sides(runs: list[dict]) -> dict[str, tuple[tuple, tuple]]:
+    """The GPU verdict's claims, cuda over cpu, to a result and in the fit phase."""
 
-    def values(device: str, read) -> tuple[float, ...]:
-        return tuple(read(r) for r in runs if r["identity"]["device"] == device)
+    def values(device: str, phase: str | None) -> tuple[float, ...]:
+        return tuple(
+            r["timings"]["fit_predict_s"] if phase is None else r["timings"]["phases_s"][phase]
+            for r in runs
+            if r["identity"]["device"] == device
+        )
 
-    def result(record: dict) -> float:
-        return record["timings"]["fit_predict_s"]
-
-    def fit(record: dict) -> float:
-        return record["timings"]["phases_s"]["fit"]
-
-    sides = {
-        claim: (values("cuda", read), values("cpu", read)) for claim, read in ((GPU_RESULT, result), (GPU_FIT, fit))
+    return {
+        claim: (values("cuda", phase), values("cpu", phase)) for claim, phase in ((GPU_RESULT, None), (GPU_FIT, "fit"))
     }
-    costs = {"result": values("cuda", result)}
-    costs |= {
-        phase: values("cuda", lambda r, phase=phase: r["timings"]["phases_s"].get(phase, 0.0)) for phase in GPU_COSTS
-    }
-    return sides, costs
+
+
+def gpu_ratio(records: list[dict], claim: str = GPU_RESULT, beside: set[str] = frozenset()) -> Ratio | None:
+    """One study's GPU verdict: ``claim``'s ratio over the runs gpu_question_runs admits; None where a side has none."""
+    a, b = gpu_sides(gpu_question_runs(records, beside))[claim]
+    return ratio(a, b) if a and b else None
+
+
+def one_time_costs(runs: list[dict]) -> dict[str, dict[str, tuple[float, ...]]]:
+    """Per device, the runs' times to result and each of ONE_TIME_PHASES, run by run (0 where a run had no phase)."""
+    found = {}
+    for device in sorted({r["identity"]["device"] for r in runs}):
+        on = [r for r in runs if r["identity"]["device"] == device]
+        found[device] = {"result": tuple(r["timings"]["fit_predict_s"] for r in on)}
+        found[device] |= {
+            phase: tuple(r["timings"]["phases_s"].get(phase, 0.0) for r in on) for phase in ONE_TIME_PHASES
+        }
+    return found
 
 
 def busy_sides(summary: pd.DataFrame) -> dict[str, tuple[tuple, tuple]]:
@@ -156,13 +173,10 @@ def busy_sides(summary: pd.DataFrame) -> dict[str, tuple[tuple, tuple]]:
 
 def read_study(folder: Path) -> Study:
     """An archive's claims' run values, from its run records (upgraded, validated) of its own machine kind."""
-    # Each record's schema version as written, and the record as today's code reads it.
-    written = [read_record_as_written(path) for path in sorted((folder / "runs").glob("*.json"))]
-    records = [record for _, record in written]
+    records = [read_record(path) for path in sorted((folder / "runs").glob("*.json"))]
     kind = archive_kind(folder, records)
     machine = dict(zip(KIND_FIELDS, kind[1], strict=True))
-    written = [(v, r) for v, r in written if same_machine(r["environment"], machine, r["identity"]["device"])]
-    records = [record for _, record in written]
+    records = [r for r in records if same_machine(r["environment"], machine, r["identity"]["device"])]
     if not records:
         raise ValueError(f"{folder}: no run records of its own machine kind in runs/")
     idle = [r for r in records if r["identity"]["condition"] == IDLE]
@@ -173,8 +187,9 @@ def read_study(folder: Path) -> Study:
         return summarize(pd.DataFrame(rows)) if rows else pd.DataFrame(columns=SUMMARY_KEYS)
 
     day = min(r["identity"]["started_at"] for r in records)[:10]
-    gpu, costs = gpu_sides(gpu_question_runs(written, ran_beside(folder)))
-    return Study(folder.name, day, kind, claim_sides(summary(IDLE)) | gpu | busy_sides(summary(BUSY)), costs)
+    question = gpu_question_runs(records, ran_beside(folder))
+    sides = claim_sides(summary(IDLE)) | gpu_sides(question) | busy_sides(summary(BUSY))
+    return Study(folder.name, day, kind, sides, one_time_costs(question))
 
 
 def read_studies(folder: Path) -> list[Study]:

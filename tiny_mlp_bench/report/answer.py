@@ -10,7 +10,7 @@ from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.catalogue import Role, pair_name
 from tiny_mlp_bench.question import ASKERS_KERAS, ASKERS_RUN, TODAYS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor, KerasFit
-from tiny_mlp_bench.report.inference import SIGNIFICANCE, Interval, Ratio, ratio, share_test
+from tiny_mlp_bench.report.inference import SIGNIFICANCE, Ratio, ratio, share_test
 from tiny_mlp_bench.report.ladder import Ladder, RungResult
 
 DEVICES = catalogue.DEVICES
@@ -33,7 +33,7 @@ class GpuAnswer:
     eager_op_s: float | None
     arithmetic_s: float | None  # the whole step's arithmetic on this CPU: the numba floor rung
     gpu_arithmetic_s: float | None = None  # the same on the GPU: the numba floor rung's CUDA kernel, per step
-    ratio: Ratio | None = None  # the cuda runs' times to result over the cpu runs'
+    ratio: Ratio | None = None  # the GPU verdict: the admitted cuda runs' times to result over the cpu runs' (across)
 
     @property
     def launch_s(self) -> float | None:
@@ -49,20 +49,13 @@ class GpuAnswer:
 
 @dataclass(frozen=True)
 class ArchivedGpu:
-    """Archived cuda numbers of the asker's loop, quoted where this machine has none; never ratioed to another."""
+    """Another study's GPU verdict, quoted where this machine has none: its own ratio, never its seconds beside ours."""
 
     archive: str
-    host: str
     gpu: str
-    date: str  # the day its first quoted run started
-    result: Interval  # the cuda seed runs' times to result
-    step: Interval | None
-    method: str
-    lacks: tuple[str, ...]  # the question's torch pairs it has no completed seed run of
-    # The completed cuda seed runs behind the numbers; of them, from a -dirty tree and not converged.
-    runs: int = 0
-    modified: int = 0
-    not_converged: int = 0
+    date: str  # the day its first completed cuda run of the original loop started
+    ratio: Ratio | None  # its GPU verdict (across.gpu_ratio); None where no pair of its runs is admitted
+    modified: int = 0  # of its admitted runs, those from a modified tree
 
 
 @dataclass(frozen=True)
@@ -75,13 +68,6 @@ class KerasVersion:
     step_s: float | None  # their steady-state step (median)
     fit: KerasFit | None  # the probe's fixed cost per fit epoch and cost of a step inside fit
 
-    @property
-    def epoch_share(self) -> float | None:
-        """The part of a step that is its epoch's fixed cost spread over the epoch's steps."""
-        if not (self.fit and self.step_s):
-            return None
-        return self.fit.epoch_fixed_s / self.fit.steps_per_epoch / self.step_s
-
 
 @dataclass(frozen=True)
 class KerasPause:
@@ -90,7 +76,6 @@ class KerasPause:
     runs: int  # the asker's Keras's completed seed runs that timed fit_end
     paused: int  # those whose fit_end reached PAUSED_S
     longest_s: float
-    keras_s_without: float | None  # the median of their timing points, each less its fit_end
     pause_free_variant: str | None  # the rung with autotuning off, where the catalogue has one
     pause_free_runs: int  # its completed runs that timed fit_end
     pause_free_paused: int
@@ -130,12 +115,6 @@ class KerasAnswer:
         return self.version(TODAYS_KERAS)
 
     @property
-    def seed_difference_s(self) -> float | None:
-        """Keras 3 on TF's seed timing point less Keras 2's (medians): what the probes' split is read against."""
-        old, new = self.askers, self.todays
-        return new.seed_s - old.seed_s if old and new and old.seed_s and new.seed_s else None
-
-    @property
     def split(self) -> tuple[float, float] | None:
         """Keras 3 on TF's extra seconds over Keras 2 in the question's epochs, per the probes: (epoch costs, steps)."""
         old, new = self.askers, self.todays
@@ -158,24 +137,6 @@ class KerasBackend:
     step_s: float  # steady-state step (median)
     step_min_s: float
     step_max_s: float
-    vs_tensorflow: float | None  # TensorFlow's step over this one: above 1, faster than the asker's backend
-
-
-@dataclass(frozen=True)
-class Fastest:
-    """A device's fastest choice by time to result and by steady-state step; None where nothing completed."""
-
-    device: str
-    to_result: tuple[str, str, float] | None  # pair, rung, median timing point (s)
-    per_step: tuple[str, str, float] | None  # pair, rung, median steady-state step (s)
-    seed_step_s: float | None  # the asker's torch loop on the device, per step
-    # The same among libraries a user would pick up, leaving out the hand-written NumPy and numba loops.
-    library_to_result: tuple[str, str, float] | None
-    library_per_step: tuple[str, str, float] | None
-
-    @property
-    def speedup(self) -> float | None:
-        return self.seed_step_s / self.per_step[2] if self.per_step and self.seed_step_s else None
 
 
 @dataclass(frozen=True)
@@ -215,7 +176,6 @@ class Answer:
     gpu: GpuAnswer
     keras: KerasAnswer
     keras_backends: tuple[KerasBackend, ...]  # per device (cpu first), TensorFlow first; the measured ones
-    fastest: tuple[Fastest, ...]  # cpu, then cuda
     aa_control: AAControl | None = None
     paused: tuple[PausedRung, ...] = ()  # rungs with at least one paused run
 
@@ -225,27 +185,6 @@ def seed_of(ladders: dict[str, Ladder], pair: str) -> RungResult | None:
     return ladder.with_role(Role.ASKERS) if ladder else None
 
 
-def fastest(summary: pd.DataFrame, device: str, seed: RungResult | None) -> Fastest:
-    rows = summary[summary["device"] == device]
-    libraries = rows[~rows["framework"].isin(HAND_WRITTEN)]
-
-    def best(column: str, rows=rows) -> tuple[str, str, float] | None:
-        timed = rows.dropna(subset=[column])
-        if timed.empty:
-            return None
-        row = timed.loc[timed[column].idxmin()]
-        return row["pair"], row["variant"], float(row[column])
-
-    return Fastest(
-        device,
-        best("median_s"),
-        best("step_s"),
-        seed.step_s if seed else None,
-        best("median_s", libraries),
-        best("step_s", libraries),
-    )
-
-
 def answer(
     ladders: tuple[Ladder, ...],
     summary: pd.DataFrame,
@@ -253,8 +192,10 @@ def answer(
     costs: dict[str, FixedCosts],
     floors: dict[str, Floor],
     runs: pd.DataFrame,
+    gpu_ratio: Ratio | None = None,
 ) -> Answer:
-    """``summary``: medians per pair and rung; ``timing_points``: the asker's loops'; ``runs``: a row per run."""
+    """``summary``: medians per pair and rung; ``timing_points``: the asker's loops'; ``runs``: a row per run;
+    ``gpu_ratio``: the GPU verdict (across.gpu_ratio), the one the README pools."""
     by_pair = {ladder.pair: ladder for ladder in ladders}
     torch_cuda, torch_cpu = pair_name(TORCH, "cuda"), pair_name(TORCH, "cpu")
     keras_cpu = pair_name(ASKERS_KERAS, "cpu")
@@ -274,7 +215,7 @@ def answer(
         eager_op_s=cuda_costs.eager_op_s if cuda_costs else None,
         arithmetic_s=floors["cpu"].step_s if "cpu" in floors else None,
         gpu_arithmetic_s=floors["cuda"].step_s if "cuda" in floors and floors["cuda"].measured else None,
-        ratio=over(seeds(torch_cuda), seeds(torch_cpu)),
+        ratio=gpu_ratio,
     )
     keras = KerasAnswer(
         device="cpu",
@@ -285,8 +226,7 @@ def answer(
         ratio=over(seeds(keras_cpu), seeds(torch_cpu)),
         ratio_without_pauses=over(without_pauses(runs, keras_cpu), seeds(torch_cpu)),
     )
-    choices = tuple(fastest(summary, device, seed_of(by_pair, pair_name(TORCH, device))) for device in DEVICES)
-    return Answer(gpu, keras, keras_backends(by_pair), choices, aa_control(summary), tuple(paused_rungs(runs)))
+    return Answer(gpu, keras, keras_backends(by_pair), aa_control(summary), tuple(paused_rungs(runs)))
 
 
 def over(a: tuple[float, ...], b: tuple[float, ...]) -> Ratio | None:
@@ -348,7 +288,6 @@ def keras_pause(runs: pd.DataFrame) -> KerasPause | None:
         runs=len(seed),
         paused=int((pauses >= PAUSED_S).sum()),
         longest_s=float(pauses.max()),
-        keras_s_without=float((seed["fit_predict_s"].astype(float) - pauses).median()),
         pause_free_variant=pause_free_variant,
         pause_free_runs=len(pause_free),
         pause_free_paused=int((pause_free["fit_end_s"].astype(float) >= PAUSED_S).sum()),
@@ -374,13 +313,11 @@ def keras_backends(by_pair: dict[str, Ladder]) -> tuple[KerasBackend, ...]:
     """The asker's `fit` on each Keras 3 backend, per device where a backend besides TensorFlow ran it."""
     found = []
     for device in DEVICES:
-        tensorflow = seed_of(by_pair, pair_name(TODAYS_KERAS, device))
         ran = []
         for framework in catalogue.keras_frameworks(3):
             if seed := seed_of(by_pair, pair_name(framework.name, device)):
-                vs = tensorflow.step_s / seed.step_s if tensorflow else None
                 backend = framework.keras_backend
-                ran.append(KerasBackend(device, backend, seed.step_s, seed.step_min_s, seed.step_max_s, vs))
+                ran.append(KerasBackend(device, backend, seed.step_s, seed.step_min_s, seed.step_max_s))
         if any(b.backend != ASKERS_BACKEND for b in ran):
             found += ran
     return tuple(found)

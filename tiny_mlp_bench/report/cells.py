@@ -58,22 +58,37 @@ def unit_for(seconds: float) -> tuple[float, str]:
     return next(((scale, name) for scale, name in UNITS if seconds >= scale), UNITS[-1])
 
 
-def with_interval(estimate: float, low: float | None, high: float | None, runs: int, suffix: str = "") -> str:
-    """``estimate`` and its interval to the digits it supports; "1 run" if measured once, a side open if unbounded."""
+def interval_places(estimate: float, low: float | None, high: float | None) -> int:
+    """The decimals an estimate over runs is written to: what its interval supports."""
+    if low is None or high is None:  # an open interval supports two figures at most
+        return decimals(estimate, estimate, estimate * 10)
+    return decimals(estimate, low, high)
+
+
+def with_interval(
+    estimate: float, low: float | None, high: float | None, runs: int, suffix: str = "", side_of: float | None = None
+) -> str:
+    """``estimate`` and its interval to the digits it supports; "1 run" if measured once, a side open if unbounded.
+    ``side_of``: a value (1 for a ratio) whose side each bound lies on must show: a bound gets the digits it needs not
+    to read as that value ("0.9997", never "1.00")."""
     if runs == 1:
         return f"{figures(estimate, decimals(estimate))}{suffix} (1 run)"
-    if low is None or high is None:  # an open interval supports two figures at most
-        places = decimals(estimate, estimate, estimate * 10)
-    else:
-        places = decimals(estimate, low, high)
+    places = interval_places(estimate, low, high)
+
+    def bound(value: float) -> str:
+        digits = places
+        while side_of is not None and value != side_of and figures(value, digits) == figures(side_of, digits):
+            digits += 1
+        return figures(value, digits)
+
     text = f"{figures(estimate, places)}{suffix}"
     if low is None and high is None:
         return f"{text} (unbounded)"
     if low is None:
-        return f"{text} (up to {figures(high, places)})"
+        return f"{text} (up to {bound(high)})"
     if high is None:
-        return f"{text} (from {figures(low, places)})"
-    return f"{text} ({figures(low, places)}–{figures(high, places)})"
+        return f"{text} (from {bound(low)})"
+    return f"{text} ({bound(low)}–{bound(high)})"
 
 
 # From a minute on a single time reads as minutes and seconds: "18 min 32 s", not "1,112 s".
@@ -110,7 +125,7 @@ def times(found: Ratio | None) -> str:
     """A ratio over runs, with its interval: as "2.1x (1.6-2.4)" is written with the times sign."""
     if found is None:
         return "–"
-    return with_interval(found.estimate, found.low, found.high, min(found.runs), "×")
+    return with_interval(found.estimate, found.low, found.high, min(found.runs), "×", side_of=1.0)
 
 
 def approx(value: float | None, significant: int = 2) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from tiny_mlp_bench.kinds import cpu_name
 from tiny_mlp_bench.report import across
 from tiny_mlp_bench.report.busy_core import BusyCore, Views
-from tiny_mlp_bench.report.cells import decimals, duration, figures, spread, times
+from tiny_mlp_bench.report.cells import decimals, duration, figures, interval_places, spread, table, times
 from tiny_mlp_bench.report.inference import Interval, Ratio
 
 
@@ -22,50 +22,72 @@ class Pauses:
 
 
 def runs_against(found: Ratio) -> str:
+    """The runs behind a ratio: "1 run a side", "5 runs a side", "3 runs against 4"."""
     a, b = found.runs
-    return "1 run each" if (a, b) == (1, 1) else f"{a} runs against {b}"
+    if a == b:
+        return f"{a} run{'s' if a != 1 else ''} a side"
+    return f"{a} run{'s' if a != 1 else ''} against {b}"
 
 
-def cannot_order(found: Ratio) -> str:
-    """What an unresolved ratio is said as: its value, and that its runs cannot order the two."""
-    return f"{times(found)} as long, but {runs_against(found)} cannot order the two"
+def one_run_a_side(found: Ratio) -> bool:
+    return max(found.runs) == 1
+
+
+def ratio_said(found: Ratio) -> str:
+    """A ratio as a sentence gives it: with its interval; bare where 1 run a side stands behind it, which the
+    sentence then says."""
+    return f"{figures(found.estimate, decimals(found.estimate))}×" if one_run_a_side(found) else times(found)
+
+
+def unsettled(found: Ratio, against: str = "") -> str:
+    """The one wording of a ratio its runs do not resolve: what was seen (as long as ``against``, where named), and
+    that those runs cannot settle it."""
+    than = f" as {against}" if against else ""
+    return f"{ratio_said(found)} as long{than}, but {runs_against(found)} cannot settle it"
+
+
+def settled(found: Ratio) -> str:
+    return f"{ratio_said(found)} as long, {runs_against(found)}"
 
 
 def comparison(found: Ratio, a: str, b: str, measure: str) -> str:
-    """``a`` against ``b`` (``found``: a over b) in one sentence: which is slower, or that the runs cannot tell."""
+    """``a`` against ``b`` (``found``: a over b) in one sentence: which is slower, or what was seen and that it
+    cannot be settled by the runs behind it."""
     if found.resolved:
         word = "slower" if found.estimate > 1 else "faster"
-        return f"{measure}, {a} is {word} than {b}: {times(found)} as long, {runs_against(found)}."
-    return f"{measure}, the runs cannot tell {a} and {b} apart: {times(found)} as long, {runs_against(found)}."
+        return f"{measure}, {a} was {word} than {b}: {settled(found)}."
+    return f"{measure}, {a} took {unsettled(found, b)}."
 
 
-def gpu_claim(cuda: Interval, cpu: Interval, found: Ratio) -> str:
+GPU_AGAINST = "the same machine's CPU"
+
+
+def gpu_claim(found: Ratio) -> str:
     """The original torch loop on the GPU against the same machine's CPU, to a result (``found``: cuda over cpu)."""
-    head = (
-        f"the original torch loop took {duration(cuda)} to a result on the GPU, {duration(cpu)} on the same "
-        "machine's CPU"
-    )
     if not found.resolved:
-        return f"{head}: {cannot_order(found)}."
+        return f"to a result, the original torch loop on the GPU took {unsettled(found, 'on ' + GPU_AGAINST)}."
     if found.estimate > 1:
-        return f"{head}: the GPU was slower, {times(found)} as long, as in the question."
-    return f"{head}: the GPU was faster, {times(found)} as long, where the question saw it slower."
+        verdict = "slower on the GPU than on {}, as in the question"
+    else:
+        verdict = "faster on the GPU than on {}, where the question saw it slower"
+    said = f"{ratio_said(found)} as long to a result, {runs_against(found)}"
+    return f"the original torch loop was {verdict.format(GPU_AGAINST)}: {said}."
 
 
 def keras_claim(
     keras: Interval, torch: Interval, found: Ratio, without_pauses: Ratio | None = None, pauses: Pauses | None = None
 ) -> str:
-    """Keras 2's `fit` against the original torch loop on one CPU, to a result (``found``: Keras over torch), with
-    the pauses `fit` made after its last epoch and the ratio less them, where it paused."""
-    head = f"Keras 2's `fit` took {duration(keras)} to a result, the torch loop {duration(torch)}"
+    """Keras 2 against the original torch loop on one CPU, to a result (``found``: Keras over torch), with the pauses
+    `fit` made after its last epoch and the ratio less them, where it paused."""
+    head = f"Keras 2 took {duration(keras)} to a result, the torch loop {duration(torch)}"
     if not found.resolved:
-        text = f"{head}: {cannot_order(found)}."
+        text = f"{head}: {unsettled(found)}."
     elif found.estimate > 1:
-        text = f"{head}: Keras was slower, {times(found)} as long, the reverse of the question's order."
+        text = f"{head}: Keras 2 was slower, {settled(found)}, the reverse of the question's order."
     else:
-        text = f"{head}: Keras was faster, {times(found)} as long, as in the question."
+        text = f"{head}: Keras 2 was faster, {settled(found)}, as in the question."
     if pauses and pauses.paused and without_pauses:
-        less = times(without_pauses) if without_pauses.resolved else cannot_order(without_pauses)
+        less = settled(without_pauses) if without_pauses.resolved else unsettled(without_pauses)
         text += (
             f" In {pauses.paused} of its {pauses.runs} runs `fit` paused after its last epoch, up to "
             f"{duration(pauses.longest_s)}, waiting on tf.data. Less those pauses: {less}."
@@ -87,12 +109,12 @@ def why_claim(torch_step: Interval, floor_step: Interval | None) -> str:
 
 def aa_claim(pair: str, control: str, twin: str, result: Ratio, step: Ratio | None) -> str:
     """The A/A control against the rung whose code it runs: what this machine fakes between identical code."""
-    per_step = f" and {times(step)} per step" if step else ""
+    per_step = f" and {ratio_said(step)} per step" if step else ""
     told = [view for view, found in (("to a result", result), ("per step", step)) if found and found.resolved]
     verdict = f"yet the runs tell the two apart {' and '.join(told)}" if told else "the runs cannot tell the two apart"
     return (
-        f"{pair} `{control}` runs `{twin}`'s very code under another name and took {times(result)} as long to a "
-        f"result{per_step}: {verdict}. A difference this size is what this machine fakes."
+        f"{pair} `{control}` runs `{twin}`'s very code under another name and took {ratio_said(result)} as long to a "
+        f"result{per_step} ({runs_against(result)}): {verdict}. A difference this size is what this machine fakes."
     )
 
 
@@ -101,7 +123,7 @@ ACROSS_WORDS = {
     across.GPU_RESULT: ("To a result", "the original torch loop on the GPU", "the same loop on the same machine's CPU"),
     across.GPU_FIT: ("In the fit phase alone", "the original torch loop on the GPU", "the same loop on the CPU"),
     across.KERAS_STEP: ("Per step", "Keras 2's `fit`", "the original torch loop"),
-    across.KERAS_RESULT: ("To a result", "Keras 2's `fit`", "the original torch loop"),
+    across.KERAS_RESULT: ("To a result", "Keras 2", "the original torch loop"),
     across.FIXED_COST: (
         "Per step",
         "the original torch loop",
@@ -109,7 +131,7 @@ ACROSS_WORDS = {
         "Python)",
     ),
     # Said after "Beside one busy core," (busy_answer).
-    across.BUSY_KERAS_RESULT: ("to a result", "Keras 2's `fit`", "the original torch loop"),
+    across.BUSY_KERAS_RESULT: ("to a result", "Keras 2", "the original torch loop"),
     across.BUSY_ONE_THREAD: ("per step", "torch's loop on one thread", "its default thread pool"),
 }
 
@@ -119,16 +141,6 @@ def machine_words(kind: tuple) -> str:
     cpu, count, gpu = kind[1]
     cpus = f"{cpu_name(cpu)} with {count} logical CPUs"
     return f"{gpu} ({cpus})" if gpu else cpus
-
-
-def one_run_a_side(found: Ratio) -> bool:
-    return max(found.runs) == 1
-
-
-def ratio_said(found: Ratio) -> str:
-    """A ratio in an across-studies sentence: with its interval; bare where 1 run a side stands behind it, which
-    the sentence says once."""
-    return f"{figures(found.estimate, decimals(found.estimate))}×" if one_run_a_side(found) else times(found)
 
 
 def kind_phrase(claim: across.Across, label) -> str:
@@ -146,7 +158,7 @@ def kind_phrase(claim: across.Across, label) -> str:
     if any(resolved):
         each = [text + ("" if done else ", unresolved") for text, done in zip(each, resolved, strict=True)]
     studies = "its one study" if claim.one_study else "the studies"
-    lead = "it depends on the study" if any(resolved) else f"{studies} cannot order the two"
+    lead = "it depends on the study" if any(resolved) else f"{studies} cannot settle it"
     once = " (1 run a side in each)" if all(one_run_a_side(found) for _, found in claim.studies) else ""
     if claim.against:
         power = "; as studies resolve it both ways, more runs a side would not settle it"
@@ -163,8 +175,7 @@ def pooled_test(claim: across.Across) -> str:
     """The GPU verdict's pooled test, said whether or not it resolves: its estimate, interval, p and runs."""
     if claim.claim not in (across.GPU_RESULT, across.GPU_FIT):
         return ""
-    a, b = claim.pooled.runs
-    return f" (pooled: {times(claim.pooled)}, p = {claim.pooled.p_value:.2g}, {a} runs against {b})"
+    return f" (pooled: {times(claim.pooled)}, p = {claim.pooled.p_value:.2g}, {runs_against(claim.pooled)})"
 
 
 def across_claim(found: list[across.Across], label) -> str:
@@ -187,25 +198,150 @@ def claim_part(found: list[across.Across], label) -> str:
     return f"{a} against {b}: {parts}"
 
 
-def gpu_costs_claim(found: list[across.Across]) -> str:
-    """What the GPU verdict's cuda runs spent besides the fit, per machine kind: torch's lazy import of its compiler
-    stack, which the asker's torch did not have, and CUDA's start-up, each against the time to result."""
-
+def one_time_claim(found: list[across.Across]) -> str:
+    """The one-time cost of today's torch that the asker's 2020 torch did not have, the lazy import of its compiler
+    stack at its first optimizer, on each device of each GPU kind in ``found``, set beside that device's time to a
+    result; and CUDA's start-up on the GPU. Over the runs the GPU verdict admits."""
     parts = []
     for claim in found:
         costs = {
-            key: [v for study, _ in claim.studies for v in study.gpu_costs[key]]
-            for key in ("result", "optimizer", "startup")
+            device: {key: [v for study, _ in claim.studies for v in study.one_time[device][key]] for key in keys}
+            for device, keys in (("cuda", ("result", "optimizer", "startup")), ("cpu", ("result", "optimizer")))
         }
+        gpu, cpu = costs["cuda"], costs["cpu"]
         parts.append(
-            f"on {machine_words(claim.kind)}, torch's lazy import of its compiler stack (its first optimizer's) "
-            f"took {spread(costs['optimizer'])} and CUDA's start-up {spread(costs['startup'])} of the "
-            f"{spread(costs['result'])} to a result ({len(costs['result'])} runs)"
+            f"on {machine_words(claim.kind)}, {spread(gpu['optimizer'])} of the GPU runs' {spread(gpu['result'])} to a "
+            f"result and {spread(cpu['optimizer'])} of the CPU runs' {spread(cpu['result'])} ({len(gpu['result'])} "
+            f"and {len(cpu['result'])} runs), CUDA's start-up {spread(gpu['startup'])} more on the GPU"
         )
     return (
-        f"Of the GPU runs' time to result, {'; '.join(parts)}; the asker's 2020 torch had no compiler stack to import. "
-        "The GPU verdict pools only runs that ran with nothing beside them, at one thread count, converged."
+        "Today's torch pays a one-time cost on every device that the asker's 2020 torch did not, the lazy import of "
+        f"its compiler stack at its first optimizer: {'; '.join(parts)}. The GPU verdict pools only runs that ran "
+        "with nothing beside them, at one thread count, converged."
     )
+
+
+# The README's front door: the three claims its answer opens with, each a column of its table.
+FRONT_COLUMNS = {
+    across.GPU_RESULT: "GPU / CPU, torch loop, to a result",
+    across.KERAS_RESULT: "Keras 2 / torch, to a result",
+    across.FIXED_COST: "torch / numba floor, per step",
+}
+
+
+def bare(found: Ratio) -> str:
+    """A ratio's estimate alone, to the digits its interval supports, where a table beside it gives the interval."""
+    if one_run_a_side(found):
+        return ratio_said(found)
+    return f"{figures(found.estimate, interval_places(found.estimate, found.low, found.high))}×"
+
+
+def estimates(found: list[across.Across]) -> str:
+    """The pooled estimates of a claim's machine kinds, as one value or a range: "102x to 136x"."""
+    ordered = sorted((claim.pooled for claim in found), key=lambda r: r.estimate)
+    low, high = bare(ordered[0]), bare(ordered[-1])
+    return low if low == high else f"{low} to {high}"
+
+
+def fixed_cost_answer(found: list[across.Across]) -> str:
+    """Why a step this small is slow, over the machine kinds where the fixed-cost claim holds."""
+    holds = [claim for claim in found if claim.holds and claim.pooled.estimate > 1]
+    if not holds:
+        return "No study has yet set the original torch loop's step beside the same arithmetic compiled into one loop."
+    return (
+        "A step this small is almost all fixed cost (calls, dispatch, Python): the original torch loop's step took "
+        f"{estimates(holds)} as long as the same arithmetic compiled into one numba loop."
+    )
+
+
+def settle_phrase(claim: across.Across) -> str:
+    """What an unsettled claim's studies rest on, and what would settle it."""
+    once = all(one_run_a_side(found) for _, found in claim.studies)
+    runs = "1 run a side each" if once else "their runs"
+    if claim.against:
+        return f"{runs} resolve it both ways"
+    if claim.runs_needed:
+        return f"{runs} cannot settle it; about {claim.runs_needed} runs a side would"
+    if once:
+        return f"{runs} cannot settle it, as the exact test needs at least {across.fewest_runs()} runs a side"
+    return f"{runs} cannot settle it"
+
+
+def gpu_answer(found: list[across.Across]) -> str:
+    """What the GPU studies of each GPU machine kind (named by its GPU; the table names it in full) saw of the
+    original torch loop against their own CPU, as seen, with what their runs can and cannot settle."""
+    if not found:
+        return "No GPU study has yet run the original torch loop on both its GPU and its own CPU."
+    said = []
+    for claim in found:
+        gpu, seen = claim.kind[1][2], [r for _, r in claim.studies]
+        if claim.holds:
+            word = "slower" if claim.pooled.estimate > 1 else "faster"
+            said.append(
+                f"On {gpu}, the torch loop was {word} on the GPU than on its own CPU: {times(claim.pooled)} as long "
+                f"to a result over {len(seen)} stud{'y' if len(seen) == 1 else 'ies'}."
+            )
+            continue
+        directions = {r.estimate > 1 for r in seen}
+        studies = {1: f"The one {gpu} study", 2: f"Both {gpu} studies"}.get(len(seen), f"All {len(seen)} {gpu} studies")
+        values = " and ".join(bare(r) for r in seen)
+        if len(directions) == 1:
+            word, asker = ("slower", ", as the asker saw") if directions == {True} else ("faster", "")
+            seen_as = f"{values} as long to a result{asker}"
+            head = f"{studies} saw the torch loop {word} on the GPU than on its own CPU ({seen_as})"
+        else:
+            head = (
+                f"The {gpu} studies saw the torch loop take {values} as long to a result on the GPU as on its own CPU"
+            )
+        said.append(f"{head}; {settle_phrase(claim)}.")
+    return " ".join(said)
+
+
+def keras_answer(found: list[across.Across]) -> str:
+    """Keras 2 against the original torch loop to a result, over every machine kind that ran both."""
+    if not found:
+        return "No study has yet run Keras 2 and the torch loop on one machine."
+    directions = {claim.pooled.estimate > 1 for claim in found}
+    kinds = (
+        "the one machine kind that ran both"
+        if len(found) == 1
+        else f"each of the {len(found)} machine kinds that ran both"
+    )
+    if all(claim.holds for claim in found) and directions == {True}:
+        return (
+            "Keras 2 did not reproduce the asker's order: to a result it was slower than the torch loop on "
+            f"{kinds}, {estimates(found)} as long."
+        )
+    if all(claim.holds for claim in found) and directions == {False}:
+        return (
+            f"Keras 2 reproduced the asker's order: to a result it was faster than the torch loop on {kinds}, "
+            f"{estimates(found)} as long."
+        )
+    return "Keras 2 against the torch loop, to a result, depends on the machine kind (the table)."
+
+
+def cell(claim: across.Across | None) -> str:
+    """A claim of one machine kind in the front door's table: the pooled ratio where it holds, else what was seen."""
+    if claim is None:
+        return "–"
+    n = len(claim.studies)
+    studies = f"{n} stud{'y' if n == 1 else 'ies'}"
+    if claim.holds:
+        return f"{times(claim.pooled)}: {studies}, {runs_against(claim.pooled)}"
+    if all(one_run_a_side(found) for _, found in claim.studies):
+        return f"{', '.join(bare(found) for _, found in claim.studies)}: {studies}, 1 run a side each, unsettled"
+    return f"{times(claim.pooled)}: {studies}, {runs_against(claim.pooled)}, unsettled"
+
+
+def answer_table(found: dict[str, list[across.Across]], asker: dict[str, str]) -> str:
+    """The front door's table: per machine kind (newest study first), each FRONT_COLUMNS claim, below the asker's."""
+    kinds = {claim.kind: claim.studies[-1][0].day for claims in found.values() for claim in claims}
+    order = sorted(kinds, key=lambda kind: kinds[kind], reverse=True)
+    rows = [["the asker (2020, one run each)", *(asker.get(column, "–") for column in FRONT_COLUMNS)]]
+    for kind in order:
+        by_claim = {claim.claim: claim for claims in found.values() for claim in claims if claim.kind == kind}
+        rows.append([machine_words(kind), *(cell(by_claim.get(column)) for column in FRONT_COLUMNS)])
+    return table(["machine kind", *FRONT_COLUMNS.values()], rows, "l" + "r" * len(FRONT_COLUMNS))
 
 
 def busy_answer(found: list[across.Across], label) -> str:
@@ -234,7 +370,7 @@ def busy_lines(found: BusyCore) -> list[str]:
     else:
         verdict = "the asker's order, Keras faster than torch, does not reproduce beside a busy core"
     lines = [
-        f"Beside one busy core, Keras 2's `fit` took {both_views(busy)} as the original torch loop; idle, "
+        f"Beside one busy core, Keras 2 took {both_views(busy)} as the original torch loop; idle, "
         f"{both_views(idle)}: {verdict}."
     ]
     slowed = [f"{rung.label} {times(views.step)}" for rung, views in found.busy_over_idle if views.step]

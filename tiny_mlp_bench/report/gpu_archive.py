@@ -1,13 +1,13 @@
-"""Which archived study gives the report its GPU answer where this run has no completed cuda run."""
+"""Which archived study gives the report its GPU answer where this run has no completed cuda run. Choosing reads
+the records' identities only: Snakemake chooses while it parses the workflow, and builds no report then."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from tiny_mlp_bench.archive.layout import QUOTED_RECORDS
+from tiny_mlp_bench.question import TORCH, askers_rung
 from tiny_mlp_bench.records import read_record
-from tiny_mlp_bench.report.answer import ArchivedGpu
-from tiny_mlp_bench.report.model import archived_gpu
 
 QUALIFIES = "a completed torch `seed` run on cuda"
 
@@ -20,9 +20,38 @@ def seed_records(folder: Path) -> list[dict]:
     return [read_record(path) for path in sorted(folder.glob(QUOTED_RECORDS))]
 
 
-def quote(folder: Path) -> ArchivedGpu | None:
-    """The archive's GPU answer, None where it does not qualify."""
-    return archived_gpu(folder.name, seed_records(folder))
+def cuda_seed_day(records: list[dict]) -> str | None:
+    """The day the first completed torch `seed` run on cuda started; None where none completed: the archive has no
+    GPU answer to quote."""
+    days = [
+        r["identity"]["started_at"][:10]
+        for r in records
+        if (r["identity"]["framework"], r["identity"]["variant"], r["identity"]["device"])
+        == (TORCH, askers_rung(TORCH), "cuda")
+        and r["status"] == "ok"
+    ]
+    return min(days) if days else None
+
+
+def quote(folder: Path):
+    """The archive's GPU verdict (answer.ArchivedGpu): its own ratio, from its quoted records of the original torch
+    loop; None where none of them completed on cuda."""
+    # The report's stack, imported only where a report is rendered.
+    from tiny_mlp_bench.report import across
+    from tiny_mlp_bench.report.answer import ArchivedGpu
+
+    records = seed_records(folder)
+    day = cuda_seed_day(records)
+    if day is None:
+        return None
+    admitted = across.gpu_question_runs(records)
+    return ArchivedGpu(
+        archive=folder.name,
+        gpu=", ".join(sorted({r["environment"]["gpu_name"] for r in records if r["environment"].get("gpu_name")})),
+        date=day,
+        ratio=across.gpu_ratio(records),
+        modified=sum(str(r["environment"].get("git_commit") or "").endswith("-dirty") for r in admitted),
+    )
 
 
 def newest_qualifying(archives: Path, leave_out: str | None = None) -> Path | None:
@@ -30,8 +59,8 @@ def newest_qualifying(archives: Path, leave_out: str | None = None) -> Path | No
     found = []
     folders = (p for p in archives.glob("*") if p.is_dir() and p.name[0] != "." and p.name != leave_out)
     for folder in sorted(folders):
-        if answer := quote(folder):
-            found.append((answer.date, folder.name, folder))
+        if day := cuda_seed_day(seed_records(folder)):
+            found.append((day, folder.name, folder))
     return max(found)[2] if found else None
 
 
@@ -46,6 +75,6 @@ def choose(setting: str, archives: Path) -> Path | None:
         raise GpuArchiveError(
             f"config key 'gpu_answer_archive': no archive {folder} (auto picks one, none quotes none)"
         )
-    if quote(folder) is None:
+    if cuda_seed_day(seed_records(folder)) is None:
         raise GpuArchiveError(f"config key 'gpu_answer_archive': {folder} does not hold {QUALIFIES}")
     return folder

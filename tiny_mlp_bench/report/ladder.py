@@ -1,57 +1,17 @@
-"""The ladders of rungs per framework-device pair, the floors under them and the targets judged from them."""
+"""The ladders of rungs per framework-device pair and the floors under them."""
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
 import pandas as pd
 
 from tiny_mlp_bench import registry
-from tiny_mlp_bench.catalogue import Role, pair_name
-from tiny_mlp_bench.question import TODAYS_KERAS, TORCH, askers_rung
-from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor
+from tiny_mlp_bench.catalogue import Role
+from tiny_mlp_bench.question import askers_rung
+from tiny_mlp_bench.report.fixed_costs import Floor
 from tiny_mlp_bench.report.inference import Interval, Ratio, ratio
-
-
-@dataclass(frozen=True)
-class TargetSpec:
-    """One of the study's speed targets: a rung of ``pair`` against a baseline rung."""
-
-    kind: str
-    pair: str
-    variant: str | None
-    goal: float
-    baseline_pair: str
-    baseline_variant: str
-
-
-def beyond_the_askers(framework: str, device: str, goal: float) -> TargetSpec:
-    """A pair's best rung at least ``goal`` times faster per step than its asker's loop."""
-    pair = pair_name(framework, device)
-    return TargetSpec("speedup", pair, None, goal, pair, askers_rung(framework))
-
-
-def within(framework: str, device: str, goal: float, role: Role) -> TargetSpec:
-    """A pair's best rung within ``goal`` times the step of the one rung with ``role``."""
-    baseline = registry.sole_rung(role)
-    return TargetSpec(
-        "within", pair_name(framework, device), None, goal, pair_name(baseline.framework, device), baseline.name
-    )
-
-
-@functools.cache
-def targets() -> tuple[TargetSpec, ...]:
-    """The ladders' targets, read from the rungs when a report is made, never at import."""
-    return (
-        beyond_the_askers(TORCH, "cpu", 5.0),
-        within(TORCH, "cpu", 1.5, Role.REFERENCE),
-        within(TORCH, "cpu", 3.0, Role.FLOOR),
-        beyond_the_askers(TODAYS_KERAS, "cpu", 10.0),
-        beyond_the_askers(TODAYS_KERAS, "cuda", 10.0),
-        beyond_the_askers(TORCH, "cuda", 50.0),
-    )
 
 
 @dataclass(frozen=True)
@@ -74,7 +34,6 @@ class RungResult:
     beats_seed_from: int | None  # the fewest epochs at which its time to result beats seed's; None: never
     runs: int
     converged: int
-    above_floor: float | None  # step time over the device's floor
     host_syncs_per_epoch: float | None  # torch on cuda: the median over repeats of the count in an extra epoch
     # The speed-ups over runs, with their intervals: the seed's steps over this rung's, and the rung before's.
     speedup: Ratio | None = None
@@ -113,14 +72,6 @@ class Ladder:
         """Whether the ladder starts at the asker's loop and climbs at least one rung."""
         return len(self.rungs) > 1 and self.rungs[0].role == Role.ASKERS
 
-    @property
-    def biggest_rung(self) -> RungResult:
-        return max(self.rungs[1:], key=lambda r: r.vs_previous)
-
-    @property
-    def slower_rungs(self) -> list[RungResult]:
-        return [r for r in self.rungs[1:] if r.vs_previous is not None and r.vs_previous < 1]
-
 
 @dataclass(frozen=True)
 class EpochFloor:
@@ -129,21 +80,6 @@ class EpochFloor:
     pair: str
     step_s: float
     vs_seed: float
-    tenfold_step_s: float  # the step time a ten-fold speed-up over seed would need
-
-
-@dataclass(frozen=True)
-class Target:
-    """A target as measured on one machine; rung and baseline are None when not measured."""
-
-    spec: TargetSpec
-    rung: RungResult | None
-    baseline: RungResult | None
-    ratio: float | None
-    met: bool | None
-    bound: float | None = None  # for a speed-up, the most the device's floor allows: baseline / floor
-    # The compiled epoch (torch cpu) against the floor: its call as (fused kernel, rest: Dynamo guards), s per step.
-    call_parts: tuple[float, float] | None = None
 
 
 def one_time_s(setup_s: float, first_block_excess_s: float) -> float | None:
@@ -202,7 +138,6 @@ def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ..
                     beats_seed_from=beats,
                     runs=int(row.runs),
                     converged=int(row.converged),
-                    above_floor=row.step_s / floor.step_s if floor and pd.notna(row.step_s) else None,
                     host_syncs_per_epoch=None if pd.isna(row.host_syncs_per_epoch) else row.host_syncs_per_epoch,
                     speedup=speedup(seed_steps, row.step_values) if row.variant != askers else None,
                     speedup_over_previous=speedup(previous_steps, row.step_values),
@@ -213,36 +148,11 @@ def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ..
     return tuple(found)
 
 
-def judge(spec: TargetSpec, by_pair: dict[str, Ladder], costs: dict[str, FixedCosts] | None = None) -> Target:
-    """A target judged from the per-step medians; ``costs`` (the probes) explain a compiled rung against the floor."""
-    ladder, base_ladder = by_pair.get(spec.pair), by_pair.get(spec.baseline_pair)
-    rung = None
-    if ladder is not None:
-        rung = ladder.rung(spec.variant) if spec.variant else ladder.fastest(leave_out=Role.ASKERS)
-    baseline = base_ladder.rung(spec.baseline_variant) if base_ladder else None
-    if rung is None or baseline is None:
-        return Target(spec, rung, baseline, None, None)
-    if spec.kind == "speedup":
-        ratio = baseline.step_s / rung.step_s
-        # A measured floor is arithmetic, any framework's; a computed cuda floor counts the asker's torch kernels.
-        floor = ladder.floor
-        applies = floor is not None and (floor.measured or rung.framework == TORCH)
-        bound = baseline.step_s / floor.step_s if applies else None
-        return Target(spec, rung, baseline, ratio, bool(ratio >= spec.goal), bound)
-    ratio = rung.step_s / baseline.step_s
-    cpu = (costs or {}).get("cpu")
-    parts = None
-    if rung.role == Role.COMPILED_EPOCH and baseline.role == Role.FLOOR and cpu and cpu.fused_call_s:
-        kernel = cpu.fused_kernel_s / cpu.fused_steps_per_call
-        parts = (kernel, cpu.fused_call_s / cpu.fused_steps_per_call - kernel)
-    return Target(spec, rung, baseline, ratio, bool(ratio <= spec.goal), call_parts=parts)
-
-
 def epoch_floors(found: tuple[Ladder, ...]) -> tuple[EpochFloor, ...]:
     """Why Keras cannot get much faster per step: a step's cost with one train-function call per epoch."""
     floors = []
     for ladder in found:
         seed, one_call = ladder.with_role(Role.ASKERS), ladder.with_role(Role.ONE_CALL_PER_EPOCH)
         if seed and one_call:
-            floors.append(EpochFloor(ladder.pair, one_call.step_s, one_call.vs_seed, seed.step_s / 10))
+            floors.append(EpochFloor(ladder.pair, one_call.step_s, one_call.vs_seed))
     return tuple(floors)

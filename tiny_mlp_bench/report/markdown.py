@@ -117,7 +117,11 @@ def fixed_costs_table(m: Machine) -> str:
         ]
     readings = [
         ("one eager torch op", field("eager_op_s"), duration),
-        ("ops the original step runs (cpu: leaf aten ops; cuda: kernels)", field("ops_per_step"), lambda v: num(v, 0)),
+        (
+            "ops the original step runs (cpu: leaf aten ops, none below them; cuda: kernels)",
+            field("ops_per_step"),
+            lambda v: num(v, 0),
+        ),
         ("the original step on a batch already on the device", field("seed_step_s"), duration),
         ("empty torch.cuda.synchronize()", field("sync_s"), duration),
         ("replay of a one-kernel CUDA graph", field("graph_replay_s"), duration),
@@ -308,6 +312,7 @@ def machine_page(report: Report, m: Machine) -> dict:
         "ladders": {ladder.pair: ladder_table(ladder) for ladder in m.ladders},
         "cuda_epochs_per_block": cuda_epochs_per_block(m),
         "fixed_costs": fixed_costs_table(m),
+        "step_parts": [line for device in catalogue.DEVICES if (line := sentences.step_parts_line(m, device))],
         "paused": sentences.pause_line(m),
         "paused_runs": paused_table(m),
         "more": [line for line in extra if line],
@@ -357,7 +362,8 @@ def render_markdown(
     pages = [(m, machine_page(report, m)) for m in report.machines]
     template = environment().get_template(TEMPLATE.name)
     return template.render(
-        title=sentences.TITLE,
+        title=sentences.title(report),
+        ratios=sentences.RATIOS,
         busy=claims.busy_lines(report.busy) if report.busy else None,
         busy_table=busy_table(report.busy) if report.busy else None,
         report=report,

@@ -6,11 +6,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from tiny_mlp_bench.backends.contract import GPU_EPOCHS_PER_BLOCK
-from tiny_mlp_bench.catalogue import DEVICES, pair_name
 from tiny_mlp_bench.jobs.identity import BUSY
-from tiny_mlp_bench.question import TORCH, askers_rung
-from tiny_mlp_bench.report import fixed_costs
+from tiny_mlp_bench.question import askers_rung
+from tiny_mlp_bench.report import across, fixed_costs
 from tiny_mlp_bench.report.answer import Answer, ArchivedGpu, answer
 from tiny_mlp_bench.report.busy_core import (
     BESIDE_BUSY_CORE,
@@ -21,7 +19,7 @@ from tiny_mlp_bench.report.busy_core import (
     newest_of_kind,
 )
 from tiny_mlp_bench.report.crossover_map import Crossover, Sweep, crossovers, sweep_frame, sweep_table
-from tiny_mlp_bench.report.ladder import EpochFloor, Ladder, Target, epoch_floors, judge, ladders, targets
+from tiny_mlp_bench.report.ladder import EpochFloor, Ladder, epoch_floors, ladders
 from tiny_mlp_bench.report.machines import environment, machine_key, machine_labels
 from tiny_mlp_bench.report.question_table import AskersRatio, QuestionRow, question_rows, ratios
 from tiny_mlp_bench.report.runs import LOAD_COLUMNS, reference_canary, run_row, summarize
@@ -45,8 +43,6 @@ class Machine:
     probes_not_measured: tuple[fixed_costs.ProbeStatus, ...]
     initialisation: fixed_costs.Initialisation | None  # how often the asker's draw is dead at start
     dead_draws_skipped: int  # over the runs that recorded it
-    runs_with_init: int  # runs that recorded how their weights were drawn
-    targets: tuple[Target, ...]
     sweeps: tuple[Sweep, ...]
     sweep_table: pd.DataFrame  # hidden_units, batch_size, <device>_step_s, cpu_over_cuda
     crossovers: tuple[Crossover, ...]
@@ -89,7 +85,6 @@ def machine(
     costs = fixed_costs.fixed_costs(probes, runs)
     floors = fixed_costs.floors(summary, costs)
     found = ladders(summary, floors)
-    by_pair = {ladder.pair: ladder for ladder in found}
     question = question_rows(runs, summary)
     medians = {q.pair: q.median_s for q in question if q.timed}
     seed_results = {s.pair: s.result_values for s in summary.itertuples() if s.variant == askers_rung(s.framework)}
@@ -98,7 +93,7 @@ def machine(
     both_views = views(summary)
     return Machine(
         label=label,
-        answer=answer(found, summary, medians, costs, floors, runs),
+        answer=answer(found, summary, medians, costs, floors, runs, across.gpu_ratio(records)),
         runs=runs,
         summary=summary,
         question=question,
@@ -110,8 +105,6 @@ def machine(
         probes_not_measured=fixed_costs.not_measured(probes),
         initialisation=fixed_costs.initialisation(probes),
         dead_draws_skipped=int(runs["dead_draws_skipped"].sum()),
-        runs_with_init=int(runs["dead_draws_skipped"].notna().sum()),
-        targets=tuple(judge(spec, by_pair, costs) for spec in targets()),
         sweeps=tuple(Sweep(s["device"], s["status"], s["reason"]) for s in sweeps),
         sweep_table=sweep_table(points),
         crossovers=crossovers(points),
@@ -180,40 +173,3 @@ def condition_label(labels: dict[tuple, str], record: dict) -> str:
     """The report's machine of a run record: its machine's label, plus what it was set beside if not idle."""
     label = labels[machine_key(record["environment"])]
     return label + BESIDE_BUSY_CORE if record["identity"]["condition"] == BUSY else label
-
-
-def archived_gpu(archive: str, records: list[dict]) -> ArchivedGpu | None:
-    """The asker's torch loop on cuda from an archived study's first host (by label) to run it; None if none did."""
-    askers = (TORCH, askers_rung(TORCH))
-    seeds = [r for r in records if (r["identity"]["framework"], r["identity"]["variant"]) == askers]
-    if not seeds:
-        return None
-    for found in build_report(seeds).machines:
-        cuda = found.summary[found.summary["pair"] == pair_name(TORCH, "cuda")]
-        if cuda.empty:
-            continue
-        seed = cuda.iloc[0]
-        quoted = found.runs[(found.runs["status"] == "ok") & (found.runs["device"] == "cuda")]
-        methods = {describe_method(r["method"]) for r in seeds if r["identity"]["device"] == "cuda"}
-        done = set(found.summary["pair"])
-        ran = [r for r in seeds if r["identity"]["device"] == "cuda" and r["status"] == "ok"]
-        return ArchivedGpu(
-            archive=archive,
-            host=found.label,
-            gpu=", ".join(name for name in found.environment["gpu"] if name),
-            date=str(quoted["started_at"].min())[:10],
-            result=seed.result,
-            step=seed.step,
-            method="; ".join(sorted(methods)),
-            lacks=tuple(p for p in (pair_name(TORCH, d) for d in DEVICES) if p not in done),
-            runs=len(ran),
-            modified=sum(str(r["environment"].get("git_commit") or "").endswith("-dirty") for r in ran),
-            not_converged=sum(not (r["quality"] or {}).get("converged") for r in ran),
-        )
-    return None
-
-
-def describe_method(method: dict) -> str:
-    """How a cuda record's blocks were timed, in words (every clock reading waits for the GPU)."""
-    every = "epoch" if method["block"] == "epoch" else f"{GPU_EPOCHS_PER_BLOCK} epochs"
-    return f"read the clock after every {every}, once the GPU had finished"

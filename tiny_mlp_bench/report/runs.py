@@ -182,12 +182,6 @@ def values(column: pd.Series) -> tuple[float, ...]:
     return tuple(float(v) for v in column.dropna())
 
 
-def result_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The completed runs a rung's time to result states: all but cold compilations beside warm runs."""
-    done = runs[runs["status"] == "ok"]
-    return done[~first_compilations(done)]
-
-
 def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     """Median, spread and CV over the completed runs of each pair and rung, in ladder order."""
     done = runs[runs["status"] == "ok"].astype({"converged": bool})
@@ -196,7 +190,6 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
         done[~cold]
         .groupby(RUNG, sort=True)
         .agg(
-            result_runs=("run_id", "size"),
             median_s=("fit_predict_s", "median"),
             min_s=("fit_predict_s", "min"),
             max_s=("fit_predict_s", "max"),

@@ -18,6 +18,13 @@ from tiny_mlp_bench.report.step_parts import StepParts
 from tiny_mlp_bench.report.views import View
 
 TITLE = "Why is PyTorch on a GPU slower than on a CPU, and slower than Keras?"
+BUSY_TITLE = "Does a busy core change the question's order? torch and Keras 2 on a CPU, idle and beside one busy core"
+NOT_THE_QUESTION_TITLE = "The pipeline at work on another workload than the question's: it answers nothing"
+# Said once, where the report's ratios first appear: a ratio need not be the quotient of the two times beside it.
+RATIOS = (
+    "Times are geometric means over runs; a ratio is the median of every run-against-run ratio (Hodges–Lehmann), so "
+    "it need not be the quotient of two times; each comes with its 95% interval."
+)
 KERAS_2 = catalogue.framework(ASKERS_KERAS).label
 KERAS_3 = catalogue.framework(TODAYS_KERAS).label
 
@@ -40,9 +47,11 @@ def seed_view(m: Machine, framework: str, device: str) -> View | None:
     return view_of(m, framework, askers_rung(framework), device)
 
 
-def unresolved(found: Ratio) -> str:
-    a, b = found.runs
-    return f"this study cannot tell them apart: {times(found)}, {a} runs against {b}"
+def title(report: Report) -> str:
+    """The report's title as fits its study: the question's, the busy-core study's, or another workload's."""
+    if report.busy:
+        return BUSY_TITLE
+    return NOT_THE_QUESTION_TITLE if not_the_question(report.parameters) else TITLE
 
 
 def setup_line(report: Report, m: Machine) -> str:
@@ -102,35 +111,33 @@ def runs_line(m: Machine) -> str:
 
 
 def gpu_line(report: Report, m: Machine) -> str:
-    """The GPU against the CPU for the original torch loop: here, or quoted from an archive."""
+    """The GPU against the CPU for the original torch loop: the GPU verdict here, or another study's, quoted."""
     cuda, cpu = seed_view(m, TORCH, "cuda"), seed_view(m, TORCH, "cpu")
     if cuda and cpu and m.answer.gpu.ratio:
-        return claims.gpu_claim(cuda.result, cpu.result, m.answer.gpu.ratio)
+        return claims.gpu_claim(m.answer.gpu.ratio)
+    if cuda and cpu:
+        return (
+            "the original torch loop completed on the GPU and on the CPU, but no pair of its runs is of the kind "
+            "the GPU verdict admits (idle, converged, its per-step window the question's epochs, one thread count), "
+            "so this study makes no GPU-against-CPU claim."
+        )
     if cuda:
-        on_gpu = duration(cuda.result)
-        return f"the original torch loop reached a result in {on_gpu} on the GPU; no run on this CPU completed."
+        return "the original torch loop completed on the GPU; no run on this CPU completed, so there is no ratio."
     return f"no GPU run of the original loop completed here. {archived_gpu_line(report)}"
 
 
 def archived_gpu_line(report: Report) -> str:
-    """The newest archive's GPU numbers of the original loop, alone, with what they are."""
+    """Another study's GPU verdict, its own ratio of its own machine's GPU to its CPU: never its seconds beside ours."""
     g: ArchivedGpu | None = report.archived_gpu
     if g is None:
         if report.no_archive_qualifies:
             return "No archive holds a completed GPU run of it either."
         return "No archive was asked for one."
-    step = f", {duration(g.step)} per step" if g.step else ""
-    lacks = f" It has no {' or '.join(g.lacks)} run, so it gives no ratio to a CPU." if g.lacks else ""
-    caveats = [
-        f"{n} of them {what}"
-        for n, what in ((g.modified, "from a modified tree"), (g.not_converged, "not converged"))
-        if n
-    ]
-    rests = f"{g.runs} runs" + (f", {' and '.join(caveats)}" if caveats else "")
-    return (
-        f"The archive `{g.archive}` ({g.gpu}, host `{g.host}`, {g.date}) ran it on the GPU: "
-        f"{duration(g.result)} to a result{step}, from {rests}. Its runs {g.method}.{lacks}"
-    )
+    where = f"The archive `{g.archive}` ({g.gpu}, {g.date})"
+    if g.ratio is None:
+        return f"{where} ran it on the GPU but has no pair of runs the GPU verdict admits, so it gives no ratio."
+    modified = f" ({g.modified} of its runs from a modified tree)" if g.modified else ""
+    return f"{where}, on its own machine{modified}: {claims.gpu_claim(g.ratio)}"
 
 
 def archived_busy_line(report: Report, m: Machine) -> str | None:
@@ -159,21 +166,19 @@ def keras_line(m: Machine) -> str:
 
 
 def why_line(m: Machine) -> str:
-    """Why a step this small is slow: fixed costs, not arithmetic; and each device's step split into the parts its
-    torch probe measured."""
+    """Why a step this small is slow: fixed costs, not arithmetic; on the GPU, the launches or the host's share.
+    The probes' split of each step into parts is in the report's fixed costs (step_parts_line)."""
     cpu = seed_view(m, TORCH, "cpu")
     floor = floor_view(m, "cpu")
     parts = []
     if cpu and cpu.step:
         parts.append(claims.why_claim(cpu.step, floor.step if floor else None))
-    parts.append(step_parts_line(m, "cpu"))
-    gpu, cuda = m.answer.gpu, m.costs.get("cuda")
-    if gpu.launch_s and not (cuda and cuda.step_parts):
+    gpu = m.answer.gpu
+    if gpu.launch_s:
         parts.append(
             f"On the GPU each step launches {gpu.kernels} kernels at {duration(gpu.eager_op_s)} each: "
             f"{duration(gpu.launch_s)} before any arithmetic."
         )
-    parts.append(step_parts_line(m, "cuda"))
     parts.append(graph_removes_line(m))
     if not any(parts):
         return "not measured here: no completed run of the numba floor or of the original torch loop."
@@ -214,11 +219,19 @@ def step_parts_line(m: Machine, device: str) -> str | None:
             f"remainder were not measured; {measures}."
         )
     step = Interval(p.step_s, p.step_low_s, p.step_high_s, p.repeats)
+    runs = seed_view(m, TORCH, device)
+    beside = (
+        f"; the runs' step, {duration(runs.step)}, also holds the DataLoader's fetch of each batch, which the probe's "
+        "batch already in memory leaves out"
+        if runs and runs.step
+        else ""
+    )
     said = [
-        f"The torch probe timed the {on} step at {duration(step)}: the median of {p.repeats} repeats and their "
-        f"range, a {p.confidence:.0%} interval for the median",
+        f"The torch probe timed the {on} step on a batch already in memory at {duration(step)}: the median of "
+        f"{p.repeats} repeats and their range, a {p.confidence:.0%} interval for the median{beside}",
         f"The aten ops' own host time was {signed(p.aten_own_s)} ({share(p, p.aten_own_s)}): their self time under "
-        f"torch.profiler, {duration(p.aten_self_s)}, less its {signed(p.profiler_cost_s)} per op × {p.aten_ops} ops",
+        f"torch.profiler, {duration(p.aten_self_s)}, less its {signed(p.profiler_cost_s)} per op × {p.aten_ops} aten "
+        "calls a step, nested ones included",
     ]
     if device == "cuda":
         said.append(
@@ -295,7 +308,7 @@ def headline_rows(m: Machine) -> list[list[str]]:
         v = row.view
         name = rung_name(v) if row.role == "question" else f"{row.role} on {v.device}: {v.pair} `{v.variant}`"
         if row.tied_with:
-            name += f", tied with {tied(row.tied_with)}"
+            name += f", {tied(row.tied_with)}"
         runs = str(v.result.runs if v.result else 0)
         to_result, per_step = (
             (duration(v.result), relative(v.result_vs_seed)),
@@ -310,7 +323,7 @@ def resolved_claims(m: Machine) -> list[str]:
     lines = []
     for v in m.views:
         found = [
-            f"{what} {times(r)} the original loop's, {r.runs[0]} runs against {r.runs[1]}"
+            f"{what} {times(r)} the original loop's, {claims.runs_against(r)}"
             for what, r in (("a time to result of", v.result_vs_seed), ("a time per step of", v.step_vs_seed))
             if r is not None and r.resolved
         ]
@@ -320,7 +333,9 @@ def resolved_claims(m: Machine) -> list[str]:
 
 
 def tied(rungs: tuple[str, ...]) -> str:
-    return " and ".join(rungs) if len(rungs) <= 2 else f"{len(rungs)} others"
+    """The rungs a headline row's runs do not show it faster than, in words."""
+    named = " and ".join(rungs) if len(rungs) <= 2 else f"{len(rungs)} others"
+    return f"not shown faster than {named}"
 
 
 def relative(found: Ratio | None) -> str:
@@ -336,9 +351,12 @@ def ladder_summary(m: Machine) -> list[str]:
         fastest = ladder.fastest()
         if fastest is None or fastest.speedup is None:
             continue
-        found = fastest.speedup
-        said = f"{times(found)} faster" if found.resolved else unresolved(found)
-        lines.append(f"{ladder.pair}: per step, `{fastest.variant}` against the original loop: {said}.")
+        found, rung = fastest.speedup, f"`{fastest.variant}`"
+        if found.resolved:
+            said = f"{rung} was {times(found)} faster ({claims.runs_against(found)})"
+        else:
+            said = f"the original loop took {claims.unsettled(found, rung)}"
+        lines.append(f"{ladder.pair}: per step, against its fastest rung, {said}.")
     return lines
 
 

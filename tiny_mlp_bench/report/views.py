@@ -39,9 +39,9 @@ class View:
 class HeadlineRow:
     """A row of the first screen's table; for a device's fastest, the rungs its runs cannot be told apart from."""
 
-    role: str  # "question", "fastest to a result" or "fastest per step"
+    role: str  # "question", "fastest to a result", "fastest per step", or "lowest time ..." where not shown fastest
     view: View
-    tied_with: tuple[str, ...] = ()  # "pair `variant`" of each rung tied with it
+    tied_with: tuple[str, ...] = ()  # "pair `variant`" of each rung its runs do not show it faster than
 
 
 def letters(values: list[tuple[float, ...]]) -> list[str]:
@@ -114,6 +114,12 @@ def vs(values: tuple[float, ...], seed, column: str, is_seed: bool) -> Ratio | N
     return ratio(values, seed[column])
 
 
+def shown_faster(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    """Whether ``a``'s runs are shown faster than ``b``'s: the exact test resolves their ratio, below 1."""
+    found = ratio(a, b)
+    return found.resolved and found.estimate < 1
+
+
 def headline(found: tuple[View, ...]) -> tuple[HeadlineRow, ...]:
     """The first screen's rows (at most 8): the question's rungs, then each device's fastest (not the A/A control)."""
     rows = []
@@ -125,16 +131,19 @@ def headline(found: tuple[View, ...]) -> tuple[HeadlineRow, ...]:
     for device in catalogue.DEVICES:
         on = [v for v in found if v.device == device and registry.role_of(v.framework, v.variant) != Role.AA_CONTROL]
         shown = {(r.view.pair, r.view.variant) for r in rows}
-        for role, key in (("fastest to a result", "result"), ("fastest per step", "step")):
+        for key, view in (("result", "to a result"), ("step", "per step")):
             timed = sorted((v for v in on if getattr(v, key) is not None), key=lambda v: getattr(v, key).estimate)
             if not timed:
                 continue
             best, values = timed[0], f"{key}_values"
+            # "Fastest" only where the runs show it faster than every other rung on the device; else the lowest
+            # estimate, with the rungs its runs do not show it faster than.
             ties = tuple(
                 f"{v.pair} `{v.variant}`"
                 for v in timed[1:]
-                if len(getattr(v, values)) and not ratio(getattr(best, values), getattr(v, values)).resolved
+                if len(getattr(v, values)) and not shown_faster(getattr(best, values), getattr(v, values))
             )
+            role = f"lowest time {view}" if ties else f"fastest {view}"
             if (best.pair, best.variant) not in shown:
                 rows.append(HeadlineRow(role, best, ties))
                 shown.add((best.pair, best.variant))
