@@ -15,13 +15,14 @@ from tiny_mlp_bench.records import read_record
 from tiny_mlp_bench.report import across, claims
 from tiny_mlp_bench.report.inference import SIGNIFICANCE
 from tiny_mlp_bench.report.model import build_report
+from tiny_mlp_bench.report.study import read_studies
 
 SLOWER = (8.1, 8.3, 8.6, 8.8, 9.0)  # Keras 2's runs: about 1.5x torch's
 TORCH = (5.4, 5.5, 5.7, 5.8, 6.0)
 
 
 def keras_result(root) -> list[across.Across]:
-    return across.across(across.read_studies(root), across.KERAS_RESULT)
+    return across.across(read_studies(root), across.KERAS_RESULT)
 
 
 def test_a_claim_holds_where_the_pooled_test_resolves_it_and_no_study_resolves_it_the_other_way(tmp_path):
@@ -80,7 +81,7 @@ def test_studies_pool_only_with_their_own_kind_of_study_and_machine(tmp_path):
     write_study(tmp_path, "cpu", SLOWER, TORCH)
     write_study(tmp_path, "gpu-1", (), TORCH[:1], cuda_s=SLOWER[:1], gpu="Some GPU")
     write_study(tmp_path, "gpu-2", (), TORCH[1:2], cuda_s=SLOWER[1:2], gpu="Some GPU")
-    studies = across.read_studies(tmp_path)
+    studies = read_studies(tmp_path)
     assert [kind.kind[0] for kind in across.across(studies, across.KERAS_RESULT)] == [DEFAULT_STUDY]
     (gpu,) = across.across(studies, across.GPU_RESULT)
     assert gpu.kind[1][2] == "Some GPU" and len(gpu.studies) == 2 and not gpu.holds
@@ -96,8 +97,8 @@ def test_studies_pool_only_with_their_own_kind_of_study_and_machine(tmp_path):
 def test_a_study_without_run_records_of_its_machine_is_refused_by_name(tmp_path):
     (tmp_path / "empty" / "runs").mkdir(parents=True)
     (tmp_path / "empty" / "provenance.json").write_text(json.dumps({"study": {}}))
-    with pytest.raises(ValueError, match="empty: no run records of its own machine kind"):
-        across.read_studies(tmp_path)
+    with pytest.raises(ValueError, match="empty: no run records in runs/"):
+        read_studies(tmp_path)
 
 
 def test_the_power_line_names_runs_that_resolve_the_ratio_about_as_often_as_it_says():
@@ -124,7 +125,7 @@ def test_a_busy_core_studys_claims_come_from_its_busy_runs_and_never_pool_with_a
     write_study(tmp_path, "idle", SLOWER, TORCH)
     write_study(tmp_path, "busy", SLOWER, TORCH)  # its idle runs
     write_study(tmp_path, "busy", TORCH, SLOWER, condition="busy")  # beside the busy core, the order turns
-    studies = across.read_studies(tmp_path)
+    studies = read_studies(tmp_path)
     assert {s.name: s.kind[0] for s in studies} == {"idle": "default", "busy": "busy"}
     (busy,) = across.across(studies, across.BUSY_KERAS_RESULT)
     assert [s.name for s, _ in busy.studies] == ["busy"] and busy.pooled.estimate < 1 and busy.one_study
@@ -162,7 +163,7 @@ def test_the_gpu_verdict_pools_only_runs_alone_converged_at_one_thread_count_of_
         "block_epochs": [20, 20],
     }  # trained on past the question's epochs: no canary beside its blocks
     change("torch-cpu-seed-3", lambda r: r["timings"].update(steady=version_7_window))
-    (study,) = across.read_studies(tmp_path)
+    study = across.claims_of(*read_studies(tmp_path))
     cuda, cpu = study.sides[across.GPU_RESULT]
     assert sorted(cuda) == [22.0, 23.0] and sorted(cpu) == [10.0, 13.0]
     fit_cuda, fit_cpu = study.sides[across.GPU_FIT]
@@ -171,7 +172,7 @@ def test_the_gpu_verdict_pools_only_runs_alone_converged_at_one_thread_count_of_
     assert study.one_time["cpu"]["result"] == cpu and len(study.one_time["cpu"]["optimizer"]) == 2
     # A study without such a log ran one timed job at a time: every run counts.
     (folder / "logs" / "gpu_study.json").unlink()
-    (study,) = across.read_studies(tmp_path)
+    study = across.claims_of(*read_studies(tmp_path))
     assert sorted(study.sides[across.GPU_RESULT][0]) == [20.0, 22.0, 23.0]
     # The study's own report states the very verdict the README pools: one rule, one computation.
     records = [read_record(path) for path in sorted(runs.glob("*.json"))]

@@ -1,4 +1,5 @@
-"""The README's "What it found" is written from the newest archives' report models, never by hand."""
+"""The README's answer, run time, "What it found" and claims across studies are written from the archives' records,
+never by hand."""
 
 from __future__ import annotations
 
@@ -8,78 +9,22 @@ import pytest
 
 from helpers import write_study
 from tiny_mlp_bench.generated_docs import findings
-from tiny_mlp_bench.report import across, claims
+from tiny_mlp_bench.report import claims
 from tiny_mlp_bench.report.inference import Ratio
+from tiny_mlp_bench.report.study import read_studies
 
-RESOLVED = {"estimate": 2.1, "low": 1.6, "high": 2.4, "p_value": 0.008, "runs": [5, 5]}
-UNRESOLVED = {"estimate": 1.1, "low": 0.7, "high": 1.3, "p_value": 0.15, "runs": [3, 4]}
-
-
-def interval(estimate: float, runs: int = 3) -> dict:
-    return {"estimate": estimate, "low": estimate * 0.9, "high": estimate * 1.1, "runs": runs}
+RESOLVED = Ratio(2.1, 1.6, 2.4, 0.008, (5, 5))
+KERAS_S, TORCH_S = (19.0, 19.5, 20.0, 20.5, 21.0), (9.0, 9.2, 9.5, 9.8, 10.0)
 
 
-def view(pair: str, variant: str, result: float, step: float, step_vs_seed: dict | None = None) -> dict:
-    framework, device = pair.split("-")
-    return {
-        "pair": pair,
-        "framework": framework,
-        "device": device,
-        "variant": variant,
-        "result": interval(result),
-        "step": interval(step),
-        "result_vs_seed": None,
-        "step_vs_seed": step_vs_seed,
-    }
-
-
-def machine(devices=("cpu",), gpu=None, gpu_ratio=None, keras=None, pause=None, aa=None, headline=()) -> dict:
-    """A report model's machine, as report/numbers.json holds it, with only what the findings read."""
-    return {
-        "label": "box",
-        "environment": {"cpu": [["Some CPU", 4]], "gpu": [gpu]},
-        "runs": [{"device": d, "status": "ok"} for d in devices] + [{"device": "cuda", "status": "skipped"}],
-        "headline": list(headline),
-        "answer": {
-            "gpu": {"ratio": gpu_ratio},
-            "keras": {"ratio": keras, "ratio_without_pauses": keras, "pause": pause},
-            "aa_control": aa,
-        },
-    }
-
-
-def cpu_machine() -> dict:
-    return machine(
-        keras=RESOLVED,
-        pause={"runs": 5, "paused": 2, "longest_s": 4.4},
-        aa={"pair": "numpy-cpu", "control": "reference_twin", "twin": "reference", "result": UNRESOLVED, "step": None},
-        headline=[
-            {"role": "question", "view": view("torch-cpu", "seed", 9.5, 6e-4)},
-            {"role": "question", "view": view("tf_keras-cpu", "seed", 20.0, 8e-4)},
-            {"role": "fastest per step", "view": view("numpy-cpu", "fused", 1.8, 9e-6, RESOLVED | {"estimate": 0.02})},
-        ],
-    )
-
-
-def gpu_machine() -> dict:
-    return machine(
-        devices=("cuda",),
-        gpu="Some GPU",
-        headline=[
-            {"role": "question", "view": view("torch-cuda", "seed", 26.0, 1.7e-3)},
-            {"role": "fastest to a result", "view": view("torch-cuda", "graphed", 6.6, 8.7e-5, UNRESOLVED)},
-        ],
-    )
-
-
-def write_archive(folder, name: str, first_run: str, machines: list[dict], modified=()) -> None:
-    """An archive's report model and provenance, beside the run records of a study (the short answer reads those)."""
-    write_study(folder, name, keras_s=(3.0, 4.0, 5.0), torch_s=(6.0, 7.0, 8.0), day=first_run[:10])
-    (folder / name / "report").mkdir(parents=True)
-    study = {"first_run_started": first_run, "last_run_started": first_run, "records_from_modified_tree": modified}
-    (folder / name / "provenance.json").write_text(json.dumps({"archive": name, "study": study}))
-    model = {"versions": {}, "model": {"records": 11, "machines": machines}}
-    (folder / name / "report" / "numbers.json").write_text(json.dumps(model))
+def write_archive(folder, name: str, day: str, modified=(), **runs) -> None:
+    """An archive of ``runs`` (write_study's), its provenance saying when it ran and which records are modified."""
+    write_study(folder, name, day=day, **runs)
+    provenance = json.loads((folder / name / "provenance.json").read_text())
+    first = f"{day}T00:01:00+00:00"
+    provenance["study"] |= {"first_run_started": first, "last_run_started": first}
+    provenance["study"]["records_from_modified_tree"] = list(modified)
+    (folder / name / "provenance.json").write_text(json.dumps(provenance))
 
 
 @pytest.fixture
@@ -87,20 +32,19 @@ def archives(tmp_path):
     folder = tmp_path / "archive"
     folder.mkdir()
     (folder / "README.md").write_text("the people's notes\n")
-    write_archive(folder, "old-cpu", "2026-01-01T10:00:00+00:00", [cpu_machine()])
-    write_archive(folder, "new-cpu", "2026-02-01T10:00:00+00:00", [cpu_machine()])
-    write_archive(folder, "gpu", "2026-01-15T10:00:00+00:00", [gpu_machine()], ["runs/torch-cuda-seed-1.json"])
+    write_archive(folder, "old-cpu", "2026-01-01", keras_s=KERAS_S, torch_s=TORCH_S)
+    write_archive(folder, "new-cpu", "2026-02-01", keras_s=KERAS_S, torch_s=TORCH_S)
+    modified = ["runs/torch-cuda-seed-1.json"]
+    write_archive(folder, "gpu", "2026-01-15", modified, cuda_s=(25.0, 26.0, 27.0), gpu="Some GPU")
     return folder
 
 
 def test_the_readme_findings_are_the_archives_as_make_findings_writes_them():
-    # Reads the committed archives: it passes only once every archive's report/numbers.json has been
-    # rendered by the current report code (the one with a headline per machine).
     assert findings.main(["--check"]) == 0, "run: make findings"
 
 
 def test_a_resolved_ratio_is_a_claim_with_the_runs_on_each_side():
-    text = claims.comparison(findings.ratio(RESOLVED), "Keras", "torch", "In time to result")
+    text = claims.comparison(RESOLVED, "Keras", "torch", "In time to result")
     assert text == "In time to result, Keras was slower than torch: 2.1× (1.6–2.4) as long, 5 runs a side."
     faster = Ratio(0.5, 0.4, 0.6, 0.008, (5, 6))
     assert " was faster than torch: 0.50× (0.40–0.60) as long, 5 runs against 6." in claims.comparison(
@@ -122,67 +66,42 @@ def test_an_unresolved_ratio_says_what_was_seen_and_that_its_runs_cannot_settle_
     assert once == "Per step, numba took 72.0× as long as torch, but 1 run a side cannot settle it."
 
 
-def test_a_gpu_only_archive_makes_no_cpu_comparison():
-    lines = findings.bullets(gpu_machine())
-    assert lines[0].startswith("- No cpu run completed on this machine, so it cannot say whether its GPU beats")
-    assert not any("on cpu" in line or "cpu:" in line for line in lines)
-    assert "torch-cuda `graphed`, the lowest time per step here, took 1.1× (0.7–1.3) as long as the original loop" in (
-        " ".join(lines)
-    )
-    assert "cpu" not in findings.headline_table(gpu_machine())
-    # Where the same machine completed both, the GPU is set against its own CPU.
-    both = machine(devices=("cpu", "cuda"), gpu="Some GPU", gpu_ratio=RESOLVED)
-    both["headline"] = [
-        {"role": "question", "view": view("torch-cpu", "seed", 9.5, 6e-4)},
-        {"role": "question", "view": view("torch-cuda", "seed", 20.0, 1.7e-3)},
-    ]
-    said = findings.gpu_bullet(both)
-    assert said == (
-        "The original torch loop was slower on the GPU than on the same machine's CPU, as in the question: "
-        "2.1× (1.6–2.4) as long to a result, 5 runs a side."
-    )
-
-
-def test_the_cpu_bullets_claim_keras_with_its_pauses_and_the_aa_control_is_what_the_machine_fakes():
-    lines = findings.bullets(cpu_machine())
-    assert lines[0] == "- No cuda run completed on this machine, so it makes no claim about a GPU."
-    assert lines[1].startswith("- Keras 2 took 20 s (18–22) to a result, the torch loop 9.5 s (8.6–10.5)")
-    assert "Keras 2 was slower, 2.1× (1.6–2.4) as long" in lines[1]
-    assert "In 2 of its 5 runs `fit` paused after its last epoch, up to 4.40 s, waiting on tf.data." in lines[1]
-    assert "numpy-cpu `fused`, the fastest here, was faster than the original loop on cpu" in lines[2]
-    assert lines[3].startswith("- The A/A control: numpy-cpu `reference_twin` runs `reference`'s very code")
-    assert "took 1.1× (0.7–1.3) as long to a result (3 runs against 4): the runs cannot tell the two apart." in lines[3]
-    no_pause = cpu_machine()
-    no_pause["answer"]["keras"]["pause"] = {"runs": 5, "paused": 0, "longest_s": 0.001}
-    assert "paused" not in findings.keras_bullet(no_pause)
+def test_a_gpu_only_archive_makes_no_cpu_comparison_and_a_cpu_one_no_gpu_claim(archives):
+    cpu, gpu = findings.findings(read_studies(archives)).split("\n\n**")
+    assert "- No cuda run completed on this machine, so it makes no claim about a GPU." in cpu
+    assert "- Keras 2 took 20.0 s (19.0–21.0) to a result, the torch loop 9.5 s (9.0–10.0): Keras 2 was slower" in cpu
+    assert "- No cpu run completed on this machine, so it cannot say whether its GPU beats its own CPU" in gpu
+    assert "on cpu" not in gpu and "Keras" not in gpu
+    assert "| the original torch loop on cuda " in gpu  # the first screen's own table
 
 
 def test_the_newest_archive_without_cuda_and_the_newest_with_cuda_are_quoted(archives):
-    picked = findings.chosen(findings.load_archives(archives))
-    assert [a.name for a, _ in picked] == ["new-cpu", "gpu"]
-    text = findings.findings(findings.load_archives(archives))
-    assert text.startswith("**[`new-cpu`](results/archive/new-cpu/report.md): host `box`: Some CPU, 4 logical CPUs")
-    assert (
-        "[`gpu`](results/archive/gpu/report.md): host `box`: Some CPU, 4 logical CPUs, Some GPU; run on 2026-01-15**"
-        in text
+    picked = findings.quoted(read_studies(archives))
+    assert [study.name for study, _, _ in picked] == ["new-cpu", "gpu"]
+    text = findings.findings(read_studies(archives))
+    assert text.startswith(
+        "**[`new-cpu`](results/archive/new-cpu/report.md): host `bench-host`, Test CPU with 2 logical CPUs "
+        "(GenuineIntel family 6 model 85, 2100 MHz); run on 2026-02-01**"
     )
-    assert "Of its 11 run records, 1 comes from a modified tree." in text
+    assert (
+        "**[`gpu`](results/archive/gpu/report.md): host `bench-host`, Some GPU (Test CPU with 2 logical CPUs)" in text
+    )
+    assert "Of its 3 run records, 1 comes from a modified tree." in text
     assert "old-cpu" not in text
-    assert "| torch-cuda `seed`, the original loop " in text
 
 
 def test_runs_an_older_gpu_study_ran_beside_another_job_are_named_as_such(archives):
-    assert "ran beside another job" not in findings.findings(findings.load_archives(archives))
+    assert "ran beside another job" not in findings.findings(read_studies(archives))
     jobs = [
-        {"name": "torch-cpu-seed-1", "beside": {}},
-        {"name": "tf_keras-cpu-seed-1", "beside": {"sweep-cuda": 4.0}},
+        {"name": "torch-cuda-seed-1", "beside": {}},
+        {"name": "torch-cuda-seed-2", "beside": {"sweep-cpu": 4.0}},
         {"name": "numpy-cuda-fused-1", "beside": {"sweep-cpu": 2.0}},  # stopped: no record, not named
     ]
     (archives / "gpu" / "logs").mkdir()
     (archives / "gpu" / "logs" / "gpu_study.json").write_text(json.dumps({"jobs": jobs}))
-    text = findings.findings(findings.load_archives(archives))
+    text = findings.findings(read_studies(archives))
     assert "- 1 of its runs ran beside another job, in the study's side-by-side cpu and cuda lanes" in text
-    assert "says what ran beside each): tf_keras-cpu-seed-1. They are not comparable with runs alone." in text
+    assert "says what ran beside each): torch-cuda-seed-2. They are not comparable with runs alone." in text
 
 
 def test_a_stale_readme_is_found_and_rewritten_between_the_markers(archives, tmp_path, capsys):
@@ -195,12 +114,12 @@ def test_a_stale_readme_is_found_and_rewritten_between_the_markers(archives, tmp
     )
     argv = ["--readme", str(stale), "--archives", str(archives)]
     assert findings.main(["--check", *argv]) == 1
-    assert "the findings differ from the archives' report models; run: make findings" in capsys.readouterr().out
+    assert "the findings differ from the archives' records; run: make findings" in capsys.readouterr().out
     assert findings.main(argv) == 0
-    loaded, studies = findings.load_archives(archives), across.read_studies(archives)
-    answer = f"{findings.ANSWER_BEGIN}\n{findings.front_door(studies, loaded)}\n{findings.ANSWER_END}"
-    took = f"{findings.RUN_TIME_BEGIN}\n{findings.run_time(loaded)}\n{findings.RUN_TIME_END}"
-    generated = f"{findings.BEGIN}\n{findings.findings(loaded)}\n{findings.END}"
+    studies = read_studies(archives)
+    answer = f"{findings.ANSWER_BEGIN}\n{findings.front_door(studies)}\n{findings.ANSWER_END}"
+    took = f"{findings.RUN_TIME_BEGIN}\n{findings.run_time(studies)}\n{findings.RUN_TIME_END}"
+    generated = f"{findings.BEGIN}\n{findings.findings(studies)}\n{findings.END}"
     each = f"{findings.ACROSS_BEGIN}\n{findings.across_section(studies)}\n{findings.ACROSS_END}"
     assert stale.read_text() == f"intro\n{answer}\n{took}\n{generated}\n{each}\nafter\n"
     assert findings.main(["--check", *argv]) == 0
@@ -212,7 +131,7 @@ def four_studies(folder):
     write_study(folder, "cpu-2", (8.0, 8.4, 8.5, 8.9, 9.1), (5.3, 5.6, 5.7, 5.9, 6.1), day="2026-12-05")
     write_study(folder, "gpu-1", (), (16.8,), cuda_s=(26.6,), gpu="Some GPU", day="2026-12-04")
     write_study(folder, "gpu-2", (), (17.0,), cuda_s=(25.0,), gpu="Some GPU", day="2026-12-04")
-    return across.read_studies(folder)
+    return read_studies(folder)
 
 
 def test_every_claim_across_the_studies_pools_each_kind_and_says_what_the_runs_do_not_settle(tmp_path):
@@ -231,8 +150,8 @@ def test_every_claim_across_the_studies_pools_each_kind_and_says_what_the_runs_d
     assert rest == []  # no floor rung ran: the fixed cost is not claimed
 
 
-def test_the_front_door_answers_in_three_sentences_and_one_table_within_120_words(tmp_path, archives):
-    said = findings.front_door(four_studies(tmp_path), findings.load_archives(archives), TODAYS_WORK)
+def test_the_front_door_answers_in_three_sentences_and_one_table_within_120_words(tmp_path):
+    said = findings.front_door(four_studies(tmp_path), TODAYS_WORK)
     answer, table, compare, own = said.split("\n\n")
     assert answer.startswith("**The answer.** No study has yet set the original torch loop's step beside")
     assert (
@@ -255,8 +174,8 @@ def test_the_front_door_answers_in_three_sentences_and_one_table_within_120_word
     ]
     assert compare.startswith("Compare within a column")
     assert own == "Your own machine's answer: `make run` ([Quickstart](#quickstart))."  # no study timed it
-    time_make_run(archives, "new-cpu", (278, 68, 210))
-    own = findings.front_door(four_studies(tmp_path), findings.load_archives(archives), TODAYS_WORK).split("\n\n")[3]
+    time_make_run(tmp_path, "cpu-2", (278, 68, 210))
+    own = findings.front_door(read_studies(tmp_path), TODAYS_WORK).split("\n\n")[3]
     assert own.endswith("([Quickstart](#quickstart), 4 min 38 s on a 2-core machine from a fresh clone).")
 
 
@@ -272,11 +191,13 @@ def time_make_run(archives, name: str, took: tuple[int, int, int], work: dict = 
 
 
 def test_the_run_time_is_the_timed_default_studies_and_says_whether_they_met_the_aim(archives):
-    said = findings.run_time(findings.load_archives(archives), TODAYS_WORK)
+    said = findings.run_time(read_studies(archives), TODAYS_WORK)
     assert said == "No archived study of today's default config timed its `make run` as a whole."
     time_make_run(archives, "old-cpu", (1112, 166, 946))
-    said = findings.run_time(findings.load_archives(archives), TODAYS_WORK)
-    assert said.startswith("`make run` of today's default study took, from a fresh clone, 18 min 32 s on Some CPU, ")
+    said = findings.run_time(read_studies(archives), TODAYS_WORK)
+    assert said.startswith(
+        "`make run` of today's default study took, from a fresh clone, 18 min 32 s on Test CPU with 2 "
+    )
     assert "(one run: 2 min 46 s to set up `.venv`, 15 min 46 s for the study and its report)" in said
     assert "[`old-cpu`](results/archive/old-cpu/README.md)): over the 15 minutes" in said
 
@@ -284,8 +205,8 @@ def test_the_run_time_is_the_timed_default_studies_and_says_whether_they_met_the
 def test_the_run_time_spans_the_studies_of_todays_default_config_only(archives):
     time_make_run(archives, "new-cpu", (278, 68, 210))
     time_make_run(archives, "old-cpu", (1112, 166, 946), TODAYS_WORK | {"variants": {"torch": ["seed", "fused_epoch"]}})
-    said = findings.run_time(findings.load_archives(archives), TODAYS_WORK)
-    assert "4 min 38 s on Some CPU, 4 logical CPUs (one run: 1 min 8 s to set up `.venv`" in said
+    said = findings.run_time(read_studies(archives), TODAYS_WORK)
+    assert "4 min 38 s on Test CPU with 2 logical CPUs (one run: 1 min 8 s to set up `.venv`" in said
     assert "old-cpu" not in said and "18 min" not in said  # an older, larger default's time is not today's
     assert said.endswith("within the 15 minutes it aims at on a 2-core machine.")
 
@@ -297,25 +218,27 @@ def test_todays_default_work_is_the_committed_configs_with_the_catalogues_rungs(
 
 
 def test_the_cpu_answer_comes_from_the_newest_default_study_not_a_gpu_study_without_cuda(archives):
-    write_archive(archives, "gpu-study-no-cuda", "2026-03-01T10:00:00+00:00", [cpu_machine()])
-    (archives / "gpu-study-no-cuda" / "logs").mkdir()
-    (archives / "gpu-study-no-cuda" / "logs" / "gpu_study.json").write_text("{}")
-    picked = findings.chosen(findings.load_archives(archives))
-    assert [a.name for a, _ in picked] == ["new-cpu", "gpu"]
+    write_archive(archives, "gpu-study-no-cuda", "2026-03-01", keras_s=KERAS_S, torch_s=TORCH_S)
+    provenance = json.loads((archives / "gpu-study-no-cuda" / "provenance.json").read_text())
+    provenance["study"]["kind"] = "gpu"  # a GPU study whose cuda runs all failed
+    (archives / "gpu-study-no-cuda" / "provenance.json").write_text(json.dumps(provenance))
+    picked = findings.quoted(read_studies(archives))
+    assert [study.name for study, _, _ in picked] == ["new-cpu", "gpu"]
 
 
-def test_an_archive_rendered_before_the_headline_is_refused(archives):
-    # An archive that old was sealed when the numbers file was report/model.json: still read.
-    (archives / "old-cpu" / "report" / "numbers.json").unlink()
-    (archives / "old-cpu" / "report" / "model.json").write_text(json.dumps({"model": {"machines": [{"label": "x"}]}}))
-    with pytest.raises(SystemExit, match="holds no headline"):
-        findings.load_archives(archives)
-
-
-def test_a_heading_names_the_cpus_family_model_and_clock_where_its_records_do():
-    named = cpu_machine()
-    named["environment"] |= {"cpu_id": [["AuthenticAMD", 25, 1, 1, "0123"], None], "cpu_mhz": [2445.0, 2596.0]}
-    assert findings.hardware(named) == (
-        "host `box`: Some CPU, 4 logical CPUs (AuthenticAMD family 25 model 1, 2445 to 2596 MHz), no GPU"
+def test_a_heading_names_the_cpus_family_model_and_clock_where_its_records_do(tmp_path):
+    write_archive(tmp_path, "cpu", "2026-02-01", keras_s=KERAS_S, torch_s=TORCH_S)
+    for path in (tmp_path / "cpu" / "runs").glob("*.json"):
+        record = json.loads(path.read_text())
+        mhz = 2445.0 if record["identity"]["repeat"] == 1 else 2596.0
+        record["environment"] |= {"cpu_mhz": mhz, "cpu": record["environment"]["cpu"] | {"vendor": "AuthenticAMD"}}
+        path.write_text(json.dumps(record))
+    text = findings.findings(read_studies(tmp_path))
+    assert "Test CPU with 2 logical CPUs (AuthenticAMD family 6 model 85, 2445 to 2596 MHz); run on" in text
+    for path in (tmp_path / "cpu" / "runs").glob("*.json"):  # records from before version 9 name neither
+        record = json.loads(path.read_text())
+        record["environment"] |= {"cpu_mhz": None, "cpu": None}
+        path.write_text(json.dumps(record))
+    assert "host `bench-host`, Test CPU with 2 logical CPUs; run on 2026-02-01**" in findings.findings(
+        read_studies(tmp_path)
     )
-    assert findings.hardware(cpu_machine()) == "host `box`: Some CPU, 4 logical CPUs, no GPU"  # before version 9

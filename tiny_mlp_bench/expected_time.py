@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from tiny_mlp_bench import catalogue, question, records, registry
+from tiny_mlp_bench.archive.layout import MAKE_RUN_TIME
 from tiny_mlp_bench.jobs import identity
 from tiny_mlp_bench.kinds import (
     DEFAULT_STUDY,
@@ -24,7 +25,6 @@ from tiny_mlp_bench.kinds import (
 from tiny_mlp_bench.report.cells import duration
 from tiny_mlp_bench.timing import FIT_PARTS, SETUP_PARTS, STEADY_MARGIN
 
-MAKE_RUN_TIME = "logs/make_run_time.json"  # what `make run` from a fresh clone took, where an archive has it
 KINDS = ("runs", "sweep", "probes")  # an archive's folders of timed jobs' records
 
 

@@ -32,6 +32,7 @@ QUOTED_RECORDS = "runs/torch-*-seed-*.json"  # all the quoted answer reads of an
 BUSY_QUOTED = "busy-archive"
 BUSY_QUOTED_RECORDS = "runs/*-cpu-seed-*.json"
 SNAKEMAKE_LOGS = "logs/snakemake"  # Snakemake's own logs of the study's invocations
+MAKE_RUN_TIME = "logs/make_run_time.json"  # what `make run` from a fresh clone took, where a study timed it whole
 
 
 class ArchiveError(Exception):

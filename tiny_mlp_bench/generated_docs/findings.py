@@ -1,26 +1,24 @@
-"""The README's short answer (from every archive's run records), `make run`'s time and "What it found" (from the
-newest archives' report models)."""
+"""The README's answer, every claim across the studies, `make run`'s time and "What it found": each from the
+archived studies' records, read once (report/study.py), and worded by the report's own sentences."""
 
 from __future__ import annotations
 
 import argparse
-import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from tiny_mlp_bench import CHECKOUT as ROOT
 from tiny_mlp_bench import catalogue, config_check
-from tiny_mlp_bench.archive.layout import numbers_file
 from tiny_mlp_bench.catalogue import pair_name
 from tiny_mlp_bench.generated_docs.markers import between, write_or_check
-from tiny_mlp_bench.kinds import BUSY_STUDY, DEFAULT_STUDY, archive_kind, cpu_name
+from tiny_mlp_bench.kinds import BUSY_STUDY, DEFAULT_STUDY
 from tiny_mlp_bench.question import ASKER_SECONDS, ASKERS_KERAS, TORCH
-from tiny_mlp_bench.report import across, claims
-from tiny_mlp_bench.report.cells import duration, spread, table
-from tiny_mlp_bench.report.inference import Interval, Ratio
-from tiny_mlp_bench.report.sentences import tied
+from tiny_mlp_bench.report import across, claims, sentences
+from tiny_mlp_bench.report.cells import spread
+from tiny_mlp_bench.report.markdown import headline_table
+from tiny_mlp_bench.report.model import Machine, Report, build_report
+from tiny_mlp_bench.report.study import Study, read_studies
 
 README = ROOT / "README.md"
 ARCHIVES = ROOT / "results" / "archive"
@@ -35,262 +33,28 @@ RUN_TIME_END = "<!-- end of run time -->"
 AIM_S = 15 * 60  # what the default study is meant to take on a 2-core laptop
 
 
-@dataclass(frozen=True)
-class Archive:
-    """One archived study: folder name, provenance, report model and, where timed as a whole, make_run_time.json."""
-
-    name: str
-    provenance: dict
-    model: dict
-    make_run: dict | None = None
-    kind: tuple = ()  # kinds.archive_kind: its study kind and its machine kind
-    ran_beside: tuple[str, ...] = ()  # the runs an older GPU study ran beside another job (across.ran_beside)
-    config: dict = field(default_factory=dict)  # its config as run (config.yaml)
-
-    @property
-    def first_run(self) -> str:
-        return self.provenance["study"]["first_run_started"]
-
-
-def load_archives(folder: Path) -> list[Archive]:
-    """Every archive in ``folder`` (a subfolder with a provenance.json), its report model read."""
-    found = []
-    for path in sorted(p for p in folder.iterdir() if (p / "provenance.json").is_file()):
-        provenance = json.loads((path / "provenance.json").read_text())
-        numbers = path / numbers_file(path)
-        model = json.loads(numbers.read_text())["model"]
-        if any("headline" not in m for m in model["machines"]):
-            raise SystemExit(
-                f"error: {numbers} holds no headline: it was rendered before the report "
-                "model had one; render the archive again with the current code"
-            )
-        timed = path / "logs" / "make_run_time.json"
-        make_run = json.loads(timed.read_text()) if timed.is_file() else None
-        beside = tuple(sorted(run for run in across.ran_beside(path) if (path / "runs" / f"{run}.json").is_file()))
-        config = yaml.safe_load((path / "config.yaml").read_text()) if (path / "config.yaml").is_file() else {}
-        found.append(Archive(path.name, provenance, model, make_run, archive_kind(path), beside, config))
-    return found
-
-
-def interval(found: dict | None) -> Interval | None:
-    return None if found is None else Interval(found["estimate"], found["low"], found["high"], found["runs"])
-
-
-def ratio(found: dict | None) -> Ratio | None:
-    if found is None:
-        return None
-    return Ratio(found["estimate"], found["low"], found["high"], found["p_value"], tuple(found["runs"]))
-
-
-def completed_devices(machine: dict) -> set[str]:
-    return {run["device"] for run in machine["runs"] if run["status"] == "ok"}
-
-
-def has_cuda_seed(machine: dict) -> bool:
-    """Whether the machine's headline holds the original torch loop on cuda: it completed there."""
-    return question_row(machine, TORCH, "cuda") is not None
-
-
-def chosen(archives: list[Archive]) -> list[tuple[Archive, list[dict]]]:
-    """The newest default study with no cuda run, then the newest archive with torch's original loop done on cuda;
-    the machines quoted."""
-    newest = sorted(archives, key=lambda a: a.first_run, reverse=True)
-    picked = []
-    local = (a for a in newest if a.kind[0] == DEFAULT_STUDY)
-    cpu_only = next((a for a in local if all("cuda" not in completed_devices(m) for m in a.model["machines"])), None)
-    if cpu_only:
-        picked.append((cpu_only, list(cpu_only.model["machines"])))
-    gpu = next((a for a in newest if any(has_cuda_seed(m) for m in a.model["machines"])), None)
-    if gpu:
-        picked.append((gpu, [m for m in gpu.model["machines"] if has_cuda_seed(m)]))
-    return picked
+def link(study) -> str:
+    """A study (or its claims) by name, linked to its archived report."""
+    return f"[`{study.name}`](results/archive/{study.name}/report.md)"
 
 
 def capitalised(text: str) -> str:
     return text[0].upper() + text[1:]  # str.capitalize would lower every later letter
 
 
-def pauses(keras: dict) -> claims.Pauses | None:
-    pause = keras["pause"]
-    return pause and claims.Pauses(pause["paused"], pause["runs"], pause["longest_s"])
+# The answer.
 
 
-def gpu_claim(machine: dict) -> str | None:
-    """The GPU verdict of this machine (the original torch loop on cuda against cpu), where it has one."""
-    found = ratio(machine["answer"]["gpu"]["ratio"])
-    return claims.gpu_claim(found) if found else None
-
-
-def keras_claim(machine: dict) -> str | None:
-    """Keras 2's `fit` against the original torch loop on cpu, with its pauses after the last epoch."""
-    keras_row, torch_row = question_row(machine, ASKERS_KERAS, "cpu"), question_row(machine, TORCH, "cpu")
-    keras = machine["answer"]["keras"]
-    found = ratio(keras["ratio"])
-    if not (keras_row and torch_row and found):
-        return None
-    keras_result, torch_result = (interval(row["view"]["result"]) for row in (keras_row, torch_row))
-    return claims.keras_claim(keras_result, torch_result, found, ratio(keras["ratio_without_pauses"]), pauses(keras))
-
-
-def gpu_bullet(machine: dict) -> str:
-    """The original torch loop on cuda against cpu, on this machine only."""
-    found = gpu_claim(machine)
-    if found:
-        return capitalised(found)
-    devices = completed_devices(machine)
-    if "cuda" not in devices:
-        return "No cuda run completed on this machine, so it makes no claim about a GPU."
-    if "cpu" not in devices:
-        return (
-            "No cpu run completed on this machine, so it cannot say whether its GPU beats its own CPU; "
-            "`python3 scripts/gpu_study.py` measures both ([docs/gpu-kit.md](docs/gpu-kit.md))."
-        )
-    return "The original loop did not complete on both cuda and cpu here, so there is no GPU-against-CPU claim."
-
-
-def keras_bullet(machine: dict) -> str | None:
-    found = keras_claim(machine)
-    return found and capitalised(found)
-
-
-def fastest_bullets(machine: dict) -> list[str]:
-    """Per device, the headline's rung with the lowest time per step against the original torch loop there: "the
-    fastest" only where its row says the runs show it so (views.headline)."""
-    found = []
-    for device in catalogue.DEVICES:
-        on = [r for r in machine["headline"] if r["view"]["device"] == device and r["view"]["step"]]
-        if not on:
-            continue
-        best = min(on, key=lambda r: r["view"]["step"]["estimate"])
-        view, vs = best["view"], ratio(best["view"]["step_vs_seed"])
-        if vs:
-            what = "the fastest here" if best["role"] == "fastest per step" else "the lowest time per step here"
-            rung = f"{view['pair']} `{view['variant']}`, {what},"
-            found.append(claims.comparison(vs, rung, f"the original loop on {device}", "Per step"))
-    return found
-
-
-def aa_bullet(machine: dict) -> str | None:
-    """The A/A control against its twin: what this machine fakes."""
-    aa = machine["answer"]["aa_control"]
-    if not aa:
-        return None
-    found = claims.aa_claim(aa["pair"], aa["control"], aa["twin"], ratio(aa["result"]), ratio(aa["step"]))
-    return f"The A/A control: {found}"
-
-
-def bullets(machine: dict) -> list[str]:
-    found = [gpu_bullet(machine), keras_bullet(machine), *fastest_bullets(machine), aa_bullet(machine)]
-    return [f"- {text}" for text in found if text]
-
-
-def rung(row: dict) -> str:
-    view = row["view"]
-    name = f"{view['pair']} `{view['variant']}`"
-    if row["role"] != "question":
-        ties = row.get("tied_with") or ()  # absent from models rendered before ties were named
-        return f"{name}, {row['role']}" + (f", {tied(tuple(ties))}" if ties else "")
-    if view["framework"] == TORCH:
-        return f"{name}, the original loop"
-    return f"{name}, the original {catalogue.framework(view['framework']).label} `fit`"
-
-
-def headline_table(machine: dict) -> str:
-    rows = []
-    for row in machine["headline"]:
-        result, step = interval(row["view"]["result"]), interval(row["view"]["step"])
-        runs = (result or step).runs
-        rows.append([rung(row), str(runs), duration(result), duration(step)])
-    return table(["rung", "runs", "time to result", "per step"], rows, "lrrr")
-
-
-def cpus(machine: dict) -> str:
-    """The machine's CPUs, from its runs' environment: "AMD EPYC, 2 logical CPUs" (trademark marks left out)."""
-    found = machine["environment"].get("cpu", [])
-    return "; ".join(f"{cpu_name(model)}, {count} logical CPUs" for model, count in found)
-
-
-def cpu_identity(machine: dict) -> str:
-    """The CPU's vendor, family and model, and its clock, where its records name them (version 9 on): " (...)"."""
-    env = machine["environment"]
-    said = [
-        f"{vendor} family {family} model {model}"
-        for vendor, family, model in sorted({tuple(found[:3]) for found in env.get("cpu_id", []) if found})
-    ]
-    clocks = sorted(mhz for mhz in env.get("cpu_mhz", []) if mhz)
-    if clocks:
-        low, high = (f"{mhz:.0f}" for mhz in (clocks[0], clocks[-1]))
-        said.append(f"{low} MHz" if low == high else f"{low} to {high} MHz")
-    return f" ({', '.join(said)})" if said else ""
-
-
-def hardware(machine: dict) -> str:
-    gpus = ", ".join(name for name in machine["environment"].get("gpu", []) if name) or "no GPU"
-    return f"host `{machine['label']}`: {cpus(machine)}{cpu_identity(machine)}, {gpus}"
-
-
-def heading(archive: Archive, machine: dict) -> str:
-    study = archive.provenance["study"]
-    first, last = study["first_run_started"][:10], study["last_run_started"][:10]
-    days = first if first == last else f"{first} to {last}"
-    link = f"[`{archive.name}`](results/archive/{archive.name}/report.md)"
-    text = f"**{link}: {hardware(machine)}; run on {days}**"
-    modified = study.get("records_from_modified_tree") or []
-    if modified:
-        verb = "comes" if len(modified) == 1 else "come"
-        text += f". Of its {archive.model['records']} run records, {len(modified)} {verb} from a modified tree."
-    return text
-
-
-def findings(archives: list[Archive]) -> str:
-    """The section's generated text: per quoted archive and machine, a heading, bullets and the headline."""
-    picked = chosen(archives)
-    if not picked:
-        raise SystemExit("error: no archive to quote: none completed a run of the original loop or ran without cuda")
-    blocks = []
-    for archive, machines in picked:
-        for machine in machines:
-            said = [*bullets(machine), *beside_bullet(archive)]
-            blocks.append("\n".join([heading(archive, machine), "", *said, "", headline_table(machine)]))
-    return "\n\n".join(blocks)
-
-
-def beside_bullet(archive: Archive) -> list[str]:
-    """Where an older GPU study ran jobs side by side: which runs, and that they are not runs alone."""
-    runs = archive.ran_beside
-    if not runs:
-        return []
-    return [
-        f"- {len(runs)} of its runs ran beside another job, in the study's side-by-side cpu and cuda lanes (the "
-        f"question round ran alone; `logs/gpu_study.json` says what ran beside each): {', '.join(runs)}. They are "
-        "not comparable with runs alone. A GPU study now runs one job at a time, the question rounds first; "
-        "until one reaches the ladder, these are its cuda rungs' only runs."
-    ]
-
-
-def question_row(machine: dict, framework: str, device: str | None = None) -> dict | None:
-    """The headline row of ``framework``'s original loop (on ``device`` if given) where it completed, else None."""
-    return next(
-        (
-            r
-            for r in machine["headline"]
-            if r["role"] == "question" and r["view"]["framework"] == framework and device in (None, r["view"]["device"])
-        ),
-        None,
-    )
-
-
-def link(study) -> str:
-    """An archive (an Archive or an across.Study) by name, linked to its report."""
-    return f"[`{study.name}`](results/archive/{study.name}/report.md)"
-
-
-def idle_studies(studies: list[across.Study]) -> list[across.Study]:
+def idle_studies(studies: list[Study]) -> list[Study]:
     """The studies whose claims the answer pools: a busy-core study's claims are its own."""
     return [study for study in studies if study.kind[0] != BUSY_STUDY]
 
 
-def front_door(studies: list[across.Study], archives: list[Archive], work: dict | None = None) -> str:
+def asker_ratio(a_s: float, b_s: float) -> str:
+    return f"{a_s / b_s:.2f} ({a_s:g} s / {b_s:g} s)"
+
+
+def front_door(studies: list[Study], work: dict | None = None) -> str:
     """The README's answer: three sentences (why a step is slow, the GPU, Keras 2), the table of each machine kind's
     ratios beside the asker's, and how to get this machine's own answer."""
     found = {claim: across.across(idle_studies(studies), claim) for claim in claims.FRONT_COLUMNS}
@@ -304,8 +68,8 @@ def front_door(studies: list[across.Study], archives: list[Archive], work: dict 
         across.GPU_RESULT: asker_ratio(seconds[pair_name(TORCH, "cuda")], seconds[pair_name(TORCH, "cpu")]),
         across.KERAS_RESULT: asker_ratio(seconds[pair_name(ASKERS_KERAS, "cpu")], seconds[pair_name(TORCH, "cpu")]),
     }
-    timed = todays_timed(archives, work)
-    took = spread([a.make_run["total_s"] for a in timed]) if timed else None
+    timed = todays_timed(studies, work)
+    took = spread([s.make_run["total_s"] for s in timed]) if timed else None
     own = f", {took} on a 2-core machine from a fresh clone" if took else ""
     return "\n\n".join(
         [
@@ -319,13 +83,9 @@ def front_door(studies: list[across.Study], archives: list[Archive], work: dict 
     )
 
 
-def asker_ratio(a_s: float, b_s: float) -> str:
-    return f"{a_s / b_s:.2f} ({a_s:g} s / {b_s:g} s)"
-
-
-def across_section(studies: list[across.Study]) -> str:
-    """Every claim over every study of each machine kind, from their run records, a bullet each. GPU against CPU and
-    Keras against torch are said on every kind that ran them, holding or not; the fixed cost only where it holds."""
+def across_section(studies: list[Study]) -> str:
+    """Every claim over every study of each machine kind, a bullet each. GPU against CPU and Keras against torch are
+    said on every kind that ran them, holding or not; the fixed cost only where it holds."""
     said = []
     for claim in (across.GPU_RESULT, across.GPU_FIT, across.KERAS_STEP, across.KERAS_RESULT, across.FIXED_COST):
         found = across.across(idle_studies(studies), claim)
@@ -342,6 +102,8 @@ def across_section(studies: list[across.Study]) -> str:
     return "\n".join(f"- {line}" for line in said)
 
 
+# `make run`'s time.
+
 # What decides a default study's work, and so its time: the config keys that change which jobs run and how long each
 # trains. A key only a GPU study reads (question_rounds) or one that names where to quote from is not among them.
 WORK_KEYS = ("frameworks", "variants", "devices", "epochs", "n_rows", "batch_size", "hidden_units", "repeats")
@@ -354,35 +116,33 @@ def todays_default_work(config_file: Path = ROOT / "config" / "config.yaml") -> 
     return {key: config.get(key) for key in WORK_KEYS}
 
 
-def ran_todays_default(archive: Archive, work: dict) -> bool:
-    """Whether an archive's config as run did ``work`` (todays_default_work), so that its time says what a run takes
-    today; an older, larger default's time does not."""
-    return archive.kind[0] == DEFAULT_STUDY and {key: archive.config.get(key) for key in WORK_KEYS} == work
-
-
-def todays_timed(archives: list[Archive], work: dict | None = None) -> list[Archive]:
-    """The default studies of today's default config that timed `make run` as a whole, newest first."""
+def todays_timed(studies: list[Study], work: dict | None = None) -> list[Study]:
+    """The default studies whose config as run did today's default ``work`` (todays_default_work) and that timed
+    `make run` as a whole, newest first: an older, larger default's time does not say what a run takes today."""
     work = todays_default_work() if work is None else work
-    timed = [a for a in archives if a.make_run and ran_todays_default(a, work)]
-    return sorted(timed, key=lambda a: a.first_run, reverse=True)
+    timed = [
+        s
+        for s in studies
+        if s.make_run and s.kind[0] == DEFAULT_STUDY and {key: s.config.get(key) for key in WORK_KEYS} == work
+    ]
+    return sorted(timed, key=lambda s: s.first_run, reverse=True)
 
 
-def run_time(archives: list[Archive], work: dict | None = None) -> str:
-    """How long `make run` took from a fresh clone, per machine kind: over every default study of that kind that ran
-    today's default config (``work``) and timed `make run` as a whole (its make_run_time.json), newest kind first."""
-    timed = todays_timed(archives, work)
+def run_time(studies: list[Study], work: dict | None = None) -> str:
+    """How long `make run` took from a fresh clone, per machine kind (newest first), over todays_timed."""
+    timed = todays_timed(studies, work)
     if not timed:
         return "No archived study of today's default config timed its `make run` as a whole."
     parts, where, longest = [], [], 0
-    for kind in dict.fromkeys(a.kind for a in timed):
-        of_kind = [a for a in timed if a.kind == kind]
-        took = {key: [a.make_run[key] for a in of_kind] for key in ("total_s", "setup_s", "study_s")}
+    for kind in dict.fromkeys(s.kind for s in timed):
+        of_kind = [s for s in timed if s.kind == kind]
+        took = {key: [s.make_run[key] for s in of_kind] for key in ("total_s", "setup_s", "study_s")}
         runs = "one run" if len(of_kind) == 1 else f"{len(of_kind)} runs, each its own archive"
         parts.append(
-            f"{spread(took['total_s'])} on {cpus(of_kind[0].model['machines'][0])} ({runs}: "
+            f"{spread(took['total_s'])} on {claims.machine_words(kind)} ({runs}: "
             f"{spread(took['setup_s'])} to set up `.venv`, {spread(took['study_s'])} for the study and its report)"
         )
-        where += [f"[`{a.name}`](results/archive/{a.name}/README.md)" for a in of_kind]
+        where += [f"[`{s.name}`](results/archive/{s.name}/README.md)" for s in of_kind]
         longest = max(longest, *took["study_s"])
     aim = "over" if longest > AIM_S else "within"
     return (
@@ -392,12 +152,119 @@ def run_time(archives: list[Archive], work: dict | None = None) -> str:
     )
 
 
+# What it found: two studies in full, in the words of their own reports' first screens.
+
+
+def completed(m: Machine, device: str) -> bool:
+    return bool((m.runs["device"].eq(device) & m.runs["status"].eq("ok")).any())
+
+
+def quoted(studies: list[Study]) -> list[tuple[Study, Report, list[Machine]]]:
+    """The newest default study whose machines completed no cuda run, then the newest study whose machines ran the
+    original torch loop on cuda to the end; each with its report (from its records) and the machines quoted."""
+    newest = sorted(studies, key=lambda s: s.first_run, reverse=True)
+    picked = []
+    for study in (s for s in newest if s.kind[0] == DEFAULT_STUDY):
+        report = build_report(list(study.records), list(study.sweeps), list(study.probes))
+        if not any(completed(m, "cuda") for m in report.machines):
+            picked.append((study, report, list(report.machines)))
+            break
+    for study in newest:
+        report = build_report(list(study.records), list(study.sweeps), list(study.probes))
+        machines = [m for m in report.machines if sentences.seed_view(m, TORCH, "cuda")]
+        if machines:
+            picked.append((study, report, machines))
+            break
+    return picked
+
+
+def heading(study: Study, report: Report, m: Machine) -> str:
+    env, facts = m.environment, study.provenance.get("study") or {}
+    days = sorted({study.first_run[:10], facts.get("last_run_started", study.first_run)[:10]})
+    gpu = ", ".join(name for name in env["gpu"] if name) or None
+    name = "; ".join(claims.machine_name(model, count, gpu) for model, count in env["cpu"])
+    ids = sorted({f"{cpu[0]} family {cpu[1]} model {cpu[2]}" for cpu in env["cpu_id"] if cpu})
+    clocks = sorted(mhz for mhz in env["cpu_mhz"] if mhz)
+    if clocks:
+        low, high = (f"{mhz:.0f}" for mhz in (clocks[0], clocks[-1]))
+        ids.append(f"{low} MHz" if low == high else f"{low} to {high} MHz")
+    identity = f" ({', '.join(ids)})" if ids else ""
+    text = f"**{link(study)}: host `{m.label}`, {name}{identity}; run on {' to '.join(days)}**"
+    modified = facts.get("records_from_modified_tree") or []
+    if modified:
+        verb = "comes" if len(modified) == 1 else "come"
+        text += f". Of its {report.records} run records, {len(modified)} {verb} from a modified tree."
+    return text
+
+
+def gpu_bullet(report: Report, m: Machine) -> str:
+    """The GPU against the CPU on this machine only: its GPU verdict, or why it has none."""
+    if not completed(m, "cuda"):
+        return "No cuda run completed on this machine, so it makes no claim about a GPU."
+    if not completed(m, "cpu"):
+        return (
+            "No cpu run completed on this machine, so it cannot say whether its GPU beats its own CPU; "
+            "`python3 scripts/gpu_study.py` measures both ([docs/gpu-kit.md](docs/gpu-kit.md))."
+        )
+    return capitalised(sentences.gpu_line(report, m))
+
+
+def fastest_bullets(m: Machine) -> list[str]:
+    """Per device, the headline's rung with the lowest time per step against the original torch loop there: "the
+    fastest" only where its row says the runs show it so (views.headline)."""
+    found = []
+    for device in catalogue.DEVICES:
+        on = [r for r in m.headline if r.view.device == device and r.view.step]
+        if not on:
+            continue
+        best = min(on, key=lambda r: r.view.step.estimate)
+        if best.view.step_vs_seed:
+            what = "the fastest here" if best.role == "fastest per step" else "the lowest time per step here"
+            rung = f"{best.view.pair} `{best.view.variant}`, {what},"
+            found.append(claims.comparison(best.view.step_vs_seed, rung, f"the original loop on {device}", "Per step"))
+    return found
+
+
+def beside_bullet(study: Study) -> list[str]:
+    """Where an older GPU study ran jobs side by side: which runs, and that they are not runs alone."""
+    ran = {r["identity"]["run_id"] for r in study.records}
+    runs = sorted(run for run in study.ran_beside if run in ran)
+    if not runs:
+        return []
+    return [
+        f"{len(runs)} of its runs ran beside another job, in the study's side-by-side cpu and cuda lanes (the "
+        f"question round ran alone; `logs/gpu_study.json` says what ran beside each): {', '.join(runs)}. They are "
+        "not comparable with runs alone. A GPU study now runs one job at a time, the question rounds first; "
+        "until one reaches the ladder, these are its cuda rungs' only runs."
+    ]
+
+
+def bullets(study: Study, report: Report, m: Machine) -> list[str]:
+    keras = sentences.keras_claim_of(m)
+    aa = sentences.aa_line(m)
+    said = [gpu_bullet(report, m), keras and capitalised(keras), *fastest_bullets(m), aa and f"The A/A control: {aa}"]
+    return [f"- {text}" for text in [*said, *beside_bullet(study)] if text]
+
+
+def findings(studies: list[Study]) -> str:
+    """The section's generated text: per quoted study and machine, a heading, bullets and the first screen's table."""
+    picked = quoted(studies)
+    if not picked:
+        raise SystemExit("error: no archive to quote: none completed a run of the original loop or ran without cuda")
+    blocks = [
+        "\n".join([heading(study, report, m), "", *bullets(study, report, m), "", headline_table(m)])
+        for study, report, machines in picked
+        for m in machines
+    ]
+    return "\n\n".join(blocks)
+
+
 def with_findings(text: str, folder: Path, source: str = "README.md") -> str:
-    archives, studies = load_archives(folder), across.read_studies(folder)
-    text = between(text, ANSWER_BEGIN, ANSWER_END, front_door(studies, archives), source)
-    text = between(text, RUN_TIME_BEGIN, RUN_TIME_END, run_time(archives), source)
+    studies = read_studies(folder)
+    text = between(text, ANSWER_BEGIN, ANSWER_END, front_door(studies), source)
+    text = between(text, RUN_TIME_BEGIN, RUN_TIME_END, run_time(studies), source)
     text = between(text, ACROSS_BEGIN, ACROSS_END, across_section(studies), source)
-    return between(text, BEGIN, END, findings(archives), source)
+    return between(text, BEGIN, END, findings(studies), source)
 
 
 def main(argv=None, prog=None) -> int:
@@ -407,5 +274,5 @@ def main(argv=None, prog=None) -> int:
     parser.add_argument("--archives", type=Path, default=ARCHIVES, help="default: the project's results/archive")
     args = parser.parse_args(argv)
     wanted = {args.readme: with_findings(args.readme.read_text(), args.archives, str(args.readme))}
-    stale = "the findings differ from the archives' report models"
+    stale = "the findings differ from the archives' records"
     return write_or_check(wanted, check=args.check, stale=stale, fix="make findings")

@@ -3,11 +3,10 @@ studies of one kind (study kind and machine kind), and the one rule for when a c
 
 from __future__ import annotations
 
-import json
+import functools
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,11 +15,10 @@ from scipy import stats
 from tiny_mlp_bench import registry
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.jobs.identity import BUSY, IDLE
-from tiny_mlp_bench.kinds import GPU_STUDY_LOG, KIND_FIELDS, archive_kind, same_machine
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
-from tiny_mlp_bench.records import read_record
 from tiny_mlp_bench.report.inference import SIGNIFICANCE, Ratio, pooled_ratio, rank_sum_null, ratio
 from tiny_mlp_bench.report.runs import reference_canary, run_row, summarize
+from tiny_mlp_bench.report.study import Study
 from tiny_mlp_bench.timing import METHOD
 
 SUMMARY_KEYS = ("pair", "framework", "device", "variant")  # an empty summary's columns: no rung ran
@@ -41,15 +39,25 @@ ONE_TIME_PHASES = ("optimizer", "startup")
 
 
 @dataclass(frozen=True)
-class Study:
-    """One archived study: its name, first day, kind (kinds.archive_kind), and each claim's two sides' run values."""
+class Claims:
+    """One study's claims: each claim's two sides' run values, from its run records of its own machine kind."""
 
-    name: str
-    day: str
-    kind: tuple
+    study: Study
     sides: dict[str, tuple[tuple[float, ...], tuple[float, ...]]]
     # The GPU verdict's runs (gpu_question_runs) per device: their time to result and ONE_TIME_PHASES, run by run.
     one_time: dict[str, dict[str, tuple[float, ...]]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.study.name
+
+    @property
+    def day(self) -> str:
+        return self.study.day
+
+    @property
+    def kind(self) -> tuple:
+        return self.study.kind
 
     def ratio(self, claim: str) -> Ratio | None:
         a, b = self.sides.get(claim, ((), ()))
@@ -90,15 +98,6 @@ def claim_sides(summary: pd.DataFrame) -> dict[str, tuple[tuple, tuple]]:
         KERAS_RESULT: (seed(summary, ASKERS_KERAS, "cpu", "result"), seed(summary, TORCH, "cpu", "result")),
         FIXED_COST: (seed(summary, TORCH, "cpu", "step"), floor_steps(summary, "cpu")),
     }
-
-
-def ran_beside(folder: Path) -> set[str]:
-    """The run ids a GPU study's log says ran with another job beside them (its side-by-side lanes, before it ran
-    one job at a time); none for a study without that log, whose Snakemake runs one timed job at a time."""
-    log = folder / GPU_STUDY_LOG
-    if not log.is_file():
-        return set()
-    return {job["name"] for job in json.loads(log.read_text()).get("jobs", []) if job.get("beside")}
 
 
 def trains_only_the_question(record: dict) -> bool:
@@ -171,31 +170,22 @@ def busy_sides(summary: pd.DataFrame) -> dict[str, tuple[tuple, tuple]]:
     }
 
 
-def read_study(folder: Path) -> Study:
-    """An archive's claims' run values, from its run records (upgraded, validated) of its own machine kind."""
-    records = [read_record(path) for path in sorted((folder / "runs").glob("*.json"))]
-    kind = archive_kind(folder, records)
-    machine = dict(zip(KIND_FIELDS, kind[1], strict=True))
-    records = [r for r in records if same_machine(r["environment"], machine, r["identity"]["device"])]
+@functools.cache
+def claims_of(study: Study) -> Claims:
+    """A study's claims' run values, from its run records of its own machine kind, with today's estimator."""
+    records = study.own_records
     if not records:
-        raise ValueError(f"{folder}: no run records of its own machine kind in runs/")
+        raise ValueError(f"{study.name}: no run records of its own machine kind")
     idle = [r for r in records if r["identity"]["condition"] == IDLE]
     canary = reference_canary(idle)  # a busy core slows the canary too: only idle runs say what fast is
 
     def summary(condition: str) -> pd.DataFrame:
-        rows = [run_row(r, folder.name, canary) for r in records if r["identity"]["condition"] == condition]
+        rows = [run_row(r, study.name, canary) for r in records if r["identity"]["condition"] == condition]
         return summarize(pd.DataFrame(rows)) if rows else pd.DataFrame(columns=SUMMARY_KEYS)
 
-    day = min(r["identity"]["started_at"] for r in records)[:10]
-    question = gpu_question_runs(records, ran_beside(folder))
+    question = gpu_question_runs(records, study.ran_beside)
     sides = claim_sides(summary(IDLE)) | gpu_sides(question) | busy_sides(summary(BUSY))
-    return Study(folder.name, day, kind, sides, one_time_costs(question))
-
-
-def read_studies(folder: Path) -> list[Study]:
-    """Every archive in ``folder`` (a subfolder with a provenance.json), oldest first."""
-    found = [read_study(path) for path in sorted(folder.iterdir()) if (path / "provenance.json").is_file()]
-    return sorted(found, key=lambda s: (s.day, s.name))
+    return Claims(study, sides, one_time_costs(question))
 
 
 @dataclass(frozen=True)
@@ -204,12 +194,12 @@ class Across:
 
     claim: str
     kind: tuple
-    studies: tuple[tuple[Study, Ratio], ...]  # oldest first
+    studies: tuple[tuple[Claims, Ratio], ...]  # oldest first
     pooled: Ratio
     runs_needed: int | None = None  # the power line: where no study disagrees, yet it does not hold
 
     @property
-    def against(self) -> tuple[Study, ...]:
+    def against(self) -> tuple[Claims, ...]:
         """Studies that resolve the claim the other way from the pooled estimate."""
         slower = self.pooled.estimate > 1
         return tuple(s for s, found in self.studies if found.resolved and (found.estimate > 1) != slower)
@@ -246,14 +236,14 @@ def runs_needed(studies: list[tuple[tuple, tuple]], estimate: float) -> int | No
 
 
 def across(studies: list[Study], claim: str) -> list[Across]:
-    """``claim`` per study kind and machine kind, over that kind's studies that ran both sides."""
+    """``claim`` per study kind and machine kind, over that kind's studies that ran both its sides."""
     found = []
     for kind in dict.fromkeys(s.kind for s in studies):
-        ran = [(s, s.ratio(claim)) for s in studies if s.kind == kind]
-        ran = [(s, r) for s, r in ran if r is not None]
+        ran = [(claims, claims.ratio(claim)) for claims in map(claims_of, studies) if claims.kind == kind]
+        ran = [(c, r) for c, r in ran if r is not None]
         if not ran:
             continue
-        sides = [s.sides[claim] for s, _ in ran]
+        sides = [c.sides[claim] for c, _ in ran]
         pooled = pooled_ratio(sides)
         result = Across(claim, kind, tuple(ran), pooled)
         if not result.holds and not result.against:  # where studies disagree, more runs would not settle it

@@ -136,11 +136,15 @@ ACROSS_WORDS = {
 }
 
 
-def machine_words(kind: tuple) -> str:
-    """A machine kind (kinds.archive_kind's second part) in prose: its GPU, then its CPUs."""
-    cpu, count, gpu = kind[1]
-    cpus = f"{cpu_name(cpu)} with {count} logical CPUs"
+def machine_name(cpu_model: str, logical_cpus: int, gpu: str | None = None) -> str:
+    """A machine in prose, the one way the README and the report name one: its GPU, then its CPUs."""
+    cpus = f"{cpu_name(cpu_model)} with {logical_cpus} logical CPUs"
     return f"{gpu} ({cpus})" if gpu else cpus
+
+
+def machine_words(kind: tuple) -> str:
+    """A machine kind (kinds.archive_kind's second part) in prose."""
+    return machine_name(*kind[1])
 
 
 def kind_phrase(claim: across.Across, label) -> str:

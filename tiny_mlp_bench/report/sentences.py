@@ -154,15 +154,24 @@ def archived_busy_line(report: Report, m: Machine) -> str | None:
     )
 
 
-def keras_line(m: Machine) -> str:
-    """Keras 2's `fit` against the original torch loop on the CPU, with its pauses where it paused."""
+def keras_claim_of(m: Machine) -> str | None:
+    """Keras 2 against the original torch loop on the CPU, with its pauses where it paused; None where either loop
+    has no completed run here."""
     k = m.answer.keras
     keras, torch = seed_view(m, ASKERS_KERAS, "cpu"), seed_view(m, TORCH, "cpu")
     if not (keras and torch and k.ratio):
-        missing = KERAS_2 if not keras else "torch"
-        return f"not measured here: no completed {missing} run of the original loop on the CPU."
+        return None
     pauses = k.pause and claims.Pauses(k.pause.paused, k.pause.runs, k.pause.longest_s)
-    return f"on the CPU, {claims.keras_claim(keras.result, torch.result, k.ratio, k.ratio_without_pauses, pauses)}"
+    return claims.keras_claim(keras.result, torch.result, k.ratio, k.ratio_without_pauses, pauses)
+
+
+def keras_line(m: Machine) -> str:
+    """The first screen's Keras line: the claim on the CPU, or which loop did not run."""
+    found = keras_claim_of(m)
+    if found:
+        return f"on the CPU, {found}"
+    missing = KERAS_2 if not seed_view(m, ASKERS_KERAS, "cpu") else "torch"
+    return f"not measured here: no completed {missing} run of the original loop on the CPU."
 
 
 def why_line(m: Machine) -> str:
