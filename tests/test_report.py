@@ -360,7 +360,7 @@ def test_a_measured_cuda_floor_stands_beside_the_computed_one_and_splits_the_ask
     machine = report.machines[0]
     floor = machine.floors["cuda"]
     assert (floor.kind, floor.step_s) == ("fused", pytest.approx(0.05e-3))
-    assert floor.computed_s == pytest.approx(25 * 0.9e-6)  # the probes' kernels x in-graph kernel, beside it
+    assert (floor.kernels, floor.kernel_s) == (25, pytest.approx(0.9e-6))  # the probes' count, beside the measured
     arithmetic, driving = machine.answer.gpu.gpu_split
     assert (arithmetic, driving) == (pytest.approx(0.05e-3), pytest.approx(1.35e-3))
     assert sentences.gpu_split_line(machine) == (
@@ -373,10 +373,8 @@ def test_a_measured_cuda_floor_stands_beside_the_computed_one_and_splits_the_ask
 def test_the_answer_is_computed_from_the_run():
     answer = build_report(gpu_study(), probes=synthetic_probes(cuda=True)).machines[0].answer
     gpu = answer.gpu
-    assert (gpu.cuda_s, gpu.cpu_s) == (17.0, 7.0)  # seed medians
-    assert gpu.kernels == 25 and gpu.launch_s == pytest.approx(25 * 9e-6) and gpu.arithmetic_s == pytest.approx(5e-6)
+    assert gpu.kernels == 25 and gpu.launch_s == pytest.approx(25 * 9e-6)
     keras = answer.keras
-    assert (keras.keras_s, keras.torch_s) == (4.0, 7.0)  # Keras 2's seed median: the asker's Keras
     assert [v.framework for v in keras.versions] == ["tf_keras", "keras"]
     assert keras.askers.fit.epoch_fixed_s == pytest.approx(0.003) and keras.todays.fit.step_s == pytest.approx(250e-6)
     # Keras 3 over Keras 2 in 1000 epochs: 21 ms more per epoch, 50 µs less per step (12,000 steps).
@@ -401,7 +399,7 @@ def test_the_answer_says_how_often_keras_2_paused_after_its_last_epoch():
     machine = build_report(paused_study()).machines[0]
     pause = machine.answer.keras.pause
     assert (pause.runs, pause.paused, pause.longest_s) == (3, 2, 2.0)
-    assert (pause.pause_free_variant, pause.pause_free_runs, pause.pause_free_paused) == ("autotune_off", 2, 0)
+    assert (pause.pause_free_variant, pause.pause_free_runs, pause.pause_free_paused_anywhere) == ("autotune_off", 2, 0)
     # The ratio to torch with and without the pauses, over the runs: 3.998, 1.8 and 3 s against 6, 7 and 8 s.
     assert machine.answer.keras.ratio_without_pauses.estimate == pytest.approx(3.0 / 7.0)
     line = sentences.keras_line(machine)
@@ -710,7 +708,7 @@ def test_the_cpu_runs_of_a_gpu_host_are_that_host_s_runs():
             record["environment"]["gpu_name"] = "NVIDIA H200"
     (machine,) = build_report(records).machines
     assert machine.label == "bench-host" and set(machine.environment["gpu"]) == {None, "NVIDIA H200"}
-    assert (machine.answer.gpu.cuda_s, machine.answer.gpu.cpu_s) == (17.0, 7.0)  # the GPU answer, from one host
+    assert min(machine.answer.gpu.ratio.runs) >= 2  # the GPU verdict, of one host's cuda and cpu runs
 
 
 def render_report(out, records, sweeps=()):
@@ -766,7 +764,7 @@ def test_same_records_give_identical_files(tmp_path):
     assert original["time_to_result_s"] == pytest.approx(seed.result.estimate, rel=1e-12)
     assert original["time_to_result_low_s"] < original["time_to_result_s"] < original["time_to_result_high_s"]
     assert pd.isna(original["time_to_result_vs_original"])  # the original loop is not a ratio to itself
-    (fastest,) = headline[headline["role"] == "fastest to a result"].itertuples()
+    (fastest,) = headline[headline["role"] == "lowest time to a result"].itertuples()  # one run: not shown fastest
     assert (fastest.variant, fastest.step_vs_original) == ("fused", pytest.approx(0.005))
 
 

@@ -25,13 +25,9 @@ PAUSED_S = 0.1
 class GpuAnswer:
     """The asker's loop on cuda against cpu, and the fixed costs that explain it."""
 
-    cuda_s: float | None  # the asker's loop's timing points (medians)
-    cpu_s: float | None
     cuda_step_s: float | None  # its steady-state step times (medians)
-    cpu_step_s: float | None
     kernels: int | None  # kernels the asker's step runs on cuda (profiler)
     eager_op_s: float | None
-    arithmetic_s: float | None  # the whole step's arithmetic on this CPU: the numba floor rung
     gpu_arithmetic_s: float | None = None  # the same on the GPU: the numba floor rung's CUDA kernel, per step
     ratio: Ratio | None = None  # the GPU verdict: the admitted cuda runs' times to result over the cpu runs' (across)
 
@@ -64,7 +60,6 @@ class KerasVersion:
 
     framework: str
     name: str  # Keras 2, Keras 3 on TensorFlow, Keras 3 on JAX
-    seed_s: float | None  # the seed runs' timing point (median)
     step_s: float | None  # their steady-state step (median)
     fit: KerasFit | None  # the probe's fixed cost per fit epoch and cost of a step inside fit
 
@@ -78,7 +73,6 @@ class KerasPause:
     longest_s: float
     pause_free_variant: str | None  # the rung with autotuning off, where the catalogue has one
     pause_free_runs: int  # its completed runs that timed fit_end
-    pause_free_paused: int
     # Runs pausing after any fit (window passes too), per rung; two-sided Fisher p, None where a rung has no run.
     seed_paused_anywhere: int = 0
     pause_free_paused_anywhere: int = 0
@@ -96,8 +90,6 @@ class KerasAnswer:
     """The asker's Keras (Keras 2) against torch's loop on cpu, and each Keras's cost per epoch and step."""
 
     device: str
-    keras_s: float | None  # Keras 2's seed timing point (median)
-    torch_s: float | None
     versions: tuple[KerasVersion, ...]  # Keras 2, Keras 3 on TensorFlow, on JAX: those in the study
     pause: KerasPause | None = None  # where Keras 2's seed runs timed their fit_end phase
     ratio: Ratio | None = None  # Keras 2's seed runs' times to result over torch's
@@ -188,40 +180,33 @@ def seed_of(ladders: dict[str, Ladder], pair: str) -> RungResult | None:
 def answer(
     ladders: tuple[Ladder, ...],
     summary: pd.DataFrame,
-    timing_points: dict[str, float],
     costs: dict[str, FixedCosts],
     floors: dict[str, Floor],
     runs: pd.DataFrame,
     gpu_ratio: Ratio | None = None,
 ) -> Answer:
-    """``summary``: medians per pair and rung; ``timing_points``: the asker's loops'; ``runs``: a row per run;
+    """``summary``: medians per pair and rung; ``runs``: a row per run;
     ``gpu_ratio``: the GPU verdict (across.gpu_ratio), the one the README pools."""
     by_pair = {ladder.pair: ladder for ladder in ladders}
-    torch_cuda, torch_cpu = pair_name(TORCH, "cuda"), pair_name(TORCH, "cpu")
+    torch_cpu = pair_name(TORCH, "cpu")
     keras_cpu = pair_name(ASKERS_KERAS, "cpu")
     results = {(s.pair, s.variant): s.result_values for s in summary.itertuples()}
 
     def seeds(pair: str) -> tuple[float, ...]:
         return results.get((pair, askers_rung(pair.split("-")[0])), ())
 
-    cuda_seed, cpu_seed = seed_of(by_pair, torch_cuda), seed_of(by_pair, torch_cpu)
+    cuda_seed = seed_of(by_pair, pair_name(TORCH, "cuda"))
     cuda_costs, cpu_costs = costs.get("cuda"), costs.get("cpu")
     gpu = GpuAnswer(
-        cuda_s=timing_points.get(torch_cuda),
-        cpu_s=timing_points.get(torch_cpu),
         cuda_step_s=cuda_seed.step_s if cuda_seed else None,
-        cpu_step_s=cpu_seed.step_s if cpu_seed else None,
         kernels=cuda_costs.ops_per_step if cuda_costs else None,
         eager_op_s=cuda_costs.eager_op_s if cuda_costs else None,
-        arithmetic_s=floors["cpu"].step_s if "cpu" in floors else None,
         gpu_arithmetic_s=floors["cuda"].step_s if "cuda" in floors and floors["cuda"].measured else None,
         ratio=gpu_ratio,
     )
     keras = KerasAnswer(
         device="cpu",
-        keras_s=timing_points.get(pair_name(ASKERS_KERAS, "cpu")),
-        torch_s=timing_points.get(torch_cpu),
-        versions=keras_versions(by_pair, timing_points, cpu_costs),
+        versions=keras_versions(by_pair, cpu_costs),
         pause=keras_pause(runs),
         ratio=over(seeds(keras_cpu), seeds(torch_cpu)),
         ratio_without_pauses=over(without_pauses(runs, keras_cpu), seeds(torch_cpu)),
@@ -290,14 +275,13 @@ def keras_pause(runs: pd.DataFrame) -> KerasPause | None:
         longest_s=float(pauses.max()),
         pause_free_variant=pause_free_variant,
         pause_free_runs=len(pause_free),
-        pause_free_paused=int((pause_free["fit_end_s"].astype(float) >= PAUSED_S).sum()),
         seed_paused_anywhere=seed_anywhere,
         pause_free_paused_anywhere=free_anywhere,
         fisher_p=fisher_p,
     )
 
 
-def keras_versions(by_pair: dict[str, Ladder], timing_points: dict[str, float], cpu_costs: FixedCosts | None):
+def keras_versions(by_pair: dict[str, Ladder], cpu_costs: FixedCosts | None):
     """Keras 2, Keras 3 on TensorFlow and on JAX on cpu, each where its asker's `fit` ran or its probe measured it."""
     found = []
     for framework in KERAS_VERSIONS:
@@ -305,7 +289,7 @@ def keras_versions(by_pair: dict[str, Ladder], timing_points: dict[str, float], 
         seed, fit = seed_of(by_pair, pair), cpu_costs.keras(framework.name) if cpu_costs else None
         if seed or fit:
             step_s = seed.step_s if seed else None
-            found.append(KerasVersion(framework.name, framework.label, timing_points.get(pair), step_s, fit))
+            found.append(KerasVersion(framework.name, framework.label, step_s, fit))
     return tuple(found)
 
 

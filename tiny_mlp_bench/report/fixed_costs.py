@@ -23,7 +23,6 @@ class Floor:
     kind: str  # the floor rung's name: its measured time; COMPUTED: kernels per step x in-graph kernel cost
     kernels: int | None = None
     kernel_s: float | None = None
-    computed_s: float | None = None  # cuda: kernels x in-graph kernel cost, beside a measured floor
 
     @property
     def measured(self) -> bool:
@@ -165,5 +164,5 @@ def floors(summary: pd.DataFrame, costs: dict[str, FixedCosts]) -> dict[str, Flo
     if cuda and cuda.ops_per_step and cuda.graph_kernel_s:
         computed = cuda.ops_per_step * cuda.graph_kernel_s
         floor = found.get("cuda") or Floor("cuda", computed, COMPUTED)
-        found["cuda"] = replace(floor, kernels=cuda.ops_per_step, kernel_s=cuda.graph_kernel_s, computed_s=computed)
+        found["cuda"] = replace(floor, kernels=cuda.ops_per_step, kernel_s=cuda.graph_kernel_s)
     return found

@@ -86,14 +86,13 @@ def machine(
     floors = fixed_costs.floors(summary, costs)
     found = ladders(summary, floors)
     question = question_rows(runs, summary)
-    medians = {q.pair: q.median_s for q in question if q.timed}
     seed_results = {s.pair: s.result_values for s in summary.itertuples() if s.variant == askers_rung(s.framework)}
     points = sweep_frame(sweeps)
     attention = runs[(runs["status"] != "ok") | runs["converged"].eq(False)]
     both_views = views(summary)
     return Machine(
         label=label,
-        answer=answer(found, summary, medians, costs, floors, runs, across.gpu_ratio(records)),
+        answer=answer(found, summary, costs, floors, runs, across.gpu_ratio(records)),
         runs=runs,
         summary=summary,
         question=question,

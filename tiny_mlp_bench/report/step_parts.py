@@ -22,7 +22,6 @@ class StepParts:
     profiler_cost_s: float  # what the profiler adds to each op it records
     launch_s: float  # the launch calls' self time; 0 on cpu
     launch_calls: int
-    profiled_step_s: float  # the profiled steps' wall time
     launches_counted_twice: float = 0.0  # launch calls per step an op's self time holds too (unnested, overlapping)
 
     @property
@@ -70,6 +69,5 @@ def step_parts(device: str, step: dict) -> StepParts | None:
         profiler_cost_s=step["profiler_cost_per_op"]["per_op_us"] * US,
         launch_s=step.get("launch_self_us_per_step", 0.0) * US,
         launch_calls=step.get("kernel_launch_calls_per_step", 0),
-        profiled_step_s=step["profiled_wall_us_per_step"] * US,
         launches_counted_twice=step.get("launch_calls_counted_twice_per_step", 0.0),
     )
