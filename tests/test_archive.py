@@ -413,7 +413,7 @@ def test_a_report_quotes_a_busy_core_archive_and_its_archive_packs_what_it_quote
     command = render_command(results)
     cut = command.index("--")
     render(study, results, [*command[:cut], "--busy-archives", "archive/busy-study", *command[cut:]])
-    quoted = "- **Beside one busy core**: one study, the archive `busy-study` (2026-01-01, this machine kind"
+    quoted = "- **Beside one busy core**: the archive `busy-study` (2026-01-01, this machine kind"
     assert quoted in (results / "report.md").read_text()
     folder = archive(study)
     packed = sorted(p.name for p in (folder / "busy-archive" / "busy-study" / "runs").iterdir())

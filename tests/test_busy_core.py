@@ -118,8 +118,8 @@ def test_a_default_studys_first_screen_quotes_the_newest_busy_core_archive_of_it
     assert {label: found.archive for label, found in report.archived_busy.items()} == {"bench-host": "newer"}
     line = first_screen_busy_line(report)
     assert line.startswith(
-        "- **Beside one busy core**: one study, the archive `newer` (2026-02-01, this machine kind, 5 runs a side or "
-        "more), found: beside one busy core, Keras 2 took 0.7"
+        "- **Beside one busy core**: the archive `newer` (2026-02-01, this machine kind, 5+ runs a side), one study, "
+        "found: beside one busy core, Keras 2 took 0.7"
     )
     assert line.endswith("the asker's order, Keras faster than torch, reproduces beside a busy core.")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.catalogue import Role, pair_name
 from tiny_mlp_bench.dataset import train_rows
-from tiny_mlp_bench.kinds import cpu_name
 from tiny_mlp_bench.question import ASKERS_KERAS, ASKERS_RUN, TODAYS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report import claims
 from tiny_mlp_bench.report.answer import PAUSED_S, ArchivedGpu
@@ -56,14 +55,14 @@ def title(report: Report) -> str:
 
 def setup_line(report: Report, m: Machine) -> str:
     env = m.environment
-    cpu = "; ".join(f"{cpu_name(model)}, {count} logical CPUs" for model, count in env["cpu"])
-    gpu = ", ".join(name for name in env["gpu"] if name) or "no GPU"
+    gpu = ", ".join(name for name in env["gpu"] if name) or None
+    machine = "; ".join(claims.machine_name(model, count, gpu) for model, count in env["cpu"])
     p = report.parameters
     settings = (
         f"a 2→{p['hidden_units']}→1 ReLU MLP, Adam at {p['learning_rate']:g}, batch {p['batch_size']}, "
         f"{p['epochs']:,} epochs of {p['n_train']} rows"
     )
-    return f"{not_the_question(p)}{runs_line(m)} Host `{m.label}` ({cpu}; {gpu}): {settings}."
+    return f"{not_the_question(p)}{runs_line(m)} Host `{m.label}`, {machine}: {settings}."
 
 
 def not_the_question(parameters: dict) -> str:
@@ -149,8 +148,8 @@ def archived_busy_line(report: Report, m: Machine) -> str | None:
         return "no archived busy-core study ran on this machine kind; `make busy` runs one."
     said = claims.busy_lines(found.found)[0]
     return (
-        f"one study, the archive `{found.archive}` ({found.date}, this machine kind, {found.runs} runs a side or "
-        f"more), found: {said[0].lower()}{said[1:]}"
+        f"the archive `{found.archive}` ({found.date}, this machine kind, {found.runs}+ runs a side), one study, "
+        f"found: {said[0].lower()}{said[1:]}"
     )
 
 
