@@ -257,6 +257,19 @@ def test_an_archive_with_the_numbers_old_name_is_resealed_under_todays(study):
 
 
 @pytest.mark.slow
+def test_a_reseal_quotes_a_gpu_answer_only_where_the_study_asked_for_one(study):
+    folder = archive(study)
+    write_gpu_archive(study / "results" / "archive", "gpu-study", gpu_host_records("2026-02-01"))
+    config = folder / "config.yaml"
+    config.write_text(config.read_text() + "gpu_answer_archive: none\n")  # as a busy-core study's config says
+    write_manifest(folder)
+    reseal(folder, study)
+    assert not (folder / "gpu-archive").exists()
+    assert "No archive was asked for one." in (folder / "report.md").read_text()
+    verify(folder)
+
+
+@pytest.mark.slow
 def test_verify_re_renders_at_the_archive_commit_not_at_head(study):
     folder = archive(study)
     commit_change(study, "tiny_mlp_bench/report/report.md.j2", "\nA line that later code adds.\n")

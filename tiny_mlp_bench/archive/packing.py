@@ -8,6 +8,8 @@ import re
 import shutil
 from pathlib import Path
 
+import yaml
+
 from tiny_mlp_bench.archive.layout import (
     BUSY_QUOTED,
     BUSY_QUOTED_RECORDS,
@@ -137,7 +139,12 @@ def reseal(folder: Path, repo: Path, *, allow_modified: bool = False, notes=()) 
     if (folder / PROVENANCE).is_file():
         notes = [*read_json(folder / PROVENANCE).get("notes", []), *notes]
 
-    quoted = quoted_archive(folder) or getattr(newest_qualifying(folder.parent, leave_out=folder.name), "name", None)
+    # A study whose config quoted no GPU answer (a busy-core study's: a GPU says nothing about a busy CPU core) gets
+    # none at a reseal either.
+    config = folder / "config.yaml"
+    asks = not config.is_file() or yaml.safe_load(config.read_text()).get("gpu_answer_archive") != "none"
+    neighbour = newest_qualifying(folder.parent, leave_out=folder.name) if asks else None
+    quoted = quoted_archive(folder) or getattr(neighbour, "name", None)
 
     def fill(partial: Path) -> None:
         shutil.copytree(folder, partial, dirs_exist_ok=True)
@@ -154,6 +161,6 @@ def reseal(folder: Path, repo: Path, *, allow_modified: bool = False, notes=()) 
         repo,
         allow_modified=allow_modified,
         notes=notes,
-        no_archive_qualifies=quoted is None,
+        no_archive_qualifies=quoted is None and asks,
         busy_quote_asked=busy_quote_asked,
     )

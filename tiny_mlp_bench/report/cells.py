@@ -128,6 +128,11 @@ def times(found: Ratio | None) -> str:
     return with_interval(found.estimate, found.low, found.high, min(found.runs), "×", side_of=1.0)
 
 
+def n_runs(n: int, what: str = "run") -> str:
+    """A count of runs in words: "1 run", "5 runs", "1 cpu run"."""
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
 def approx(value: float | None, significant: int = 2) -> str:
     """A number with no interval of its own, to ``significant`` figures: "7,200"."""
     if value is None or pd.isna(value):

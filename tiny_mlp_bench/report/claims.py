@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from tiny_mlp_bench.kinds import cpu_name
 from tiny_mlp_bench.report import across
 from tiny_mlp_bench.report.busy_core import BusyCore, Views
-from tiny_mlp_bench.report.cells import decimals, duration, figures, interval_places, spread, table, times
+from tiny_mlp_bench.report.cells import decimals, duration, figures, interval_places, n_runs, spread, table, times
 from tiny_mlp_bench.report.inference import Interval, Ratio
 
 
@@ -25,8 +25,8 @@ def runs_against(found: Ratio) -> str:
     """The runs behind a ratio: "1 run a side", "5 runs a side", "3 runs against 4"."""
     a, b = found.runs
     if a == b:
-        return f"{a} run{'s' if a != 1 else ''} a side"
-    return f"{a} run{'s' if a != 1 else ''} against {b}"
+        return f"{n_runs(a)} a side"
+    return f"{n_runs(a)} against {b}"
 
 
 def one_run_a_side(found: Ratio) -> bool:

@@ -11,7 +11,7 @@ from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.report import claims, sentences
 from tiny_mlp_bench.report.busy_core import BusyCore
-from tiny_mlp_bench.report.cells import approx, duration, num, pct, span, table, times
+from tiny_mlp_bench.report.cells import approx, duration, n_runs, num, pct, span, table, times
 from tiny_mlp_bench.report.ladder import Ladder, RungResult
 from tiny_mlp_bench.report.model import Machine, Report
 from tiny_mlp_bench.timing import PHASES
@@ -187,7 +187,7 @@ def not_completed_table(m: Machine) -> str:
     rows = []
     for (status, reason), rungs in found.items():
         counts = pd.Series(rungs).value_counts(sort=False)
-        rows.append([status, reason, f"{len(rungs)} runs: " + ", ".join(f"{k} ({n})" for k, n in counts.items())])
+        rows.append([status, reason, f"{n_runs(len(rungs))}: " + ", ".join(f"{k} ({n})" for k, n in counts.items())])
     for p in m.probes_not_measured:
         rows.append([p.status, p.reason or "", f"the {p.framework} {p.device} probe"])
     for sweep in m.sweeps:

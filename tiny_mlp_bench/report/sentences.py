@@ -9,7 +9,7 @@ from tiny_mlp_bench.question import ASKERS_KERAS, ASKERS_RUN, TODAYS_KERAS, TORC
 from tiny_mlp_bench.report import claims
 from tiny_mlp_bench.report.answer import PAUSED_S, ArchivedGpu
 from tiny_mlp_bench.report.busy_core import idle_label
-from tiny_mlp_bench.report.cells import duration, pct, times
+from tiny_mlp_bench.report.cells import duration, n_runs, pct, times
 from tiny_mlp_bench.report.crossover_map import Crossover
 from tiny_mlp_bench.report.inference import Interval, Ratio
 from tiny_mlp_bench.report.model import Machine, Report
@@ -90,7 +90,7 @@ def runs_line(m: Machine) -> str:
     runs = m.runs
 
     def count(n: int, device: str) -> str:
-        return f"{n} {device} run{'s' if n != 1 else ''}"
+        return n_runs(n, f"{device} run")
 
     completed = [
         count(n, device) for device, n in runs[runs["status"] == "ok"].groupby("device", sort=False).size().items()
@@ -208,7 +208,7 @@ def graph_removes_line(m: Machine) -> str | None:
         f"The ladder's own measure of the host's cost per GPU step, `seed`'s step less `{graphed.variant}`'s (the "
         f"step replayed as one CUDA graph, the host's calls gone): {duration(seed.step.estimate)} less "
         f"{duration(graphed.step.estimate)}, {signed(removed)} ({pct(removed / seed.step.estimate, 0)} of the step; "
-        f"medians of {seed.step.runs} and {graphed.step.runs} runs)."
+        f"medians of {n_runs(seed.step.runs)} and {n_runs(graphed.step.runs)})."
     )
 
 
@@ -528,8 +528,7 @@ def compile_line(m: Machine) -> str | None:
     if rerun.empty:
         return None
     firsts = "; ".join(
-        f"{s.pair} `{s.variant}` {duration(s.cold_compile_s)} ({s.cold_compile_runs} run"
-        f"{'s' if s.cold_compile_runs > 1 else ''})"
+        f"{s.pair} `{s.variant}` {duration(s.cold_compile_s)} ({n_runs(s.cold_compile_runs)})"
         for s in rerun.itertuples()
     )
     return (
