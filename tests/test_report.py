@@ -566,7 +566,7 @@ def test_report_states_ratios_and_lists_runs_to_look_at():
     rows = table_rows(text)
     assert ["torch-cpu / tf_keras-cpu", "1.22", "1.8× (unbounded)"] in rows  # asker 11/9; 3 v 3 runs bound nothing
     assert ["torch-cuda / torch-cpu", "1.55", "–"] in rows
-    assert ["not converged", "", "1 runs: torch-cpu-seed (1)"] in rows
+    assert ["not converged", "", "1 run: torch-cpu-seed (1)"] in rows
     skipped = "3 runs: keras-cuda-seed (1), tf_keras-cuda-seed (1), torch-cuda-seed (1)"
     assert ["skipped", "no CUDA device: test", skipped] in rows  # one row per reason
     assert ["torch-cuda", "the original torch loop", "17", "skipped", "0/1"] in rows
@@ -848,7 +848,7 @@ def test_failed_runs_come_with_the_command_that_reruns_them():
     records = [*synthetic_study(), synthetic_record("torch", "cpu", 4, status="failed", reason="RuntimeError: x")]
     assert only_machine(records).failed_runs == ["torch-cpu-seed-4"]
     text = render(records)
-    assert ["failed", "RuntimeError: x", "1 runs: torch-cpu-seed (1)"] in table_rows(text)
+    assert ["failed", "RuntimeError: x", "1 run: torch-cpu-seed (1)"] in table_rows(text)
     assert "`snakemake --forcerun results/runs/torch-cpu-seed-4.json`" in text
 
 

@@ -208,8 +208,13 @@ def graph_removes_line(m: Machine) -> str | None:
         f"The ladder's own measure of the host's cost per GPU step, `seed`'s step less `{graphed.variant}`'s (the "
         f"step replayed as one CUDA graph, the host's calls gone): {duration(seed.step.estimate)} less "
         f"{duration(graphed.step.estimate)}, {signed(removed)} ({pct(removed / seed.step.estimate, 0)} of the step; "
-        f"medians of {n_runs(seed.step.runs)} and {n_runs(graphed.step.runs)})."
+        f"medians of {medians_of(seed.step.runs, graphed.step.runs)})."
     )
+
+
+def medians_of(a: int, b: int) -> str:
+    """The runs behind two medians: "3 and 2 runs", "1 run each"."""
+    return f"{n_runs(a)} each" if a == b else f"{a} and {b} runs"
 
 
 def step_parts_line(m: Machine, device: str) -> str | None:
