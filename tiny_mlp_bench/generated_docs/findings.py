@@ -13,7 +13,7 @@ from tiny_mlp_bench import catalogue, config_check
 from tiny_mlp_bench.catalogue import pair_name
 from tiny_mlp_bench.generated_docs.markers import between, write_or_check
 from tiny_mlp_bench.kinds import BUSY_STUDY, DEFAULT_STUDY
-from tiny_mlp_bench.question import ASKER_SECONDS, ASKERS_KERAS, TORCH
+from tiny_mlp_bench.question import ASKER_SECONDS, ASKERS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report import across, claims, sentences
 from tiny_mlp_bench.report.cells import spread
 from tiny_mlp_bench.report.markdown import headline_table
@@ -159,22 +159,33 @@ def completed(m: Machine, device: str) -> bool:
     return bool((m.runs["device"].eq(device) & m.runs["status"].eq("ok")).any())
 
 
+def ran_on_cuda(study: Study, rung: str | None = None) -> bool:
+    """Whether any of its runs (of ``rung``, "framework-variant", where given) completed on cuda."""
+    return any(
+        r["identity"]["device"] == "cuda"
+        and r["status"] == "ok"
+        and rung in (None, f"{r['identity']['framework']}-{r['identity']['variant']}")
+        for r in study.records
+    )
+
+
 def quoted(studies: list[Study]) -> list[tuple[Study, Report, list[Machine]]]:
     """The newest default study whose machines completed no cuda run, then the newest study whose machines ran the
-    original torch loop on cuda to the end; each with its report (from its records) and the machines quoted."""
+    original torch loop on cuda to the end; each with its report (from its records) and the machines quoted. Chosen
+    from the records, so that only the two quoted reports are built."""
     newest = sorted(studies, key=lambda s: s.first_run, reverse=True)
+    seed_on_cuda = f"{TORCH}-{askers_rung(TORCH)}"
+    chosen = [
+        next((s for s in newest if s.kind[0] == DEFAULT_STUDY and not ran_on_cuda(s)), None),
+        next((s for s in newest if ran_on_cuda(s, seed_on_cuda)), None),
+    ]
     picked = []
-    for study in (s for s in newest if s.kind[0] == DEFAULT_STUDY):
+    for study, gpu in zip(chosen, (False, True), strict=True):
+        if study is None:
+            continue
         report = build_report(list(study.records), list(study.sweeps), list(study.probes))
-        if not any(completed(m, "cuda") for m in report.machines):
-            picked.append((study, report, list(report.machines)))
-            break
-    for study in newest:
-        report = build_report(list(study.records), list(study.sweeps), list(study.probes))
-        machines = [m for m in report.machines if sentences.seed_view(m, TORCH, "cuda")]
-        if machines:
-            picked.append((study, report, machines))
-            break
+        machines = [m for m in report.machines if not gpu or sentences.seed_view(m, TORCH, "cuda")]
+        picked.append((study, report, machines))
     return picked
 
 
