@@ -14,6 +14,7 @@ from tiny_mlp_bench.archive.layout import NUMBERS, OLD_NUMBERS, numbers_file
 from tiny_mlp_bench.generated_docs import findings
 from tiny_mlp_bench.kinds import BUSY_STUDY
 from tiny_mlp_bench.report import across, claims, sentences
+from tiny_mlp_bench.report.busy_core import idle_label
 from tiny_mlp_bench.report.model import build_report
 from tiny_mlp_bench.report.study import read_studies, read_study
 
@@ -62,13 +63,19 @@ def test_every_claim_of_every_archive_is_computed_and_worded_by_its_one_function
         assert wording(across.across(idle, claim)) in answer
 
 
-def test_a_studys_report_states_the_gpu_verdict_the_readme_pools(studies):
-    gpu = [s for s in studies if any(r["identity"]["device"] == "cuda" and r["status"] == "ok" for r in s.records)]
-    assert gpu  # the H200 studies
-    for study in gpu:
-        report = build_report(list(study.records))
-        (machine,) = [m for m in report.machines if sentences.seed_view(m, "torch", "cuda")]
-        assert machine.answer.gpu.ratio == across.claims_of(study).ratio(across.GPU_RESULT)
+def test_each_studys_report_states_the_claims_the_readme_pools(studies):
+    """The report's GPU line and Keras line are across.CLAIMS' computation, the one the README pools, for every
+    archive: the idle runs' claims, and beside a busy core the busy-core study's."""
+    gpu = 0
+    for study in studies:
+        found = across.claims_of(study)
+        for machine in build_report(list(study.own_records)).machines:
+            busy = machine.label != idle_label(machine.label)
+            keras = across.BUSY_KERAS_RESULT if busy else across.KERAS_RESULT
+            assert machine.answer.keras.ratio == found.ratio(keras), (study.name, machine.label)
+            assert machine.answer.gpu.ratio == (None if busy else found.ratio(across.GPU_RESULT)), study.name
+            gpu += machine.answer.gpu.ratio is not None
+    assert gpu == 2  # the two H200 studies
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)

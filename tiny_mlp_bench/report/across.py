@@ -23,15 +23,50 @@ from tiny_mlp_bench.timing import METHOD
 
 SUMMARY_KEYS = ("pair", "framework", "device", "variant")  # an empty summary's columns: no rung ran
 
-# The claims of the README's answer, each ``a`` over ``b``: Keras 2's `fit` against the original torch loop on a
-# CPU per step and to a result; torch's loop on the GPU against the same machine's CPU, to a result and in the fit
-# phase alone; torch's step against the numba floor's, the same arithmetic with every per-operation call gone.
+# The claims, each an id: Keras 2's `fit` against the original torch loop on a CPU per step and to a result; torch's
+# loop on the GPU against the same machine's CPU, to a result and in the fit phase alone; torch's step against the
+# numba floor's, the same arithmetic with every per-operation call gone; and a busy-core study's, from its runs beside
+# one busy core: Keras 2 against torch to a result, torch's loop on one thread against its default pool per step.
 KERAS_STEP, KERAS_RESULT, GPU_RESULT, FIXED_COST = "keras_step", "keras_result", "gpu_result", "fixed_cost"
-GPU_FIT = "gpu_fit"
-# The busy-core study's, from its runs beside one busy core: Keras 2 against torch to a result, as the question
-# timed them; torch's loop on one thread against its default pool, per step.
-BUSY_KERAS_RESULT, BUSY_ONE_THREAD = "busy_keras_result", "busy_one_thread"
-CLAIMS = (KERAS_STEP, KERAS_RESULT, GPU_RESULT, GPU_FIT, FIXED_COST, BUSY_KERAS_RESULT, BUSY_ONE_THREAD)
+GPU_FIT, BUSY_KERAS_RESULT, BUSY_ONE_THREAD = "gpu_fit", "busy_keras_result", "busy_one_thread"
+GPU_VERDICT = "the GPU verdict's runs"  # what a GPU claim admits: gpu_question_runs, not every completed run
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a claim: the rung with ``role`` on ``device``, of ``framework`` (None: the one rung with it)."""
+
+    role: Role
+    device: str = "cpu"
+    framework: str | None = TORCH
+
+    def rung(self):
+        found = registry.sole_rung(self.role) if self.framework is None else None
+        return found or registry.rung_with_role(self.framework, self.role)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a claim compares: ``a`` over ``b`` in ``view`` (to a "result", per "step", or the "fit" phase), over the
+    runs it ``admits`` (a condition's completed runs, or GPU_VERDICT's)."""
+
+    a: Side
+    b: Side
+    view: str
+    admits: str
+
+
+TORCH_LOOP, TORCH_ON_GPU = Side(Role.ASKERS), Side(Role.ASKERS, "cuda")
+KERAS_2 = Side(Role.ASKERS, framework=ASKERS_KERAS)
+CLAIMS = {
+    KERAS_STEP: Claim(KERAS_2, TORCH_LOOP, "step", IDLE),
+    KERAS_RESULT: Claim(KERAS_2, TORCH_LOOP, "result", IDLE),
+    GPU_RESULT: Claim(TORCH_ON_GPU, TORCH_LOOP, "result", GPU_VERDICT),
+    GPU_FIT: Claim(TORCH_ON_GPU, TORCH_LOOP, "fit", GPU_VERDICT),
+    FIXED_COST: Claim(TORCH_LOOP, Side(Role.FLOOR, framework=None), "step", IDLE),
+    BUSY_KERAS_RESULT: Claim(KERAS_2, TORCH_LOOP, "result", BUSY),
+    BUSY_ONE_THREAD: Claim(Side(Role.ONE_THREAD), TORCH_LOOP, "step", BUSY),
+}
 POWER = 0.8  # the chance a study of the runs named by the power line resolves a ratio the size of the pooled one
 # What the answer says of every device's question runs besides the fit: torch's lazy import of its compiler stack on its
 # first optimizer (the `optimizer` phase; the asker's 2020 torch had none to import) and CUDA's start-up.
@@ -60,8 +95,7 @@ class Claims:
         return self.study.kind
 
     def ratio(self, claim: str) -> Ratio | None:
-        a, b = self.sides.get(claim, ((), ()))
-        return ratio(a, b) if a and b else None
+        return claim_ratio(self.sides.get(claim, ((), ())))
 
 
 def rung_values(summary: pd.DataFrame, framework: str, device: str, variant: str | None, view: str) -> tuple:
@@ -73,31 +107,35 @@ def rung_values(summary: pd.DataFrame, framework: str, device: str, variant: str
     return found if isinstance(found, tuple) else ()  # NaN where no run of the rung measured the view
 
 
-def seed(summary: pd.DataFrame, framework: str, device: str, view: str) -> tuple:
-    """The original loop's (the asker's rung's) values."""
-    return rung_values(summary, framework, device, askers_rung(framework), view)
+def side_values(claim: Claim, side: Side, summaries: dict[str, pd.DataFrame], question: list[dict]) -> tuple:
+    """One side's run values as ``claim`` admits them: from the summary of its condition's runs (none where the study
+    has no such runs), or from the GPU verdict's ``question`` runs."""
+    rung = side.rung()
+    if claim.admits != GPU_VERDICT:
+        summary = summaries.get(claim.admits)
+        return () if summary is None else rung_values(summary, rung.framework, side.device, rung.name, claim.view)
+    ran = [
+        r
+        for r in question
+        if (r["identity"]["framework"], r["identity"]["variant"], r["identity"]["device"])
+        == (rung.framework, rung.name, side.device)
+    ]
+    if claim.view == "result":
+        return tuple(r["timings"]["fit_predict_s"] for r in ran)
+    return tuple(r["timings"]["phases_s"][claim.view] for r in ran)
 
 
-def floor_steps(summary: pd.DataFrame, device: str) -> tuple:
-    """The floor rung's per-step values on ``device``: the same arithmetic with every per-operation call gone."""
-    floors = (r for r in summary.itertuples() if registry.role_of(r.framework, r.variant) == Role.FLOOR)
-    return next(
-        (
-            found
-            for r in floors
-            if r.device == device and (found := rung_values(summary, r.framework, device, r.variant, "step"))
-        ),
-        (),
-    )
-
-
-def claim_sides(summary: pd.DataFrame) -> dict[str, tuple[tuple, tuple]]:
-    """The idle runs' claims, the GPU verdict's aside (gpu_sides)."""
+def claim_sides(summaries: dict[str, pd.DataFrame], question: list[dict]) -> dict[str, tuple[tuple, tuple]]:
+    """Every claim's two sides, each claim computed one way for one study's claims and for its report alike."""
     return {
-        KERAS_STEP: (seed(summary, ASKERS_KERAS, "cpu", "step"), seed(summary, TORCH, "cpu", "step")),
-        KERAS_RESULT: (seed(summary, ASKERS_KERAS, "cpu", "result"), seed(summary, TORCH, "cpu", "result")),
-        FIXED_COST: (seed(summary, TORCH, "cpu", "step"), floor_steps(summary, "cpu")),
+        claim: (side_values(spec, spec.a, summaries, question), side_values(spec, spec.b, summaries, question))
+        for claim, spec in CLAIMS.items()
     }
+
+
+def claim_ratio(sides: tuple[tuple, tuple]) -> Ratio | None:
+    a, b = sides
+    return ratio(a, b) if a and b else None
 
 
 def trains_only_the_question(record: dict) -> bool:
@@ -128,25 +166,9 @@ def gpu_question_runs(records: list[dict], beside: set[str] = frozenset()) -> li
     return [record for record in runs if record["parameters"]["threads"] == threads[0][0]] if threads else []
 
 
-def gpu_sides(runs: list[dict]) -> dict[str, tuple[tuple, tuple]]:
-    """The GPU verdict's claims, cuda over cpu, to a result and in the fit phase."""
-
-    def values(device: str, phase: str | None) -> tuple[float, ...]:
-        return tuple(
-            r["timings"]["fit_predict_s"] if phase is None else r["timings"]["phases_s"][phase]
-            for r in runs
-            if r["identity"]["device"] == device
-        )
-
-    return {
-        claim: (values("cuda", phase), values("cpu", phase)) for claim, phase in ((GPU_RESULT, None), (GPU_FIT, "fit"))
-    }
-
-
-def gpu_ratio(records: list[dict], claim: str = GPU_RESULT, beside: set[str] = frozenset()) -> Ratio | None:
-    """One study's GPU verdict: ``claim``'s ratio over the runs gpu_question_runs admits; None where a side has none."""
-    a, b = gpu_sides(gpu_question_runs(records, beside))[claim]
-    return ratio(a, b) if a and b else None
+def gpu_ratio(records: list[dict], beside: set[str] = frozenset()) -> Ratio | None:
+    """One study's GPU verdict, to a result, over the runs gpu_question_runs admits; None where a side has none."""
+    return claim_ratio(claim_sides({}, gpu_question_runs(records, beside))[GPU_RESULT])
 
 
 def one_time_costs(runs: list[dict]) -> dict[str, dict[str, tuple[float, ...]]]:
@@ -159,15 +181,6 @@ def one_time_costs(runs: list[dict]) -> dict[str, dict[str, tuple[float, ...]]]:
             phase: tuple(r["timings"]["phases_s"].get(phase, 0.0) for r in on) for phase in ONE_TIME_PHASES
         }
     return found
-
-
-def busy_sides(summary: pd.DataFrame) -> dict[str, tuple[tuple, tuple]]:
-    """The claims of the runs beside one busy core."""
-    one_thread = registry.rung_with_role(TORCH, Role.ONE_THREAD).name
-    return {
-        BUSY_KERAS_RESULT: (seed(summary, ASKERS_KERAS, "cpu", "result"), seed(summary, TORCH, "cpu", "result")),
-        BUSY_ONE_THREAD: (rung_values(summary, TORCH, "cpu", one_thread, "step"), seed(summary, TORCH, "cpu", "step")),
-    }
 
 
 @functools.cache
@@ -184,7 +197,7 @@ def claims_of(study: Study) -> Claims:
         return summarize(pd.DataFrame(rows)) if rows else pd.DataFrame(columns=SUMMARY_KEYS)
 
     question = gpu_question_runs(records, study.ran_beside)
-    sides = claim_sides(summary(IDLE)) | gpu_sides(question) | busy_sides(summary(BUSY))
+    sides = claim_sides({condition: summary(condition) for condition in (IDLE, BUSY)}, question)
     return Claims(study, sides, one_time_costs(question))
 
 

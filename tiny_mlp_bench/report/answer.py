@@ -184,9 +184,10 @@ def answer(
     floors: dict[str, Floor],
     runs: pd.DataFrame,
     gpu_ratio: Ratio | None = None,
+    keras_ratio: Ratio | None = None,
 ) -> Answer:
     """``summary``: medians per pair and rung; ``runs``: a row per run;
-    ``gpu_ratio``: the GPU verdict (across.gpu_ratio), the one the README pools."""
+    ``gpu_ratio``, ``keras_ratio``: the claims as across.CLAIMS compute them, the ones the README pools."""
     by_pair = {ladder.pair: ladder for ladder in ladders}
     torch_cpu = pair_name(TORCH, "cpu")
     keras_cpu = pair_name(ASKERS_KERAS, "cpu")
@@ -208,7 +209,7 @@ def answer(
         device="cpu",
         versions=keras_versions(by_pair, cpu_costs),
         pause=keras_pause(runs),
-        ratio=over(seeds(keras_cpu), seeds(torch_cpu)),
+        ratio=keras_ratio,
         ratio_without_pauses=over(without_pauses(runs, keras_cpu), seeds(torch_cpu)),
     )
     return Answer(gpu, keras, keras_backends(by_pair), aa_control(summary), tuple(paused_rungs(runs)))

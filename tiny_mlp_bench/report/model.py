@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from tiny_mlp_bench.jobs.identity import BUSY
+from tiny_mlp_bench.jobs.identity import BUSY, IDLE
 from tiny_mlp_bench.question import askers_rung
 from tiny_mlp_bench.report import across, fixed_costs
 from tiny_mlp_bench.report.answer import Answer, ArchivedGpu, answer
@@ -92,7 +92,7 @@ def machine(
     both_views = views(summary)
     return Machine(
         label=label,
-        answer=answer(found, summary, costs, floors, runs, across.gpu_ratio(records)),
+        answer=answer(found, summary, costs, floors, runs, *verdicts(label, records, summary)),
         runs=runs,
         summary=summary,
         question=question,
@@ -113,6 +113,15 @@ def machine(
         views=both_views,
         headline=headline(both_views),
     )
+
+
+def verdicts(label: str, records: list[dict], summary: pd.DataFrame) -> tuple:
+    """The machine's GPU verdict and Keras 2 against torch, to a result, as across.CLAIMS define them: the very
+    computation the README pools (beside a busy core, the busy-core study's claim)."""
+    condition = IDLE if label == idle_label(label) else BUSY
+    sides = across.claim_sides({condition: summary}, across.gpu_question_runs(records))
+    keras = across.KERAS_RESULT if condition == IDLE else across.BUSY_KERAS_RESULT
+    return across.claim_ratio(sides[across.GPU_RESULT]), across.claim_ratio(sides[keras])
 
 
 def build_report(
