@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 
-from helpers import synthetic_record
+from helpers import ROOT, synthetic_record
 from tiny_mlp_bench.report import claims
 from tiny_mlp_bench.report.busy_archive import BusyArchiveError, choose, quote
 from tiny_mlp_bench.report.markdown import render_markdown
@@ -143,3 +145,17 @@ def test_a_named_busy_core_archive_must_exist_and_hold_both_loops_in_both_condit
         choose("torch-only", archives)
     with pytest.raises(BusyArchiveError, match=r"'busy_answer_archive': no archive .*/nope"):
         choose("nope", archives)
+
+
+def test_choosing_the_quoted_archives_builds_no_report(tmp_path):
+    """Snakemake chooses them while it parses the workflow: from the records' identities, with no report's stack."""
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from tiny_mlp_bench.report import busy_archive, gpu_archive\n"
+        f"archives = Path({str(ROOT / 'results' / 'archive')!r})\n"
+        "assert busy_archive.choose('auto', archives) and gpu_archive.choose('auto', archives)\n"
+        "print(sorted(m for m in ('pandas', 'scipy', 'tiny_mlp_bench.report.model') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert done.stdout.strip() == "[]"

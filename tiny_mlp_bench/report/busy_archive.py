@@ -1,4 +1,5 @@
-"""Which archived busy-core study a default study's first screen quotes: the newest of the same machine kind."""
+"""Which archived busy-core study a default study's first screen quotes: the newest of the same machine kind. Choosing
+reads the records' identities only: Snakemake chooses while it parses the workflow, and builds no report then."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from pathlib import Path
 
 from tiny_mlp_bench import kinds
 from tiny_mlp_bench.archive.layout import BUSY_QUOTED_RECORDS
+from tiny_mlp_bench.jobs.identity import BUSY, IDLE
+from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.records import read_record
-from tiny_mlp_bench.report.busy_core import ArchivedBusy
-from tiny_mlp_bench.report.model import build_report
 
 QUALIFIES = "completed runs of torch's and Keras 2's original loops on cpu, idle and beside one busy core"
 SETTING = "config key 'busy_answer_archive'"
@@ -18,10 +19,30 @@ class BusyArchiveError(Exception):
     """The busy_answer_archive setting names an archive that is missing or does not qualify."""
 
 
-def quote(folder: Path) -> ArchivedBusy | None:
-    """The archive's busy-core answer, None where it does not qualify."""
-    records = [read_record(path) for path in sorted(folder.glob(BUSY_QUOTED_RECORDS))]
-    found = build_report(records).busy if records else None
+def records_of(folder: Path) -> list[dict]:
+    return [read_record(path) for path in sorted(folder.glob(BUSY_QUOTED_RECORDS))]
+
+
+def qualifies(records: list[dict]) -> bool:
+    """Whether torch's and Keras 2's original loops each completed on cpu, idle and beside one busy core."""
+    done = {
+        (r["identity"]["framework"], r["identity"]["condition"])
+        for r in records
+        if r["status"] == "ok"
+        and r["identity"]["device"] == "cpu"
+        and r["identity"]["variant"] == askers_rung(r["identity"]["framework"])
+    }
+    return all((framework, condition) in done for framework in (TORCH, ASKERS_KERAS) for condition in (IDLE, BUSY))
+
+
+def quote(folder: Path):
+    """The archive's busy-core answer (busy_core.ArchivedBusy), None where it does not qualify."""
+    # The report's stack, imported only where a report is rendered.
+    from tiny_mlp_bench.report.busy_core import ArchivedBusy
+    from tiny_mlp_bench.report.model import build_report
+
+    records = records_of(folder)
+    found = build_report(records).busy if qualifies(records) else None
     if found is None or found.keras_over_torch[1].result is None:
         return None
     ok = [r for r in records if r["status"] == "ok"]
@@ -49,10 +70,10 @@ def choose(setting: str, archives: Path) -> list[Path] | None:
     if setting == "none":
         return None
     if setting == "auto":
-        return [folder for folder in busy_archives(archives) if quote(folder)]
+        return [folder for folder in busy_archives(archives) if qualifies(records_of(folder))]
     folder = archives / setting
     if not folder.is_dir():
         raise BusyArchiveError(f"{SETTING}: no archive {folder} (auto picks one, none quotes none)")
-    if quote(folder) is None:
+    if not qualifies(records_of(folder)):
         raise BusyArchiveError(f"{SETTING}: {folder} does not hold {QUALIFIES}")
     return [folder]
