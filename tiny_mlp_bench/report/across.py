@@ -41,8 +41,9 @@ class Side:
     framework: str | None = TORCH
 
     def rung(self):
-        found = registry.sole_rung(self.role) if self.framework is None else None
-        return found or registry.rung_with_role(self.framework, self.role)
+        if self.framework is None:
+            return registry.sole_rung(self.role)
+        return registry.rung_with_role(self.framework, self.role)
 
 
 @dataclass(frozen=True)
