@@ -167,11 +167,6 @@ def gpu_question_runs(records: list[dict], beside: set[str] = frozenset()) -> li
     return [record for record in runs if record["parameters"]["threads"] == threads[0][0]] if threads else []
 
 
-def gpu_ratio(records: list[dict], beside: set[str] = frozenset()) -> Ratio | None:
-    """One study's GPU verdict, to a result, over the runs gpu_question_runs admits; None where a side has none."""
-    return claim_ratio(claim_sides({}, gpu_question_runs(records, beside))[GPU_RESULT])
-
-
 def one_time_costs(runs: list[dict]) -> dict[str, dict[str, tuple[float, ...]]]:
     """Per device, the runs' times to result and each of ONE_TIME_PHASES, run by run (0 where a run had no phase)."""
     found = {}

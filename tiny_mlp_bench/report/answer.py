@@ -14,7 +14,6 @@ from tiny_mlp_bench.report.inference import SIGNIFICANCE, Ratio, ratio, share_te
 from tiny_mlp_bench.report.ladder import Ladder, RungResult
 
 DEVICES = catalogue.DEVICES
-HAND_WRITTEN = [f.name for f in catalogue.FRAMEWORKS if f.hand_written]  # the reference's and the floor's
 KERAS_VERSIONS = [f for f in (*catalogue.keras_frameworks(2), *catalogue.keras_frameworks(3)) if f.probed]
 ASKERS_BACKEND = catalogue.framework(ASKERS_KERAS).keras_backend
 # A fit_end this long is a pause: unpaused fit returns ~1 ms after its last epoch; docs/method.md quotes it.
@@ -50,7 +49,7 @@ class ArchivedGpu:
     archive: str
     gpu: str
     date: str  # the day its first completed cuda run of the original loop started
-    ratio: Ratio | None  # its GPU verdict (across.gpu_ratio); None where no pair of its runs is admitted
+    ratio: Ratio | None  # its GPU verdict (across.CLAIMS); None where no pair of its runs is admitted
     modified: int = 0  # of its admitted runs, those from a modified tree
 
 

@@ -49,7 +49,7 @@ def quote(folder: Path):
         archive=folder.name,
         gpu=", ".join(sorted({r["environment"]["gpu_name"] for r in records if r["environment"].get("gpu_name")})),
         date=day,
-        ratio=across.gpu_ratio(records),
+        ratio=across.claim_ratio(across.claim_sides({}, admitted)[across.GPU_RESULT]),
         modified=sum(str(r["environment"].get("git_commit") or "").endswith("-dirty") for r in admitted),
     )
 
