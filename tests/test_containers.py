@@ -8,6 +8,8 @@ TINY_MLP_BENCH_REQUIRE_DOCKER=1, which turn those skips into failures.
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import os
 import re
 import shutil
@@ -17,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 import container_run
 from helpers import ROOT, commit_all, run_snakemake, skip_unless_ready, write_config
@@ -262,7 +265,7 @@ def test_the_config_images_carry_the_projects_version():
 def pinned(path: Path) -> dict[str, str]:
     """name -> version of every package a requirements file pins (names as pip normalises them)."""
     found = re.findall(r"^([A-Za-z0-9._-]+)==(\S+)", path.read_text(), re.MULTILINE)
-    return {re.sub(r"[-_.]+", "-", name).lower(): version for name, version in found}
+    return {canonical_name(name): version for name, version in found}
 
 
 def test_the_keras_image_holds_keras_3_and_tf_keras_at_tensorflows_version():
@@ -277,6 +280,75 @@ def test_the_keras_image_holds_keras_3_and_tf_keras_at_tensorflows_version():
         assert pins["tf-keras"].split(".")[:2] == pins["tensorflow"].split(".")[:2], pins
     dockerfile = (ROOT / "docker" / "keras.Dockerfile").read_text()
     assert re.search(r"python -c 'import .*\btf_keras\b", dockerfile), "the build checks that tf_keras imports"
+
+
+# The modules behind the programs each image runs (rules/*.smk): a train step in its framework's image, every
+# other step in torch's.
+IMAGE_PROGRAMS = {
+    "torch": [
+        "tiny_mlp_bench.dataset",
+        "tiny_mlp_bench.jobs.run",
+        "tiny_mlp_bench.jobs.probe",
+        "tiny_mlp_bench.jobs.sweep",
+        "tiny_mlp_bench.report.render",
+    ],
+    "keras": ["tiny_mlp_bench.jobs.run"],
+}
+
+
+# Imports ``sys.argv[2:]`` as a machine would that lacks the top-level modules listed in ``sys.argv[1]``: each of
+# them is missing, so an optional import falls back as it would there, and a needed one fails.
+IMPORT_WITHOUT = """
+import importlib, json, sys
+absent = set(json.loads(sys.argv[1]))
+class Absent:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in absent:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Absent())
+for name in sys.argv[2:]:
+    importlib.import_module(name)
+"""
+
+
+def installed_with(requirements: list[str]) -> set[str]:
+    """The distributions that installing ``requirements`` brings, by their dependencies as installed here."""
+    found, todo = set(), [canonical_name(r) for r in requirements]
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        found.add(name)
+        try:
+            needs = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for need in map(Requirement, needs):
+            if need.marker is None or need.marker.evaluate({"extra": ""}):
+                todo.append(canonical_name(need.name))
+    return found
+
+
+def canonical_name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@pytest.mark.parametrize("image", IMAGE_PROGRAMS)
+def test_each_image_installs_every_package_its_programs_import(image):
+    # A module the report shares with the README's tools once imported a package the torch image lacked; only a
+    # container run showed it. This finds it here, with no image: the image's programs import with every package
+    # its requirements do not bring made missing.
+    listed = (ROOT / "docker" / f"{image}.requirements.txt").read_text().split("\n")
+    installs = installed_with([line.strip() for line in listed if line[:1].isalpha()]) | {"tiny-mlp-bench"}
+    owners = importlib.metadata.packages_distributions()
+    absent = sorted(top for top, names in owners.items() if not {canonical_name(n) for n in names} & installs)
+    imported = subprocess.run(
+        [sys.executable, "-c", IMPORT_WITHOUT, json.dumps(absent), *IMAGE_PROGRAMS[image]],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert imported.returncode == 0, f"docker/{image}.requirements.txt lacks a package: {imported.stderr[-1500:]}"
 
 
 # --- the real thing: the tiny study in Podman and in Docker ---------------------------------------
@@ -510,7 +582,7 @@ def test_each_cuda_image_holds_exactly_its_lock_and_cuda_builds(cuda_images, ima
     lock = (ROOT / "requirements" / f"{image}-cuda.txt").read_text()
     locked = set(re.findall(r"^(\S+==\S+) --hash", lock, re.MULTILINE))
     frozen = in_image(image, "python", "-m", "pip", "freeze", "--all", "--exclude", "pip").split()
-    assert {re.sub(r"[-_.]+", "-", pin.split("==")[0]).lower() + "==" + pin.split("==")[1] for pin in frozen} == locked
+    assert {canonical_name(pin.split("==")[0]) + "==" + pin.split("==")[1] for pin in frozen} == locked
     built = in_image(image, "python", "-c", build_check).split()
     if image == "torch":
         assert built[0].startswith("13.") and f"jax-cuda13-plugin=={built[1]}" in locked
