@@ -33,7 +33,7 @@ def test_the_one_reader_reads_every_archive_with_records_of_versions_8_and_9(stu
     written = {json.loads(path.read_text())["schema_version"] for p in FOLDERS for path in (p / "runs").glob("*.json")}
     assert {8, 9} <= written
     for study in studies:
-        assert study.records and all(r["schema_version"] == 9 for r in study.records)  # upgraded as read
+        assert study.records and all(r["schema_version"] == 10 for r in study.records)  # upgraded as read
         assert study.kind[0] in ("default", "gpu", "busy") and study.kind[1][0]
 
 

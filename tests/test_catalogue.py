@@ -20,9 +20,9 @@ def test_the_readme_table_is_the_catalogues_as_make_rung_table_writes_it(tmp_pat
     rows = rung_table.table().splitlines()[2:]
     assert len(rows) == len(registry.rungs())
     assert rows[0] == "| torch | `seed` | cpu, cuda | yes | — (the asker's loop) |"
-    assert "| torch | `graphed` | cuda | yes |" in rows[5] and "| tf_keras | `xla` | cpu, cuda | – |" in rows[11]
-    assert "| torch | `one_thread` | cpu | – |" in rows[8]  # the busy-core study's, not the default study's
-    assert "| keras_torch | `seed` | cpu, cuda | – |" in rows[20]  # a default rung of a framework run on request
+    assert "| torch | `graphed` | cuda | yes |" in rows[5] and "| tf_keras | `xla` | cpu, cuda | – |" in rows[12]
+    assert "| torch | `one_thread` | cpu | – |" in rows[9]  # the busy-core study's, not the default study's
+    assert "| keras_torch | `seed` | cpu, cuda | – |" in rows[21]  # a default rung of a framework run on request
     # A stale table is found and rewritten between the markers, the text around it kept.
     stale = tmp_path / "README.md"
     stale.write_text(f"intro\n{rung_table.BEGIN}\n| old |\n{rung_table.END}\nafter\n")

@@ -12,11 +12,12 @@ import pytest
 from helpers import A_GPU_DRIVER, config_flags, run_script, run_seeing, step_parts_fields, synthetic_probes
 from tiny_mlp_bench.dataset import read_dataset
 from tiny_mlp_bench.jobs import probe as probe_command
+from tiny_mlp_bench.probes import torch_step
 from tiny_mlp_bench.probes.keras_epoch import FIT_EPOCHS
 from tiny_mlp_bench.probes.torch_cpu import count_dead_inits, dead_at_start
 from tiny_mlp_bench.probes.torch_step import is_kernel
 from tiny_mlp_bench.records import PROBE_SCHEMA_VERSION, RecordError, read_probe, validate_probe, write_probe
-from tiny_mlp_bench.timing import time_calls
+from tiny_mlp_bench.timing import CALL_REPEATS, time_calls
 
 
 def probe(*args, check: bool = False):
@@ -270,3 +271,13 @@ def test_keras_cpu_probe_writes_a_valid_record(small_dataset, tmp_path, framewor
     versions = record["environment"]["versions"]
     assert versions["keras_backend"] == backend and versions[keras_version[0]].startswith(keras_version[1])
     assert json.loads(out.read_text()) == record
+
+
+def test_the_profilers_cost_goes_on_past_an_event_count_mismatch_and_records_it(monkeypatch, capsys):
+    # On a scarce GPU study a raise here would discard the whole probe: the mismatch is recorded instead.
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch_step, "PROFILER_COST_OP", "aten::no_such_op")  # so the profiler records none of them
+    cost = torch_step.profiler_cost(torch, "cpu", False, ops=10)
+    assert cost["events_mismatch"] == {"recorded": 0, "calls": 10 * (CALL_REPEATS + 1)}
+    assert cost["per_op_us"] == pytest.approx(cost["profiled"]["value_us"] - cost["unprofiled"]["value_us"], abs=1e-3)
+    assert "recorded 0 aten::no_such_op events of 80 calls" in capsys.readouterr().err

@@ -45,14 +45,14 @@ def assert_unknown(record: dict) -> None:
 
 def test_a_version_8_record_reads_with_the_new_facts_unknown():
     run = upgrade(older(synthetic_record("torch", "cpu", 1, 1.0), 8))
-    assert run["schema_version"] == SCHEMA_VERSION == 9
+    assert run["schema_version"] == SCHEMA_VERSION == 10
     assert run["identity"]["condition"] == "idle" and run["identity"]["run_id"] == "torch-cpu-seed-1"
     assert_unknown(validate_record(run))
     sweep = upgrade(older(synthetic_sweeps()[0], 8))
     assert sweep["schema_version"] == SCHEMA_VERSION and "identity" not in sweep
     assert_unknown(validate_record(sweep, schema_name=SWEEP_SCHEMA))
     probe = upgrade(older(synthetic_probes()[0], 2))
-    assert probe["schema_version"] == PROBE_SCHEMA_VERSION == 3
+    assert probe["schema_version"] == PROBE_SCHEMA_VERSION == 4
     assert_unknown(validate_probe(probe))
 
 

@@ -956,3 +956,37 @@ def test_the_first_screen_reads_in_short_plain_sentences():
     assert len(sentences_found) >= 8
     assert max(len(s.split()) for s in sentences_found) <= 32
     assert "asker" not in first_screen.split("|")[0]  # "the original loop", in the words above the table
+
+
+def parts_run(repeat: int) -> dict:
+    """A torch cpu `parts` run whose parts are fixed shares of every block: hand-checkable means."""
+    record = synthetic_record("torch", "cpu", repeat, 6.0, variant="parts")
+    shares = {"fetch": 0.25, "copy": 0.05, "zero_grad": 0.1, "forward": 0.2, "backward": 0.2, "optimizer": 0.1}
+    timings = record["timings"]
+    timings["block_part_s"] = {part: [s * block for block in timings["block_s"]] for part, s in shares.items()}
+    record["parameters"]["variant_details"] |= {"clock_reads_per_step": "7", "clocksource": "tsc"}
+    return record
+
+
+def test_the_original_step_goes_into_parts_that_add_up_with_what_lies_outside_them():
+    records = [*synthetic_study(), parts_run(1), parts_run(2)]
+    validate_record(records[-1])
+    parts = only_machine(records).loop_parts["cpu"]
+    # Blocks past the first: 1, 2 and 1 ms a step, in each of the two runs.
+    assert parts.blocks == 6 and parts.step_s == pytest.approx(4 / 3 * 1e-3)
+    assert parts.parts_s["fetch"] == pytest.approx(parts.step_s / 4)
+    assert parts.share(parts.outside_s) == pytest.approx(0.1)
+    assert parts.largest[:3] == ["fetch", "forward", "backward"]
+    text = render(records)
+    section = " ".join(text.split("### Where the original step goes", 1)[1].split("### Fixed costs", 1)[0].split())
+    assert "| the DataLoader's fetch (sampler, 64 rows, collate) | 333 µs (25%) |" in section
+    assert "| outside the parts: the loop's bookkeeping, each epoch's iterator | 133 µs (10%) |" in section
+    assert "7 clock reads a step, on the `tsc` clock source" in section
+    # The check that can fail: its step against seed's (1 ms a step both), with no A/A control to judge it here.
+    assert "the `parts` rung's step took 1.0× (unbounded) as long as `seed`'s" in section
+    assert "no A/A control ran here" in section
+    assert "the largest parts were the DataLoader's fetch (sampler, 64 rows, collate), 333 µs (25%)" in text
+
+
+def test_a_study_without_the_parts_rung_shows_no_parts_section():
+    assert "### Where the original step goes" not in render(synthetic_study())

@@ -19,7 +19,7 @@ from tiny_mlp_bench.backends.contract import Backend, EpochLoop, RunSpec
 from tiny_mlp_bench.backends.torch_epoch import SPLIT_CALLS
 from tiny_mlp_bench.jobs.run import parse_args, run, score
 from tiny_mlp_bench.records import read_record, read_sweep
-from tiny_mlp_bench.timing import METHOD, SETUP_PARTS, Clock
+from tiny_mlp_bench.timing import LOOP_PARTS, METHOD, SETUP_PARTS, Clock
 
 
 class FakeTraining(EpochLoop):
@@ -844,3 +844,22 @@ def test_a_busy_run_records_its_neighbour_and_one_thread_runs_on_one_thread(smal
     idle = tmp_path / "idle.json"
     assert run(run_args(small_dataset, idle), fake_backend(), fake_loop(lambda f: 4 * f[:, 0] + 3 * f[:, 1] + 10)) == 0
     assert read_record(idle)["neighbour"] is None and read_record(idle)["identity"]["run_id"] == "torch-cpu-seed-1"
+
+
+def test_the_parts_rung_sums_its_steps_parts_per_block_within_each_block(small_dataset, tmp_path):
+    out = tmp_path / "torch-cpu-parts-1.json"
+    window = ("--steady-window-s", 0.2, "--steady-block-s", 0.02)
+    train(
+        "torch", "--variant", "parts", "--dataset", small_dataset, "--output", out, "--epochs", 4, *window, check=True
+    )
+    record = read_record(out)
+    assert record["status"] == "ok", record["reason"]
+    assert record["parameters"]["variant_details"]["clock_reads_per_step"] == "7"
+    for blocks in (record["timings"], record["timings"]["steady"]):
+        parts = blocks["block_part_s"]
+        assert set(parts) == set(LOOP_PARTS)  # keys are sorted in the file
+        # One sum per block, each inside its block: a warm-up's or a dropped block's parts would spill over.
+        for i, block_s in enumerate(blocks["block_s"]):
+            within = sum(part[i] for part in parts.values())
+            assert 0 < within <= block_s, (i, within, block_s)
+        assert all(len(part) == len(blocks["block_s"]) for part in parts.values())

@@ -22,6 +22,7 @@ class Role(Enum):
     PAUSE_FREE = "no pause after fit"  # Keras 2's fit without the autotuning thread it can wait for at its end
     AA_CONTROL = "the A/A control"  # another rung's very code under a second name: what the machine fakes between them
     ONE_THREAD = "one thread"  # the asker's loop with one CPU thread: what the thread pool costs beside a busy core
+    STEP_PARTS = "the step's parts"  # the asker's loop with the clock read between its step's parts
 
 
 @dataclass(frozen=True)

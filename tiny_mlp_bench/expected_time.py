@@ -26,6 +26,8 @@ from tiny_mlp_bench.report.cells import duration
 from tiny_mlp_bench.timing import FIT_PARTS, SETUP_PARTS, STEADY_MARGIN
 
 KINDS = ("runs", "sweep", "probes")  # an archive's folders of timed jobs' records
+# Rungs that run the asker's loop with only its threads fixed or its clock read more often: paced as that loop.
+ASKERS_LOOP_PACED = (catalogue.Role.ONE_THREAD, catalogue.Role.STEP_PARTS)
 
 
 class EstimateArchiveError(ValueError):
@@ -34,9 +36,10 @@ class EstimateArchiveError(ValueError):
 
 def measure_key(job: identity.Job) -> tuple:
     """What a job measures, whatever its repeat and condition: what an earlier study may have measured already. A
-    rung that only fixes its thread count (one_thread) is paced as the loop it runs, which the default study has."""
+    rung that runs the asker's loop with only its threads fixed (one_thread) or its clock read more often (parts) is
+    paced as that loop, which every default study ran."""
     variant = job.variant
-    if job.rule == "train" and registry.role_of(job.framework, job.variant) == catalogue.Role.ONE_THREAD:
+    if job.rule == "train" and registry.role_of(job.framework, job.variant) in ASKERS_LOOP_PACED:
         variant = question.askers_rung(job.framework)
     return (job.rule, job.device, job.framework, variant)
 

@@ -22,11 +22,11 @@ PROBE_RECORD_TYPE = "tiny-mlp-bench.probe"
 # 5: parameters.init. 6: a method, per-block CPU time, the load block's span and kernel counts. 7: timings.steady.
 # 8: the window replays the epochs in passes from the initial weights, with a canary; 7's window trained on.
 # 9: the environment's cpu (vendor, family, model, stepping, flags hash), clock, kernel and virtualization;
-#    identity.condition.
-SCHEMA_VERSION = 9
+#    identity.condition. 10: block_part_s, a step's parts per block (the torch `parts` rung); nothing to upgrade.
+SCHEMA_VERSION = 10
 # Probe records count their own versions. 2: a method, each repeat's CPU time, the load block of version 6.
-# 3: the environment of version 9.
-PROBE_SCHEMA_VERSION = 3
+# 3: the environment of version 9. 4: profiler_cost's events_mismatch, where there was one; nothing to upgrade.
+PROBE_SCHEMA_VERSION = 4
 CONTAINER_ENGINES = ("docker", "podman", "apptainer")
 
 

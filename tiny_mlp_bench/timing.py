@@ -54,6 +54,34 @@ METHOD_PARTS = {
 }
 METHOD = {"block": "call", "sync": "block end", "compile_cache": "cold", "own_work": "between blocks"}
 
+# The parts of the asker's step that the torch `parts` rung reads the clock between, in step order, with the report's
+# words. What lies outside them (the loop's own bookkeeping, each epoch's new iterator and its last, empty fetch) is a
+# block's time less their sum.
+LOOP_PARTS = {
+    "fetch": "the DataLoader's fetch (sampler, 64 rows, collate)",
+    "copy": "the copy to the device",
+    "zero_grad": "`zero_grad`",
+    "forward": "forward and loss (slices and squeeze included)",
+    "backward": "backward",
+    "optimizer": "Adam's step",
+}
+
+
+class PartTimes:
+    """The seconds of each of LOOP_PARTS a loop read since its clock last closed a block: the clock takes them at
+    each block's end, so that they are summed per block like the block's own time."""
+
+    def __init__(self):
+        self.open = dict.fromkeys(LOOP_PARTS, 0.0)
+
+    def add(self, seconds: dict[str, float]) -> None:
+        for part, value in seconds.items():
+            self.open[part] += value
+
+    def take(self) -> dict[str, float]:
+        taken, self.open = self.open, dict.fromkeys(LOOP_PARTS, 0.0)
+        return taken
+
 
 class Clock:
     """Reads the time for one run (or one sweep point) and keeps what it read."""
@@ -67,6 +95,8 @@ class Clock:
         self.block_s: list[float] = []
         self.block_cpu_s: list[float] = []
         self.block_epochs: list[int] = []
+        self.parts: PartTimes | None = None  # a loop that reads its parts hands them in (the `parts` rung)
+        self.block_part_s: dict[str, list[float]] = {}
         self._epochs_done = 0
         self._lap = self._fit_start = time.perf_counter()
         self._lap_cpu = time.process_time()
@@ -113,6 +143,9 @@ class Clock:
         self.block_s.append(end - self._lap)
         self.block_cpu_s.append(end_cpu - self._lap_cpu)
         self.block_epochs.append(epochs)
+        if self.parts is not None:
+            for part, seconds in self.parts.take().items():
+                self.block_part_s.setdefault(part, []).append(seconds)
         self._epochs_done += epochs
         self._report_progress(end, epochs)
         self._lap_cpu, self._lap = time.process_time(), time.perf_counter()
@@ -135,6 +168,8 @@ class Clock:
                 "block_cpu_s": self.block_cpu_s,
                 "block_epochs": self.block_epochs,
             }
+            if self.block_part_s:
+                found["block_part_s"] = self.block_part_s
         return found
 
     def _report_progress(self, end: float, epochs: int) -> None:
@@ -179,11 +214,13 @@ class SteadyClock(Clock):
         """Begin a pass now: its first call is the warm-up, then blocks."""
         self.passes += 1
         self._warming_up, self._open_epochs = True, 0
+        self.drop_parts()  # those of the last pass's short block, dropped with it
         self._lap, self._lap_cpu = self.now(), time.process_time()
 
     def block_done(self, epochs: int) -> None:
         if self._warming_up:
             self._warming_up = False
+            self.drop_parts()
             self._lap, self._lap_cpu = self.now(), time.process_time()
         else:
             self._open_epochs += epochs
@@ -193,6 +230,10 @@ class SteadyClock(Clock):
                 self.canary_s.append(canary())
                 self._lap_cpu, self._lap = time.process_time(), time.perf_counter()
         self._last_call_end = time.perf_counter()
+
+    def drop_parts(self) -> None:
+        if self.parts is not None:
+            self.parts.take()
 
     def since_last_block(self, name: str) -> None:
         """Keras's pause after a pass's last epoch, from the end of that epoch to ``fit`` returning."""
@@ -212,6 +253,7 @@ class SteadyClock(Clock):
             "block_epochs": self.block_epochs,
             "canary_s": self.canary_s,
         }
+        found |= {"block_part_s": self.block_part_s} if self.block_part_s else {}
         return found | ({"fit_end_s": self.fit_end_s} if self.fit_end_s else {})
 
 

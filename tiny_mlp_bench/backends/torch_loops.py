@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from functools import partial
 
 from tiny_mlp_bench.backends.contract import Backend
@@ -17,6 +18,8 @@ from tiny_mlp_bench.backends.torch_common import (
 )
 from tiny_mlp_bench.backends.torch_epoch import FusedEpochLoop, GraphedEpochLoop
 from tiny_mlp_bench.catalogue import DEVICES, Role, Rung, one_thread
+from tiny_mlp_bench.machine import clocksource
+from tiny_mlp_bench.timing import PartTimes
 
 
 class LoaderLoop(TorchLoop):
@@ -51,6 +54,74 @@ class LoaderLoop(TorchLoop):
     def details(self) -> dict[str, str]:
         fetch = "batch fetch" if self.batched else "per-row fetch"
         return {"data": f"DataLoader, {fetch}", "adam": adam_implementation(self.optimizer)}
+
+
+class PartsLoop(LoaderLoop):
+    """parts: the asker's loop with the clock read at each boundary of its step's parts (timing.LOOP_PARTS), and on
+    cuda a synchronisation before each read. Only the standard library's clock and torch run in the timed loop, so an
+    older stack's copy of it can be proven against it."""
+
+    READS_PER_STEP = 7
+
+    def __init__(self, torch, spec, data, clock):
+        super().__init__(torch, spec, data, clock, batched=False)
+        self.parts = PartTimes()
+
+    def fit(self, clock, epochs: int) -> None:
+        clock.parts = self.parts  # the clock sums the parts per block, as it times the block
+        super().fit(clock, epochs)
+
+    def run_epochs(self, epochs: int) -> None:
+        model, loss_fn, optimizer, device = self.model, self.loss_fn, self.optimizer, self.device
+        if self.on_gpu:
+            sync, perf = self.torch.cuda.synchronize, time.perf_counter
+
+            def now() -> float:
+                sync()  # the kernels a part launched run inside it, not inside the next
+                return perf()
+
+        else:
+            now = time.perf_counter
+        fetch = copy = zero_grad = forward = backward = step = 0.0
+        for _ in range(epochs):
+            batches = iter(self.train_loader)
+            while True:
+                t0 = now()
+                batch = next(batches, None)
+                if batch is None:
+                    break
+                t1 = now()
+                batch = batch.to(device)
+                t2 = now()
+                optimizer.zero_grad()
+                t3 = now()
+                loss = loss_fn(model(batch[:, :2]).squeeze(), batch[:, 2])
+                t4 = now()
+                loss.backward()
+                t5 = now()
+                optimizer.step()
+                t6 = now()
+                fetch += t1 - t0
+                copy += t2 - t1
+                zero_grad += t3 - t2
+                forward += t4 - t3
+                backward += t5 - t4
+                step += t6 - t5
+            self.loss = loss
+        self.parts.add(
+            {
+                "fetch": fetch,
+                "copy": copy,
+                "zero_grad": zero_grad,
+                "forward": forward,
+                "backward": backward,
+                "optimizer": step,
+            }
+        )
+
+    @property
+    def details(self) -> dict[str, str]:
+        return super().details | {"clock_reads_per_step": str(self.READS_PER_STEP), "clocksource": clocksource()}
 
 
 class ResidentLoop(TorchLoop):
@@ -175,6 +246,15 @@ RUNGS = (
         "per-step launches: the `fused_epoch` graph captured in one CUDA graph, one replay per epoch",
         compiles=True,
         loop=GraphedEpochLoop,
+    ),
+    Rung(
+        "torch",
+        "parts",
+        DEVICES,
+        "nothing, against `seed`: the same loop with the clock read at each part of its step (on cuda after a "
+        "synchronisation), so that its step says where the time goes and its ratio to `seed` what the reads cost",
+        role=Role.STEP_PARTS,
+        loop=PartsLoop,
     ),
     one_thread("torch", partial(LoaderLoop, batched=False)),
 )

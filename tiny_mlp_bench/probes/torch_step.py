@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Callable
 
@@ -133,7 +134,9 @@ def launches_counted_twice(aten: list, launches: list) -> int:
 
 def profiler_cost(torch, device, on_cuda: bool, ops: int) -> dict:
     """What torch.profiler adds to each op it records: ``ops`` views of a one-element tensor as itself (one aten op
-    each, no work) timed unprofiled and then profiled as the step is (time_calls both), and the difference per op."""
+    each, no work) timed unprofiled and then profiled as the step is (time_calls both), and the difference per op.
+    Where the profiler recorded another number of events than calls, that is recorded beside the cost, not raised:
+    on a GPU study it would discard the probe's every other measurement."""
     from torch.profiler import profile
 
     x = torch.zeros(1, device=device)
@@ -146,14 +149,16 @@ def profiler_cost(torch, device, on_cuda: bool, ops: int) -> dict:
         profiled = time_calls(view, ops)
     recorded = sum(e.name == PROFILER_COST_OP for e in prof.events())
     ran = ops * (profiled["repeats"] + 1)  # time_calls' warm-up repeat too
-    if recorded != ran:
-        raise RuntimeError(f"the profiler recorded {recorded} {PROFILER_COST_OP} events of {ran} calls")
-    return {
+    cost = {
         "op": PROFILER_COST_OP,
         "unprofiled": unprofiled,
         "profiled": profiled,
         "per_op_us": round(profiled["value_us"] - unprofiled["value_us"], 4),
     }
+    if recorded != ran:
+        print(f"warning: the profiler recorded {recorded} {PROFILER_COST_OP} events of {ran} calls", file=sys.stderr)
+        cost["events_mismatch"] = {"recorded": recorded, "calls": ran}
+    return cost
 
 
 def count_kernels(events) -> int:

@@ -14,7 +14,7 @@ from tiny_mlp_bench.report.busy_core import BusyCore
 from tiny_mlp_bench.report.cells import approx, duration, n_runs, num, pct, span, table, times
 from tiny_mlp_bench.report.ladder import Ladder, RungResult
 from tiny_mlp_bench.report.model import Machine, Report
-from tiny_mlp_bench.timing import PHASES
+from tiny_mlp_bench.timing import LOOP_PARTS, PHASES
 
 TEMPLATE = Path(__file__).with_name("report.md.j2")
 RUNGS_ANCHOR = "#the-rungs"  # the appendix's heading, where each rung's description lives
@@ -93,6 +93,24 @@ def ladder_table(ladder: Ladder) -> str:
     header += ["one-time cost (s)", "faster to a result from (epochs)"]
     header += ["host syncs / epoch"] if syncs else []
     return table(header, rows, "l" + "r" * (len(header) - 1))
+
+
+def loop_parts_table(m: Machine) -> str:
+    """The asker's torch step by part as the `parts` rung read it, one column per device that ran it."""
+    if not m.loop_parts:
+        return ""
+    found = list(m.loop_parts.values())
+    header = ["part of the original torch step", *(f"{sentences.DEVICE_WORDS[p.device]}, a step" for p in found)]
+
+    def cell(p, seconds: float) -> str:
+        return f"{sentences.signed(seconds)} ({sentences.share(p, seconds)})"
+
+    rows = [[words, *(cell(p, p.parts_s[part]) for p in found)] for part, words in LOOP_PARTS.items()]
+    rows.append(
+        ["outside the parts: the loop's bookkeeping, each epoch's iterator", *(cell(p, p.outside_s) for p in found)]
+    )
+    rows.append(["the step", *(duration(p.step_s) for p in found)])
+    return table(header, rows, "l" + "r" * len(found))
 
 
 def fixed_costs_table(m: Machine) -> str:
@@ -311,6 +329,8 @@ def machine_page(report: Report, m: Machine) -> dict:
         "host_syncs": sentences.host_syncs_line(m),
         "ladders": {ladder.pair: ladder_table(ladder) for ladder in m.ladders},
         "cuda_epochs_per_block": cuda_epochs_per_block(m),
+        "loop_parts": loop_parts_table(m),
+        "loop_parts_lines": [line for device in catalogue.DEVICES for line in sentences.loop_parts_lines(m, device)],
         "fixed_costs": fixed_costs_table(m),
         "step_parts": [line for device in catalogue.DEVICES if (line := sentences.step_parts_line(m, device))],
         "paused": sentences.pause_line(m),

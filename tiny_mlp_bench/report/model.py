@@ -20,6 +20,7 @@ from tiny_mlp_bench.report.busy_core import (
 )
 from tiny_mlp_bench.report.crossover_map import Crossover, Sweep, crossovers, sweep_frame, sweep_table
 from tiny_mlp_bench.report.ladder import EpochFloor, Ladder, epoch_floors, ladders
+from tiny_mlp_bench.report.loop_parts import LoopParts, loop_parts
 from tiny_mlp_bench.report.machines import environment, machine_key, machine_labels
 from tiny_mlp_bench.report.question_table import AskersRatio, QuestionRow, question_rows, ratios
 from tiny_mlp_bench.report.runs import LOAD_COLUMNS, reference_canary, run_row, summarize
@@ -40,6 +41,7 @@ class Machine:
     epoch_floors: tuple[EpochFloor, ...]
     floors: dict[str, fixed_costs.Floor]
     costs: dict[str, fixed_costs.FixedCosts]  # per device, what the probes measured
+    loop_parts: dict[str, LoopParts]  # per device, the asker's step as the `parts` rung read it
     probes_not_measured: tuple[fixed_costs.ProbeStatus, ...]
     initialisation: fixed_costs.Initialisation | None  # how often the asker's draw is dead at start
     dead_draws_skipped: int  # over the runs that recorded it
@@ -90,9 +92,10 @@ def machine(
     points = sweep_frame(sweeps)
     attention = runs[(runs["status"] != "ok") | runs["converged"].eq(False)]
     both_views = views(summary)
+    said = answer(found, summary, costs, floors, runs, *verdicts(label, records, summary))
     return Machine(
         label=label,
-        answer=answer(found, summary, costs, floors, runs, *verdicts(label, records, summary)),
+        answer=said,
         runs=runs,
         summary=summary,
         question=question,
@@ -101,6 +104,7 @@ def machine(
         epoch_floors=epoch_floors(found),
         floors=floors,
         costs=costs,
+        loop_parts=loop_parts(records, summary, said.aa_control.step if said.aa_control else None),
         probes_not_measured=fixed_costs.not_measured(probes),
         initialisation=fixed_costs.initialisation(probes),
         dead_draws_skipped=int(runs["dead_draws_skipped"].sum()),

@@ -12,9 +12,11 @@ from tiny_mlp_bench.report.busy_core import idle_label
 from tiny_mlp_bench.report.cells import duration, n_runs, pct, times
 from tiny_mlp_bench.report.crossover_map import Crossover
 from tiny_mlp_bench.report.inference import Interval, Ratio
+from tiny_mlp_bench.report.loop_parts import LoopParts
 from tiny_mlp_bench.report.model import Machine, Report
 from tiny_mlp_bench.report.step_parts import StepParts
 from tiny_mlp_bench.report.views import View
+from tiny_mlp_bench.timing import LOOP_PARTS
 
 TITLE = "Why is PyTorch on a GPU slower than on a CPU, and slower than Keras?"
 BUSY_TITLE = "Does a busy core change the question's order? torch and Keras 2 on a CPU, idle and beside one busy core"
@@ -181,6 +183,8 @@ def why_line(m: Machine) -> str:
     parts = []
     if cpu and cpu.step:
         parts.append(claims.why_claim(cpu.step, floor.step if floor else None))
+    if "cpu" in m.loop_parts:
+        parts.append(largest_parts_line(m.loop_parts["cpu"]))
     gpu = m.answer.gpu
     if gpu.launch_s:
         parts.append(
@@ -194,6 +198,58 @@ def why_line(m: Machine) -> str:
 
 
 DEVICE_WORDS = {"cpu": "CPU", "cuda": "GPU"}
+
+
+def part_said(p: LoopParts, part: str) -> str:
+    return f"{LOOP_PARTS[part]}, {duration(p.parts_s[part])} ({share(p, p.parts_s[part])})"
+
+
+def largest_parts_line(p: LoopParts) -> str:
+    """The three largest parts of a device's step, as the `parts` rung read them."""
+    first, second, third = p.largest[:3]
+    return (
+        f"Of the {DEVICE_WORDS[p.device]} step as the `parts` rung read it, {duration(p.step_s)}, the largest parts "
+        f"were {part_said(p, first)}, {part_said(p, second)} and {part_said(p, third)}."
+    )
+
+
+def loop_parts_lines(m: Machine, device: str) -> list[str]:
+    """What the device's parts rest on, and the check that can fail: the rung's step against `seed`'s, judged against
+    the study's A/A control; on a GPU, that the reads serialise the step; what the torch probe's step leaves out."""
+    p = m.loop_parts.get(device)
+    if p is None:
+        return []
+    on = DEVICE_WORDS[device]
+    reads = f"{p.reads_per_step} clock reads a step" if p.reads_per_step else "its clock reads"
+    said = [
+        f"{on}: means over {p.blocks} blocks of {n_runs(p.runs)}, so that the parts and what lies outside "
+        f"them add up to the step; {reads}, on the `{p.clocksource}` clock source."
+    ]
+    if p.against_seed is not None:
+        cost = f"the `parts` rung's step took {claims.ratio_said(p.against_seed)} as long as `seed`'s per step "
+        cost += f"({claims.runs_against(p.against_seed)}): what reading the clock costs"
+        if p.within_aa_band is None:
+            said.append(f"{on}: {cost}; no A/A control ran here to judge it against.")
+        else:
+            verdict = (
+                "within what identical code differs by here, so the parts describe the uninstrumented step"
+                if p.within_aa_band
+                else "beyond what identical code differs by here, so the parts overstate the uninstrumented step"
+            )
+            said.append(f"{on}: {cost}, {verdict} (the A/A control's ×{p.aa_band:.2f} either way).")
+    if device == "cuda":
+        said.append(
+            f"{on}: each read waits for the GPU first, which serialises the step: the parts add up to more than the "
+            "asynchronous step of `seed`, and a part holds the kernels it launched."
+        )
+    costs = m.costs.get(device)
+    if costs is not None and costs.seed_step_s is not None:
+        left_out = p.parts_s["fetch"] + p.parts_s["copy"]
+        said.append(
+            f"{on}: the torch probe's step, {duration(costs.seed_step_s)}, is timed on a batch already on the device: "
+            f"it leaves out the fetch and the copy, {duration(left_out)} a step here, and the loop's own bookkeeping."
+        )
+    return said
 
 
 def graph_removes_line(m: Machine) -> str | None:

@@ -1,0 +1,103 @@
+"""The asker's torch step as the `parts` rung read it: each part's time a step (timing.LOOP_PARTS) over the rung's
+per-step window, what lies outside the parts, and the rung's step against `seed`'s, the check that can fail."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tiny_mlp_bench import registry
+from tiny_mlp_bench.catalogue import DEVICES, Role, pair_name
+from tiny_mlp_bench.jobs.identity import IDLE
+from tiny_mlp_bench.question import TORCH, askers_rung
+from tiny_mlp_bench.report.inference import Ratio, ratio
+from tiny_mlp_bench.timing import LOOP_PARTS
+
+
+@dataclass(frozen=True)
+class LoopParts:
+    """One device's parts, in seconds per step: means over every block of the rung's completed runs (loop_parts), so
+    that the parts and what lies outside them add up to the mean step (a quantile of a sum is not the sum of
+    quantiles)."""
+
+    device: str
+    parts_s: dict[str, float]  # in LOOP_PARTS' order
+    step_s: float
+    blocks: int
+    runs: int
+    reads_per_step: int | None
+    clocksource: str | None
+    against_seed: Ratio | None  # the rung's step over seed's, per step: what reading the clock cost
+    aa_band: float | None  # the study's A/A control per step, its farthest bound from 1 (>= 1): what the machine fakes
+
+    @property
+    def outside_s(self) -> float:
+        """The step less its parts: the loop's own bookkeeping, each epoch's new iterator and its last, empty fetch."""
+        return self.step_s - sum(self.parts_s.values())
+
+    def share(self, seconds: float) -> float:
+        return seconds / self.step_s
+
+    @property
+    def largest(self) -> list[str]:
+        return sorted(self.parts_s, key=self.parts_s.get, reverse=True)
+
+    @property
+    def within_aa_band(self) -> bool | None:
+        """Whether the reads' cost lies inside what the A/A control shows identical code differing by."""
+        if self.against_seed is None or self.aa_band is None:
+            return None
+        return 1 / self.aa_band <= self.against_seed.estimate <= self.aa_band
+
+
+def block_steps(record: dict) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+    """A run's blocks in seconds per step, and each part's: its per-step window's, else its timing point's past the
+    first (which holds the warm-up); None where it read no parts."""
+    timings = record["timings"]
+    blocks, first = timings.get("steady") or {}, 0
+    if not blocks.get("block_part_s"):
+        blocks, first = timings, 1
+    parts = blocks.get("block_part_s")
+    if not parts or not timings.get("steps_per_epoch") or len(blocks["block_s"]) <= first:
+        return None
+    steps = np.asarray(blocks["block_epochs"][first:], dtype=float) * timings["steps_per_epoch"]
+    per_step = {part: np.asarray(parts[part][first:]) / steps for part in LOOP_PARTS}
+    return np.asarray(blocks["block_s"][first:]) / steps, per_step
+
+
+def loop_parts(records: list[dict], summary: pd.DataFrame, aa_step: Ratio | None) -> dict[str, LoopParts]:
+    """Per device, the `parts` rung's idle runs' parts; ``aa_step``: the study's A/A control per step, if it ran."""
+    rung = registry.rung_with_role(TORCH, Role.STEP_PARTS).name
+    steps = {(s.pair, s.variant): s.step_values for s in summary.itertuples()}
+    band = max(abs(np.log(v)) for v in (aa_step.estimate, aa_step.low, aa_step.high) if v) if aa_step else None
+    found = {}
+    for device in DEVICES:
+        chosen = [
+            r
+            for r in records
+            if r["status"] == "ok"
+            and r["identity"]["condition"] == IDLE
+            and (r["identity"]["framework"], r["identity"]["device"], r["identity"]["variant"]) == (TORCH, device, rung)
+        ]
+        read = [(r, blocks) for r in chosen if (blocks := block_steps(r)) is not None]
+        if not read:
+            continue
+        step = np.concatenate([total for _, (total, _) in read])
+        parts = {part: float(np.concatenate([p[part] for _, (_, p) in read]).mean()) for part in LOOP_PARTS}
+        details = read[0][0]["parameters"]["variant_details"]
+        pair = pair_name(TORCH, device)
+        ours, seeds = steps.get((pair, rung), ()), steps.get((pair, askers_rung(TORCH)), ())
+        found[device] = LoopParts(
+            device=device,
+            parts_s=parts,
+            step_s=float(step.mean()),
+            blocks=len(step),
+            runs=len(read),
+            reads_per_step=int(details["clock_reads_per_step"]) if "clock_reads_per_step" in details else None,
+            clocksource=details.get("clocksource"),
+            against_seed=ratio(ours, seeds) if len(ours) and len(seeds) else None,
+            aa_band=float(np.exp(band)) if band is not None else None,
+        )
+    return found
