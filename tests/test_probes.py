@@ -15,7 +15,7 @@ from tiny_mlp_bench.jobs import probe as probe_command
 from tiny_mlp_bench.probes import torch_step
 from tiny_mlp_bench.probes.keras_epoch import FIT_EPOCHS
 from tiny_mlp_bench.probes.torch_cpu import count_dead_inits, dead_at_start
-from tiny_mlp_bench.probes.torch_step import is_kernel
+from tiny_mlp_bench.probes.torch_step import LOADER_EPOCHS, is_kernel
 from tiny_mlp_bench.records import PROBE_SCHEMA_VERSION, RecordError, read_probe, validate_probe, write_probe
 from tiny_mlp_bench.timing import CALL_REPEATS, time_calls
 
@@ -47,8 +47,11 @@ def test_torch_cpu_probe_writes_a_valid_record(torch_cpu_record):
     assert (record["framework"], record["device"], record["status"], record["reason"]) == ("torch", "cpu", "ok", None)
     found = record["measurements"]
     # The fused_epoch rung's call is timed by its own runs (test_training), not compiled once more here.
-    assert set(found) == {"eager_op_us", "seed_step", "initialisation"}
+    assert set(found) == {"eager_op_us", "seed_step", "loader_fetch", "initialisation"}
     positive_timing(found["eager_op_us"])
+    # The DataLoader alone, a batch: the small dataset's 150 training rows are 3 batches an epoch.
+    positive_timing(found["loader_fetch"])
+    assert found["loader_fetch"]["batches_per_call"] == LOADER_EPOCHS * 3
     step = found["seed_step"]
     positive_timing(step)
     for count in ("aten_calls_per_step", "leaf_aten_ops_per_step", "profiled_steps"):

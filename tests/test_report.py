@@ -958,10 +958,12 @@ def test_the_first_screen_reads_in_short_plain_sentences():
     assert "asker" not in first_screen.split("|")[0]  # "the original loop", in the words above the table
 
 
-def parts_run(repeat: int) -> dict:
+PARTS_SHARES = {"fetch": 0.25, "copy": 0.05, "zero_grad": 0.1, "forward": 0.2, "backward": 0.2, "optimizer": 0.1}
+
+
+def parts_run(repeat: int, shares: dict = PARTS_SHARES) -> dict:
     """A torch cpu `parts` run whose parts are fixed shares of every block: hand-checkable means."""
     record = synthetic_record("torch", "cpu", repeat, 6.0, variant="parts")
-    shares = {"fetch": 0.25, "copy": 0.05, "zero_grad": 0.1, "forward": 0.2, "backward": 0.2, "optimizer": 0.1}
     timings = record["timings"]
     timings["block_part_s"] = {part: [s * block for block in timings["block_s"]] for part, s in shares.items()}
     record["parameters"]["variant_details"] |= {"clock_reads_per_step": "7", "clocksource": "tsc"}
@@ -986,6 +988,26 @@ def test_the_original_step_goes_into_parts_that_add_up_with_what_lies_outside_th
     assert "the `parts` rung's step took 1.0× (unbounded) as long as `seed`'s" in section
     assert "no A/A control ran here" in section
     assert "the largest parts were the DataLoader's fetch (sampler, 64 rows, collate), 333 µs (25%)" in text
+
+
+@pytest.mark.parametrize("alone_us, verdict", [(300.0, "1.11×; the two agree within 15%"), (250.0, "disagree")])
+def test_the_parts_fetch_is_checked_against_the_dataloader_timed_alone(alone_us, verdict):
+    probes = [p for p in synthetic_probes() if (p["framework"], p["device"]) == ("torch", "cpu")]
+    probes[0]["measurements"]["loader_fetch"] = {"value_us": alone_us, "calls": 1, "repeats": 7, "batches_per_call": 60}
+    text = render([*synthetic_study(), parts_run(1), parts_run(2)], probes=probes)
+    said = " ".join(text.split())
+    assert f"timed alone by the torch probe, {alone_us:.0f} µs a batch: " in said and verdict in said
+
+
+@pytest.mark.parametrize(
+    "fetch, verdict", [(0.25, "outside them: the parts misplace time"), (0.45, "between the two, as it should be")]
+)
+def test_what_sync_free_saved_must_lie_between_the_parts_it_drops_and_those_it_makes_cheaper(fetch, verdict):
+    # seed's step 1 ms, sync_free's 0.25 ms: it saved 750 µs; the fetch and the copy are 30% or 50% of a 1.33 ms step,
+    # zero_grad and Adam's step 20% more.
+    shares = PARTS_SHARES | {"fetch": fetch, "forward": 0.4 - fetch}
+    said = " ".join(render([*synthetic_study(), parts_run(1, shares), parts_run(2, shares)]).split())
+    assert "it saved 750 µs a step (`seed`'s step less its own, the ladder's), " + verdict in said
 
 
 def test_a_study_without_the_parts_rung_shows_no_parts_section():

@@ -86,7 +86,7 @@ def test_each_role_is_one_rung_of_a_framework_and_the_askers_loop_starts_its_lad
 
 
 def test_roles_are_looked_up_by_rung_and_by_framework():
-    assert registry.role_of("torch", "seed") is Role.ASKERS and registry.role_of("torch", "sync_free") is None
+    assert registry.role_of("torch", "seed") is Role.ASKERS and registry.role_of("torch", "resident") is None
     assert registry.role_of("torch", "not-listed") is None and registry.role_of("mxnet", "seed") is None
     assert registry.rung_with_role("numpy", Role.FLOOR).name == "fused"
     assert registry.rung_with_role("sklearn", Role.ASKERS) is None  # scikit-learn's own loop, not the asker's

@@ -25,7 +25,8 @@ PROBE_RECORD_TYPE = "tiny-mlp-bench.probe"
 #    identity.condition. 10: block_part_s, a step's parts per block (the torch `parts` rung); nothing to upgrade.
 SCHEMA_VERSION = 10
 # Probe records count their own versions. 2: a method, each repeat's CPU time, the load block of version 6.
-# 3: the environment of version 9. 4: profiler_cost's events_mismatch, where there was one; nothing to upgrade.
+# 3: the environment of version 9. 4: the torch probe's loader_fetch, and profiler_cost's events_mismatch where there
+#    was one; nothing to upgrade.
 PROBE_SCHEMA_VERSION = 4
 CONTAINER_ENGINES = ("docker", "podman", "apptainer")
 

@@ -22,6 +22,16 @@ from tiny_mlp_bench.machine import clocksource
 from tiny_mlp_bench.timing import PartTimes
 
 
+def askers_loader(torch, rows, batch_size: int, batched: bool = False):
+    """The asker's DataLoader over ``rows``: a random sampler, ``batch_size`` rows a batch, the default collate;
+    ``batched``: the sampler yields whole batches of indices instead, one tensor indexing op each."""
+    indices = torch.utils.data.SubsetRandomSampler(range(len(rows)))
+    if batched:
+        sampler = torch.utils.data.BatchSampler(indices, batch_size, drop_last=False)
+        return torch.utils.data.DataLoader(rows, sampler=sampler, batch_size=None)
+    return torch.utils.data.DataLoader(rows, batch_size=batch_size, sampler=indices)
+
+
 class LoaderLoop(TorchLoop):
     """seed (batched=False) and batched_fetch: a DataLoader feeding host batches to the device."""
 
@@ -35,12 +45,7 @@ class LoaderLoop(TorchLoop):
             self.optimizer = self.adam()
 
     def loader(self, rows):
-        t = self.torch
-        indices = t.utils.data.SubsetRandomSampler(range(len(rows)))
-        if self.batched:  # the sampler yields whole batches of indices; one tensor indexing op each
-            sampler = t.utils.data.BatchSampler(indices, self.spec.batch_size, drop_last=False)
-            return t.utils.data.DataLoader(rows, sampler=sampler, batch_size=None)
-        return t.utils.data.DataLoader(rows, batch_size=self.spec.batch_size, sampler=indices)
+        return askers_loader(self.torch, rows, self.spec.batch_size, self.batched)
 
     def run_epochs(self, epochs: int) -> None:
         for _ in range(epochs):
@@ -208,6 +213,7 @@ RUNGS = (
         DEVICES,
         "per-step gathers (one gather per epoch) and Adam's many small kernels (the fused Adam: one for all "
         "parameters, where torch's default is a per-parameter loop on cpu and a multi-tensor foreach on cuda)",
+        role=Role.DATA_ON_DEVICE,
         loop=SyncFreeLoop,
     ),
     Rung(

@@ -192,3 +192,26 @@ def seed_step(
     # As many recorded ops as the profiled steps ran, so the cost per op is read at the same scale.
     cost = profiler_cost(torch, device, on_cuda, counts["aten_calls_per_step"] * counts["profiled_steps"])
     return timed | counts | {"profiler_cost_per_op": cost, "adam": adam_implementation(step.optimizer)}
+
+
+# Epochs of the asker's DataLoader one timed call fetches: the loader alone, to set the `parts` rung's fetch beside.
+LOADER_EPOCHS = 5
+
+
+def loader_fetch(torch, train_rows: np.ndarray, batch_size: int) -> dict:
+    """The asker's DataLoader over the training rows iterated alone, whole epochs a call (time_calls), in microseconds
+    a batch: each epoch's new iterator and its last, empty fetch included, which the `parts` rung leaves outside its
+    fetch."""
+    from tiny_mlp_bench.backends.torch_loops import askers_loader
+
+    loader = askers_loader(torch, torch.tensor(train_rows, dtype=torch.float), batch_size)
+    batches = len(loader)
+
+    def fetch_epochs() -> None:
+        for _ in range(LOADER_EPOCHS):
+            for _ in loader:
+                pass
+
+    timed = time_calls(fetch_epochs, 1, kernels_per_call=LOADER_EPOCHS * batches)
+    timed["batches_per_call"] = timed.pop("kernels_per_call")
+    return timed

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tiny_mlp_bench.probes.measure import Say, quiet
 from tiny_mlp_bench.probes.torch_cpu import INIT_DRAWS, INIT_SCHEME, count_dead_inits
 from tiny_mlp_bench.probes.torch_cuda import GRAPH_KERNELS, graph_kernel_inside, graph_replay_one_kernel, sync_empty
-from tiny_mlp_bench.probes.torch_step import eager_op, seed_step
+from tiny_mlp_bench.probes.torch_step import eager_op, loader_fetch, seed_step
 
 
 def torch_probes(
@@ -32,6 +32,8 @@ def torch_probes(
         f"{step['kernels_per_step']} kernels" if device == "cuda" else f"{step['leaf_aten_ops_per_step']} leaf aten ops"
     )
     say(f"seed step {step['value_us']:.1f} µs, {ops} per step ({step['adam']} Adam)")
+    found["loader_fetch"] = loader_fetch(torch, data.train, batch_size)
+    say(f"the DataLoader alone {found['loader_fetch']['value_us']:.1f} µs a batch")
     if device == "cuda":
         found["sync_empty_us"] = sync_empty(torch)
         say(f"empty synchronize {found['sync_empty_us']['value_us']:.2f} µs")

@@ -1,5 +1,6 @@
 """The asker's torch step as the `parts` rung read it: each part's time a step (timing.LOOP_PARTS) over the rung's
-per-step window, what lies outside the parts, and the rung's step against `seed`'s, the check that can fail."""
+blocks, what lies outside the parts, and the checks that can fail: the rung's step against `seed`'s, and its fetch
+against the DataLoader timed alone by the torch probe."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from tiny_mlp_bench.jobs.identity import IDLE
 from tiny_mlp_bench.question import TORCH, askers_rung
 from tiny_mlp_bench.report.inference import Ratio, ratio
 from tiny_mlp_bench.timing import LOOP_PARTS
+
+# How far the fetch read inside the loop may lie from the DataLoader timed alone (the probe) and still be called the
+# same: alone, the loader runs with its data hot in cache and without the step's clock reads between fetches.
+FETCH_AGREEMENT = 0.15
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,7 @@ class LoopParts:
     clocksource: str | None
     against_seed: Ratio | None  # the rung's step over seed's, per step: what reading the clock cost
     aa_band: float | None  # the study's A/A control per step, its farthest bound from 1 (>= 1): what the machine fakes
+    loader_alone_s: float | None  # the torch probe's DataLoader iterated alone, a batch: the fetch measured apart
 
     @property
     def outside_s(self) -> float:
@@ -39,6 +45,16 @@ class LoopParts:
 
     def share(self, seconds: float) -> float:
         return seconds / self.step_s
+
+    @property
+    def fetch_over_alone(self) -> float | None:
+        return self.parts_s["fetch"] / self.loader_alone_s if self.loader_alone_s else None
+
+    @property
+    def fetch_agrees(self) -> bool | None:
+        """Whether the fetch read between the step's parts and the loader timed alone agree within FETCH_AGREEMENT."""
+        found = self.fetch_over_alone
+        return None if found is None else abs(found - 1) <= FETCH_AGREEMENT
 
     @property
     def largest(self) -> list[str]:
@@ -67,12 +83,24 @@ def block_steps(record: dict) -> tuple[np.ndarray, dict[str, np.ndarray]] | None
     return np.asarray(blocks["block_s"][first:]) / steps, per_step
 
 
-def loop_parts(records: list[dict], summary: pd.DataFrame, aa_step: Ratio | None) -> dict[str, LoopParts]:
-    """Per device, the `parts` rung's idle runs' parts; ``aa_step``: the study's A/A control per step, if it ran."""
+def loader_alone(probes: list[dict]) -> dict[str, float]:
+    """Per device, the seconds a batch of the torch probe's DataLoader timed alone, where it measured one."""
+    return {
+        p["device"]: p["measurements"]["loader_fetch"]["value_us"] * 1e-6
+        for p in probes
+        if p["framework"] == TORCH and p["status"] == "ok" and "loader_fetch" in p["measurements"]
+    }
+
+
+def loop_parts(
+    records: list[dict], summary: pd.DataFrame, aa_step: Ratio | None, probes: list[dict]
+) -> dict[str, LoopParts]:
+    """Per device, the `parts` rung's idle runs' parts; ``aa_step``: the study's A/A control per step, if it ran;
+    ``probes``: the study's probe records, for the DataLoader timed alone."""
     rung = registry.rung_with_role(TORCH, Role.STEP_PARTS).name
     steps = {(s.pair, s.variant): s.step_values for s in summary.itertuples()}
     band = max(abs(np.log(v)) for v in (aa_step.estimate, aa_step.low, aa_step.high) if v) if aa_step else None
-    found = {}
+    alone, found = loader_alone(probes), {}
     for device in DEVICES:
         chosen = [
             r
@@ -99,5 +127,6 @@ def loop_parts(records: list[dict], summary: pd.DataFrame, aa_step: Ratio | None
             clocksource=details.get("clocksource"),
             against_seed=ratio(ours, seeds) if len(ours) and len(seeds) else None,
             aa_band=float(np.exp(band)) if band is not None else None,
+            loader_alone_s=alone.get(device),
         )
     return found

@@ -12,7 +12,7 @@ from tiny_mlp_bench.report.busy_core import idle_label
 from tiny_mlp_bench.report.cells import duration, n_runs, pct, times
 from tiny_mlp_bench.report.crossover_map import Crossover
 from tiny_mlp_bench.report.inference import Interval, Ratio
-from tiny_mlp_bench.report.loop_parts import LoopParts
+from tiny_mlp_bench.report.loop_parts import FETCH_AGREEMENT, LoopParts
 from tiny_mlp_bench.report.model import Machine, Report
 from tiny_mlp_bench.report.step_parts import StepParts
 from tiny_mlp_bench.report.views import View
@@ -213,6 +213,26 @@ def largest_parts_line(p: LoopParts) -> str:
     )
 
 
+def data_on_device_line(m: Machine, p: LoopParts) -> str | None:
+    """What the rung that keeps the data on the device saved against the parts it drops and the parts it makes
+    cheaper: a check that can fail, as the saving must lie between the two sums."""
+    rung = registry.rung_with_role(TORCH, Role.DATA_ON_DEVICE).name
+    seed, lighter = seed_view(m, TORCH, p.device), view_of(m, TORCH, rung, p.device)
+    if not (seed and seed.step and lighter and lighter.step):
+        return None
+    saved = seed.step.estimate - lighter.step.estimate
+    dropped = p.parts_s["fetch"] + p.parts_s["copy"]
+    cheaper = dropped + p.parts_s["zero_grad"] + p.parts_s["optimizer"]
+    verdict = (
+        "between the two, as it should be" if dropped <= saved <= cheaper else "outside them: the parts misplace time"
+    )
+    return (
+        f"{DEVICE_WORDS[p.device]}: `{rung}` drops the fetch and the copy ({duration(dropped)} a step) and makes "
+        f"`zero_grad` and Adam's step cheaper ({duration(cheaper)} with them); it saved {signed(saved)} a step "
+        f"(`seed`'s step less its own, the ladder's), {verdict}."
+    )
+
+
 def loop_parts_lines(m: Machine, device: str) -> list[str]:
     """What the device's parts rest on, and the check that can fail: the rung's step against `seed`'s, judged against
     the study's A/A control; on a GPU, that the reads serialise the step; what the torch probe's step leaves out."""
@@ -237,6 +257,15 @@ def loop_parts_lines(m: Machine, device: str) -> list[str]:
                 else "beyond what identical code differs by here, so the parts overstate the uninstrumented step"
             )
             said.append(f"{on}: {cost}, {verdict} (the A/A control's ×{p.aa_band:.2f} either way).")
+    if p.fetch_over_alone is not None:
+        verdict = "the two agree" if p.fetch_agrees else "the two disagree"
+        said.append(
+            f"{on}: the fetch read inside the loop, {duration(p.parts_s['fetch'])} a step, against the DataLoader "
+            f"timed alone by the torch probe, {duration(p.loader_alone_s)} a batch: {p.fetch_over_alone:.2f}×; "
+            f"{verdict} within {FETCH_AGREEMENT:.0%}."
+        )
+    if line := data_on_device_line(m, p):
+        said.append(line)
     if device == "cuda":
         said.append(
             f"{on}: each read waits for the GPU first, which serialises the step: the parts add up to more than the "
