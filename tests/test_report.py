@@ -990,7 +990,10 @@ def test_the_original_step_goes_into_parts_that_add_up_with_what_lies_outside_th
     assert "the largest parts were the DataLoader's fetch (sampler, 64 rows, collate), 333 µs (25%)" in text
 
 
-@pytest.mark.parametrize("alone_us, verdict", [(300.0, "1.11×; the two agree within 15%"), (250.0, "disagree")])
+@pytest.mark.parametrize(
+    "alone_us, verdict",
+    [(300.0, "1.11×; the two agree within 15%"), (250.0, "1.33×; they are more than 15% apart: the fetch costs more")],
+)
 def test_the_parts_fetch_is_checked_against_the_dataloader_timed_alone(alone_us, verdict):
     probes = [p for p in synthetic_probes() if (p["framework"], p["device"]) == ("torch", "cpu")]
     probes[0]["measurements"]["loader_fetch"] = {"value_us": alone_us, "calls": 1, "repeats": 7, "batches_per_call": 60}

@@ -258,11 +258,18 @@ def loop_parts_lines(m: Machine, device: str) -> list[str]:
             )
             said.append(f"{on}: {cost}, {verdict} (the A/A control's ×{p.aa_band:.2f} either way).")
     if p.fetch_over_alone is not None:
-        verdict = "the two agree" if p.fetch_agrees else "the two disagree"
+        if p.fetch_agrees:
+            verdict = f"the two agree within {FETCH_AGREEMENT:.0%}"
+        else:
+            more = "more" if p.fetch_over_alone > 1 else "less"
+            verdict = (
+                f"they are more than {FETCH_AGREEMENT:.0%} apart: the fetch costs {more} inside the loop than alone, "
+                "and these runs do not say why"
+            )
         said.append(
             f"{on}: the fetch read inside the loop, {duration(p.parts_s['fetch'])} a step, against the DataLoader "
             f"timed alone by the torch probe, {duration(p.loader_alone_s)} a batch: {p.fetch_over_alone:.2f}×; "
-            f"{verdict} within {FETCH_AGREEMENT:.0%}."
+            f"{verdict}."
         )
     if line := data_on_device_line(m, p):
         said.append(line)
