@@ -35,9 +35,12 @@ class KerasFit:
     """What the Keras probe measured of one Keras framework's ``fit``, in seconds."""
 
     framework: str  # tf_keras (Keras 2), keras (Keras 3 on TensorFlow), keras_jax (Keras 3 on JAX)
-    epoch_fixed_s: float  # the fixed cost of one fit epoch, whatever it runs
-    step_s: float
+    epoch_fixed_s: float  # the fixed cost of one fit epoch, whatever it runs: derived, one_step_epoch_s less step_s
+    step_s: float  # derived: (many_step_epoch_s - one_step_epoch_s) / (steps_per_epoch - 1)
     steps_per_epoch: int
+    one_step_epoch_s: float | None = None  # measured: the median epoch of one step and of every train row
+    many_step_epoch_s: float | None = None
+    epochs_timed: int | None = None  # epochs of each size behind each median
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,9 @@ def fixed_costs(probes: list[dict], runs: pd.DataFrame | None = None) -> dict[st
                 microseconds(epoch, "fixed_per_epoch_us"),
                 microseconds(epoch, "per_step_us"),
                 epoch["steps_per_epoch"],
+                microseconds(epoch["one_step_epoch"]),
+                microseconds(epoch["many_step_epoch"]),
+                epoch["one_step_epoch"]["repeats"],
             )
             fits = sorted(
                 (*costs.get("keras_fit", ()), fit), key=lambda k: catalogue.framework_names().index(k.framework)

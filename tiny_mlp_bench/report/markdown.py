@@ -130,8 +130,8 @@ def fixed_costs_table(m: Machine) -> str:
     for framework in keras_probed:
         name = catalogue.framework(framework).label
         keras_rows += [
-            (f"{name}: fixed cost of a fit epoch", keras_fit(framework, "epoch_fixed_s"), duration),
-            (f"{name}: a step inside fit", keras_fit(framework, "step_s"), duration),
+            (f"{name}: fixed cost of a fit epoch (derived)", keras_fit(framework, "epoch_fixed_s"), duration),
+            (f"{name}: a step inside fit (derived)", keras_fit(framework, "step_s"), duration),
         ]
     readings = [
         ("one eager torch op", field("eager_op_s"), duration),
@@ -332,7 +332,12 @@ def machine_page(report: Report, m: Machine) -> dict:
         "loop_parts": loop_parts_table(m),
         "loop_parts_lines": [line for device in catalogue.DEVICES for line in sentences.loop_parts_lines(m, device)],
         "fixed_costs": fixed_costs_table(m),
-        "step_parts": [line for device in catalogue.DEVICES if (line := sentences.step_parts_line(m, device))],
+        "step_parts": [
+            line
+            for device in catalogue.DEVICES
+            for line in (sentences.step_parts_line(m, device), sentences.keras_step_line(m, device))
+            if line
+        ],
         "paused": sentences.pause_line(m),
         "paused_runs": paused_table(m),
         "more": [line for line in extra if line],

@@ -213,6 +213,31 @@ def largest_parts_line(p: LoopParts) -> str:
     )
 
 
+def keras_step_line(m: Machine, device: str) -> str | None:
+    """How the Keras probe derives Keras 2's step and fit epoch, and why the runs' step is neither: an epoch's time
+    over its steps holds a share of the epoch's fixed cost; None where the probe did not measure both epochs."""
+    costs = m.costs.get(device)
+    fit = costs.keras(ASKERS_KERAS) if costs else None
+    if fit is None or fit.one_step_epoch_s is None or fit.many_step_epoch_s is None:
+        return None
+    n = fit.steps_per_epoch
+    runs = seed_view(m, ASKERS_KERAS, device)
+    said = (
+        f"{KERAS_2}'s step and epoch on the {DEVICE_WORDS[device]} are derived, not timed apart: its probe's epoch of "
+        f"one step took {duration(fit.one_step_epoch_s)} and of {n} steps {duration(fit.many_step_epoch_s)} (medians "
+        f"of {fit.epochs_timed} epochs each), so a step inside `fit` is their difference over {n - 1}, "
+        f"{duration(fit.step_s)}, and the fit epoch's fixed cost the one-step epoch less that step, "
+        f"{duration(fit.epoch_fixed_s)}"
+    )
+    if runs and runs.step:
+        said += (
+            f". The runs' step, {duration(runs.step.estimate)}, is a block's time over its steps, so it holds a "
+            f"{n}th of that fixed cost, {duration(fit.epoch_fixed_s / n)}, which the derived step leaves out; the "
+            f"probe's own epoch of {n} steps over {n} is {duration(fit.many_step_epoch_s / n)}"
+        )
+    return said + "."
+
+
 def data_on_device_line(m: Machine, p: LoopParts) -> str | None:
     """What the rung that keeps the data on the device saved against the parts it drops and the parts it makes
     cheaper: a check that can fail, as the saving must lie between the two sums."""
