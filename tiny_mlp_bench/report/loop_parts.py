@@ -1,6 +1,6 @@
 """The asker's torch step as the `parts` rung read it: each part's time a step (timing.LOOP_PARTS) over the rung's
-blocks, what lies outside the parts, and the checks that can fail: the rung's step against `seed`'s, and its fetch
-against the DataLoader timed alone by the torch probe."""
+blocks, what lies outside the parts, and what its checks that can fail read: the rung's step against `seed`'s, and
+its fetch against the DataLoader timed alone by the torch probe (report/sentences.py words them)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from tiny_mlp_bench.report.inference import Ratio, ratio
 from tiny_mlp_bench.timing import LOOP_PARTS
 
 # How far the fetch read inside the loop may lie from the DataLoader timed alone (the probe) and still be called the
-# same: alone, the loader runs with its data hot in cache and without the step's clock reads between fetches.
+# same. The two are read differently: inside the loop between clock reads, with a step between fetches; alone, one
+# fetch after another.
 FETCH_AGREEMENT = 0.15
 
 
