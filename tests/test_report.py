@@ -970,9 +970,9 @@ def test_the_first_screen_reads_in_short_plain_sentences():
 PARTS_SHARES = {"fetch": 0.25, "copy": 0.05, "zero_grad": 0.1, "forward": 0.2, "backward": 0.2, "optimizer": 0.1}
 
 
-def parts_run(repeat: int, shares: dict = PARTS_SHARES) -> dict:
-    """A torch cpu `parts` run whose parts are fixed shares of every block: hand-checkable means."""
-    record = synthetic_record("torch", "cpu", repeat, 6.0, variant="parts")
+def parts_run(repeat: int, shares: dict = PARTS_SHARES, device: str = "cpu") -> dict:
+    """A torch `parts` run whose parts are fixed shares of every block: hand-checkable means."""
+    record = synthetic_record("torch", device, repeat, 6.0, variant="parts")
     timings = record["timings"]
     timings["block_part_s"] = {part: [s * block for block in timings["block_s"]] for part, s in shares.items()}
     record["parameters"]["variant_details"] |= {"clock_reads_per_step": "7", "clocksource": "tsc"}
@@ -1020,6 +1020,15 @@ def test_what_sync_free_saved_must_lie_between_the_parts_it_drops_and_those_it_m
     shares = PARTS_SHARES | {"fetch": fetch, "forward": 0.4 - fetch}
     said = " ".join(render([*synthetic_study(), parts_run(1, shares), parts_run(2, shares)]).split())
     assert "it saved 750 µs a step (`seed`'s step less its own, the ladder's), " + verdict in said
+
+
+def test_on_a_gpu_the_parts_say_that_their_reads_serialise_the_step():
+    records = [*synthetic_study(), parts_run(1), parts_run(1, device="cuda"), parts_run(2, device="cuda")]
+    assert set(only_machine(records).loop_parts) == {"cpu", "cuda"}
+    said = " ".join(render(records).split())
+    assert "| part of the original torch step | CPU, a step | GPU, a step |" in said
+    assert "GPU: each read waits for the GPU first, which serialises the step" in said
+    assert "CPU: each read waits" not in said
 
 
 def test_a_study_without_the_parts_rung_shows_no_parts_section():

@@ -300,8 +300,8 @@ def loop_parts_lines(m: Machine, device: str) -> list[str]:
         said.append(line)
     if device == "cuda":
         said.append(
-            f"{on}: each read waits for the GPU first, which serialises the step: the parts add up to more than the "
-            "asynchronous step of `seed`, and a part holds the kernels it launched."
+            f"{on}: each read waits for the GPU first, which serialises the step: a part holds the kernels it "
+            "launched, and the parts' step can exceed `seed`'s asynchronous one (the ratio above says by how much)."
         )
     costs = m.costs.get(device)
     if costs is not None and costs.seed_step_s is not None:
