@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from tiny_mlp_bench import registry
-from tiny_mlp_bench.catalogue import DEVICES, Role, pair_name
+from tiny_mlp_bench.catalogue import DEVICES, Role
 from tiny_mlp_bench.jobs.identity import IDLE
-from tiny_mlp_bench.question import TORCH, askers_rung
-from tiny_mlp_bench.report.inference import Ratio, ratio
+from tiny_mlp_bench.question import TORCH
+from tiny_mlp_bench.report.inference import Ratio
+from tiny_mlp_bench.report.views import View
 from tiny_mlp_bench.timing import LOOP_PARTS
 
 # How far the fetch read inside the loop may lie from the DataLoader timed alone (the probe) and still be called the
@@ -94,12 +94,13 @@ def loader_alone(probes: list[dict]) -> dict[str, float]:
 
 
 def loop_parts(
-    records: list[dict], summary: pd.DataFrame, aa_step: Ratio | None, probes: list[dict]
+    records: list[dict], views: tuple[View, ...], aa_step: Ratio | None, probes: list[dict]
 ) -> dict[str, LoopParts]:
-    """Per device, the `parts` rung's idle runs' parts; ``aa_step``: the study's A/A control per step, if it ran;
-    ``probes``: the study's probe records, for the DataLoader timed alone."""
+    """Per device, the `parts` rung's idle runs' parts; ``views``: the machine's, whose `parts` view holds its step
+    against `seed`'s; ``aa_step``: the study's A/A control per step, if it ran; ``probes``: the study's probe
+    records, for the DataLoader timed alone."""
     rung = registry.rung_with_role(TORCH, Role.STEP_PARTS).name
-    steps = {(s.pair, s.variant): s.step_values for s in summary.itertuples()}
+    against_seed = {v.device: v.step_vs_seed for v in views if (v.framework, v.variant) == (TORCH, rung)}
     band = max(abs(np.log(v)) for v in (aa_step.estimate, aa_step.low, aa_step.high) if v) if aa_step else None
     alone, found = loader_alone(probes), {}
     for device in DEVICES:
@@ -116,8 +117,6 @@ def loop_parts(
         step = np.concatenate([total for _, (total, _) in read])
         parts = {part: float(np.concatenate([p[part] for _, (_, p) in read]).mean()) for part in LOOP_PARTS}
         details = read[0][0]["parameters"]["variant_details"]
-        pair = pair_name(TORCH, device)
-        ours, seeds = steps.get((pair, rung), ()), steps.get((pair, askers_rung(TORCH)), ())
         found[device] = LoopParts(
             device=device,
             parts_s=parts,
@@ -126,7 +125,7 @@ def loop_parts(
             runs=len(read),
             reads_per_step=int(details["clock_reads_per_step"]) if "clock_reads_per_step" in details else None,
             clocksource=details.get("clocksource"),
-            against_seed=ratio(ours, seeds) if len(ours) and len(seeds) else None,
+            against_seed=against_seed.get(device),
             aa_band=float(np.exp(band)) if band is not None else None,
             loader_alone_s=alone.get(device),
         )

@@ -104,7 +104,7 @@ def machine(
         epoch_floors=epoch_floors(found),
         floors=floors,
         costs=costs,
-        loop_parts=loop_parts(records, summary, said.aa_control.step if said.aa_control else None, probes),
+        loop_parts=loop_parts(records, both_views, said.aa_control.step if said.aa_control else None, probes),
         probes_not_measured=fixed_costs.not_measured(probes),
         initialisation=fixed_costs.initialisation(probes),
         dead_draws_skipped=int(runs["dead_draws_skipped"].sum()),
