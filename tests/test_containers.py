@@ -24,6 +24,7 @@ from packaging.requirements import Requirement
 import container_run
 from helpers import ROOT, commit_all, run_snakemake, skip_unless_ready, write_config
 from tiny_mlp_bench import catalogue, containers, machine
+from tiny_mlp_bench.locks.wheels import canonical
 from tiny_mlp_bench.records import PROBE_SCHEMA_VERSION, SCHEMA_VERSION, read_probe, read_record, read_sweep
 from tiny_mlp_bench.timing import METHOD
 
@@ -265,7 +266,7 @@ def test_the_config_images_carry_the_projects_version():
 def pinned(path: Path) -> dict[str, str]:
     """name -> version of every package a requirements file pins (names as pip normalises them)."""
     found = re.findall(r"^([A-Za-z0-9._-]+)==(\S+)", path.read_text(), re.MULTILINE)
-    return {canonical_name(name): version for name, version in found}
+    return {canonical(name): version for name, version in found}
 
 
 def test_the_keras_image_holds_keras_3_and_tf_keras_at_tensorflows_version():
@@ -313,7 +314,7 @@ for name in sys.argv[2:]:
 
 def installed_with(requirements: list[str]) -> set[str]:
     """The distributions that installing ``requirements`` brings, by their dependencies as installed here."""
-    found, todo = set(), [canonical_name(r) for r in requirements]
+    found, todo = set(), [canonical(r) for r in requirements]
     while todo:
         name = todo.pop()
         if name in found:
@@ -325,12 +326,8 @@ def installed_with(requirements: list[str]) -> set[str]:
             continue
         for need in map(Requirement, needs):
             if need.marker is None or need.marker.evaluate({"extra": ""}):
-                todo.append(canonical_name(need.name))
+                todo.append(canonical(need.name))
     return found
-
-
-def canonical_name(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @pytest.mark.parametrize("image", IMAGE_PROGRAMS)
@@ -341,7 +338,7 @@ def test_each_image_installs_every_package_its_programs_import(image):
     listed = (ROOT / "docker" / f"{image}.requirements.txt").read_text().split("\n")
     installs = installed_with([line.strip() for line in listed if line[:1].isalpha()]) | {"tiny-mlp-bench"}
     owners = importlib.metadata.packages_distributions()
-    absent = sorted(top for top, names in owners.items() if not {canonical_name(n) for n in names} & installs)
+    absent = sorted(top for top, names in owners.items() if not {canonical(n) for n in names} & installs)
     imported = subprocess.run(
         [sys.executable, "-c", IMPORT_WITHOUT, json.dumps(absent), *IMAGE_PROGRAMS[image]],
         capture_output=True,
@@ -582,7 +579,7 @@ def test_each_cuda_image_holds_exactly_its_lock_and_cuda_builds(cuda_images, ima
     lock = (ROOT / "requirements" / f"{image}-cuda.txt").read_text()
     locked = set(re.findall(r"^(\S+==\S+) --hash", lock, re.MULTILINE))
     frozen = in_image(image, "python", "-m", "pip", "freeze", "--all", "--exclude", "pip").split()
-    assert {canonical_name(pin.split("==")[0]) + "==" + pin.split("==")[1] for pin in frozen} == locked
+    assert {canonical(pin.split("==")[0]) + "==" + pin.split("==")[1] for pin in frozen} == locked
     built = in_image(image, "python", "-c", build_check).split()
     if image == "torch":
         assert built[0].startswith("13.") and f"jax-cuda13-plugin=={built[1]}" in locked
