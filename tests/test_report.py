@@ -216,6 +216,7 @@ def test_the_step_splits_into_the_ops_own_time_the_launches_and_a_remainder():
     # Parts beyond the step leave a negative remainder, kept as it is.
     beyond = step_parts("cpu", probe_step(aten_self_us=400.0))
     assert beyond.remainder_s == pytest.approx(-40e-6) and not beyond.accounts_for_step
+    assert beyond.resolved and not step_parts("cpu", probe_step(aten_self_us=60.0)).resolved  # 60 µs less 0.3 x 200
     # On cuda the launch calls are a part of their own.
     cuda = step_parts("cuda", probe_step(aten_self_us=160.0, launch_us=60.0))
     assert (cuda.launch_s, cuda.launch_calls) == (pytest.approx(60e-6), 24)
@@ -281,6 +282,15 @@ def test_each_devices_step_is_split_into_its_measured_parts_and_set_beside_the_r
         "The measured parts exceed that range: the remainder is negative, so the ops' profiled "
         "self time, less the profiler's measured cost, still overstates them."
     )
+    # A profiler's cost that eats the ops' whole self time leaves no split: said, not printed as negative time.
+    unresolved = with_torch_step(synthetic_probes(), "cpu", probe_step(50.0))
+    line = parts_lines(build_report(synthetic_study(), probes=unresolved).machines[0])
+    assert line.endswith(
+        "The aten ops' self time under torch.profiler, 50.0 µs, is no more than the profiler's measured cost of "
+        "them, 300 ns per op × 200 aten calls a step (60.0 µs). The two were timed apart, and a slower stretch under "
+        "either one can do this: this probe does not split the step into the ops' own time and a remainder."
+    )
+    assert "remainder, −" not in line and "own host time was −" not in line
 
 
 def test_a_probe_from_before_the_step_parts_keeps_its_wording_and_says_they_were_not_measured():

@@ -356,9 +356,19 @@ def step_parts_line(m: Machine, device: str) -> str | None:
         if runs and runs.step
         else ""
     )
-    said = [
+    timed = (
         f"The torch probe timed the {on} step on a batch already in memory at {duration(step)}: the median of "
-        f"{p.repeats} repeats and their range, a {p.confidence:.0%} interval for the median{beside}",
+        f"{p.repeats} repeats and their range, a {p.confidence:.0%} interval for the median{beside}"
+    )
+    if not p.resolved:
+        return (
+            f"{timed}. The aten ops' self time under torch.profiler, {duration(p.aten_self_s)}, is no more than "
+            f"the profiler's measured cost of them, {signed(p.profiler_cost_s)} per op × {p.aten_ops} aten calls a "
+            f"step ({signed(p.profiler_cost_s * p.aten_ops)}). The two were timed apart, and a slower stretch under "
+            "either one can do this: this probe does not split the step into the ops' own time and a remainder."
+        )
+    said = [
+        timed,
         f"The aten ops' own host time was {signed(p.aten_own_s)} ({share(p, p.aten_own_s)}): their self time under "
         f"torch.profiler, {duration(p.aten_self_s)}, less its {signed(p.profiler_cost_s)} per op × {p.aten_ops} aten "
         "calls a step, nested ones included",

@@ -30,6 +30,13 @@ class StepParts:
         return self.aten_self_s - self.profiler_cost_s * self.aten_ops
 
     @property
+    def resolved(self) -> bool:
+        """Whether the ops' own time came out above zero. The profiler's cost is timed on a no-work op apart from the
+        step; where anything slows one of the two timings and not the other, the cost times the ops can exceed their
+        whole self time, and the step cannot be split from that probe."""
+        return self.aten_own_s > 0
+
+    @property
     def measured_s(self) -> float:
         return self.aten_own_s + self.launch_s
 
