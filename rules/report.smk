@@ -33,6 +33,11 @@ rule render_report:
             caption="captions/crossover_png.rst",
             category="2. Charts",
         ),
+        parts_plot=report(
+            "results/report/parts.png",
+            caption="captions/parts_png.rst",
+            category="2. Charts",
+        ),
         numbers="results/report/numbers.json",
         html=report(
             "results/report/report.html",
@@ -52,6 +57,7 @@ rule render_report:
         "exec {params.run} {params.script} --report {output.report} --timings {output.timings}"
         " --headline {output.headline}"
         " --plot {output.plot} --ladder-plot {output.ladder_plot} --crossover-plot {output.crossover_plot}"
+        " --parts-plot {output.parts_plot}"
         " --numbers {output.numbers} --html {output.html} {params.gpu_archive} {params.busy_archives}"
         " --sweeps {input.sweeps} --probes {input.probes} -- {input.records} > {log} 2>&1"
 

@@ -510,3 +510,15 @@ def write_study(
             path = folder / "runs" / f"{record['identity']['run_id']}.json"
             path.write_text(json.dumps(record))
     return folder
+
+
+PARTS_SHARES = {"fetch": 0.25, "copy": 0.05, "zero_grad": 0.1, "forward": 0.2, "backward": 0.2, "optimizer": 0.1}
+
+
+def parts_run(repeat: int, shares: dict = PARTS_SHARES, device: str = "cpu") -> dict:
+    """A torch `parts` run whose parts are fixed shares of every block: hand-checkable means."""
+    record = synthetic_record("torch", device, repeat, 6.0, variant="parts")
+    timings = record["timings"]
+    timings["block_part_s"] = {part: [s * block for block in timings["block_s"]] for part, s in shares.items()}
+    record["parameters"]["variant_details"] |= {"clock_reads_per_step": "7", "clocksource": "tsc"}
+    return record

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from matplotlib.container import BarContainer, ErrorbarContainer
 
-from helpers import run_script, synthetic_record, synthetic_study, synthetic_sweeps
+from helpers import parts_run, run_script, synthetic_record, synthetic_study, synthetic_sweeps
 from tiny_mlp_bench.records import write_record, write_sweep
 from tiny_mlp_bench.report import plots
 from tiny_mlp_bench.report.inference import Interval
@@ -103,12 +103,13 @@ def test_whisker_spans_the_interval_and_one_run_has_none():
 def test_charts_are_png_and_the_same_records_give_the_same_bytes(tmp_path, records):
     written = []
     for name in ("a", "b"):
-        report = build_report(records(), synthetic_sweeps())
+        report = build_report([*records(), parts_run(1), parts_run(2)], synthetic_sweeps())
         out = tmp_path / name
         plots.plot_seed_times(report.machines, out / "timings.png")
         plots.plot_ladders(report.machines, out / "ladder.png", report.parameters)
         plots.plot_crossover(report.sweep_points, out / "crossover.png", report.parameters)
-        written.append([(out / f).read_bytes() for f in ("timings.png", "ladder.png", "crossover.png")])
+        plots.plot_step_parts(report.machines, out / "parts.png")
+        written.append([(out / f).read_bytes() for f in ("timings.png", "ladder.png", "crossover.png", "parts.png")])
     for data in written[0]:
         assert data.startswith(PNG) and len(data) > 1000
     assert written[0] == written[1]
@@ -227,7 +228,7 @@ def test_render_report_writes_the_ladder_chart_beside_the_others(tmp_path):
     args += ["--crossover-plot", out / "report/crossover.png", "--sweeps", *sweeps]
     result = run_script("render_report.py", *args, "--", *records)
     assert result.returncode == 0, result.stderr
-    for chart in ("timings.png", "ladder.png", "crossover.png"):  # ladder.png by default beside --plot
+    for chart in ("timings.png", "ladder.png", "crossover.png", "parts.png"):  # ladder and parts beside --plot
         assert (out / "report" / chart).read_bytes().startswith(PNG)
     report = (out / "report.md").read_text()
     steady = report.index("### Where the time goes: the ladders")
@@ -236,3 +237,29 @@ def test_render_report_writes_the_ladder_chart_beside_the_others(tmp_path):
     assert result.returncode == 0, result.stderr
     assert (out / "ladders.png").read_bytes() == (out / "report" / "ladder.png").read_bytes()
     assert "](ladders.png)" in (out / "report.md").read_text()
+
+
+def test_the_parts_chart_stacks_each_part_with_its_time_beside_seed_keras_2_and_the_floor(tmp_path, drawn):
+    # Each parts run's blocks are 1, 2 and 1 ms a step past the first: a mean of 1.33 ms, the fetch a quarter of it.
+    report = build_report([*synthetic_study(), parts_run(1), parts_run(2)])
+    plots.plot_step_parts(report.machines, tmp_path / "parts.png")
+    assert (tmp_path / "parts.png").read_bytes().startswith(PNG)
+    (figure,) = drawn
+    assert figure["titles"] == ["cpu"]
+    assert "the DataLoader's fetch (sampler, 64 rows, collate): 333 µs (25%)" in figure["labels"]
+    assert "outside the parts: the loop's bookkeeping: 133 µs (10%)" in figure["labels"]
+    assert figure["labels"][-1].startswith("the `parts` rung's runs, geometric mean, 95% interval over runs: ")
+    # Seed's 1 ms, then the parts wide enough for their number (not the copy's 5%) and their sum, then Keras 2's
+    # 2 ms and the floor's 5 µs.
+    assert figure["texts"] == [
+        *["  1,000 µs", "333", "133", "267", "267", "133", "133", "1,330 µs "],
+        *["  2,000 µs", "  5.00 µs"],
+    ]
+    # Six parts and what lies outside them, stacked, and a bar each for seed, Keras 2 and the floor.
+    assert figure["bars"] == 7 + 3
+
+
+def test_the_parts_chart_says_so_where_no_parts_run_completed(tmp_path, drawn):
+    plots.plot_step_parts(build_report(synthetic_study()).machines, tmp_path / "parts.png")
+    (figure,) = drawn
+    assert figure["texts"] == ["no run of the `parts` rung completed"]

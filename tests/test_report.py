@@ -16,8 +16,10 @@ import pandas as pd
 import pytest
 
 from helpers import (
+    PARTS_SHARES,
     ROOT,
     TEST_DATA,
+    parts_run,
     run_script,
     step_parts_fields,
     synthetic_probes,
@@ -977,18 +979,6 @@ def test_the_first_screen_reads_in_short_plain_sentences():
     assert "asker" not in first_screen.split("|")[0]  # "the original loop", in the words above the table
 
 
-PARTS_SHARES = {"fetch": 0.25, "copy": 0.05, "zero_grad": 0.1, "forward": 0.2, "backward": 0.2, "optimizer": 0.1}
-
-
-def parts_run(repeat: int, shares: dict = PARTS_SHARES, device: str = "cpu") -> dict:
-    """A torch `parts` run whose parts are fixed shares of every block: hand-checkable means."""
-    record = synthetic_record("torch", device, repeat, 6.0, variant="parts")
-    timings = record["timings"]
-    timings["block_part_s"] = {part: [s * block for block in timings["block_s"]] for part, s in shares.items()}
-    record["parameters"]["variant_details"] |= {"clock_reads_per_step": "7", "clocksource": "tsc"}
-    return record
-
-
 def test_the_original_step_goes_into_parts_that_add_up_with_what_lies_outside_them():
     records = [*synthetic_study(), parts_run(1), parts_run(2)]
     validate_record(records[-1])
@@ -1003,6 +993,7 @@ def test_the_original_step_goes_into_parts_that_add_up_with_what_lies_outside_th
     assert "| the DataLoader's fetch (sampler, 64 rows, collate) | 333 µs (25%) |" in section
     assert "| outside the parts: the loop's bookkeeping, each epoch's iterator | 133 µs (10%) |" in section
     assert "7 clock reads a step, on the `tsc` clock source" in section
+    assert "](report/parts.png)" in section
     # The check that can fail: its step against seed's (1 ms a step both), with no A/A control to judge it here.
     assert "the `parts` rung's step took 1.0× (unbounded) as long as `seed`'s" in section
     assert "no A/A control ran here" in section

@@ -11,14 +11,16 @@ import matplotlib.pyplot as plt
 import matplotlib.ticker as ticker
 import pandas as pd
 
-from tiny_mlp_bench import catalogue
+from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.atomic import atomic_path
-from tiny_mlp_bench.catalogue import pair_name
-from tiny_mlp_bench.question import ASKER_SECONDS, ASKER_STEPS, TORCH, askers_rung
-from tiny_mlp_bench.report.cells import approx
+from tiny_mlp_bench.catalogue import Role, pair_name
+from tiny_mlp_bench.question import ASKER_SECONDS, ASKER_STEPS, ASKERS_KERAS, TORCH, askers_rung
+from tiny_mlp_bench.report import sentences
+from tiny_mlp_bench.report.cells import approx, n_runs
 from tiny_mlp_bench.report.inference import Interval
 from tiny_mlp_bench.report.model import Machine
 from tiny_mlp_bench.report.question_table import QUESTION_PAIRS
+from tiny_mlp_bench.timing import LOOP_PARTS
 
 FRAMEWORK_COLOURS = {
     **{"torch": "#ff7f0e", "tf_keras": "#8c564b", "keras": "#2ca02c", "keras_jax": "#bcbd22", "keras_torch": "#17becf"},
@@ -245,4 +247,112 @@ def plot_crossover(points: pd.DataFrame, path: Path, parameters: dict | None = N
     missing = [d for d in ("cpu", "cuda") if d not in set(points.get("device", ()))]
     title = f"Crossover map: torch sync_free per step on {' and '.join(drawn) or 'no device'}"
     ax.set_title(title + (f"; no {' or '.join(missing)} sweep here" if missing else ""), fontsize=10)
+    save(fig, path)
+
+
+# The parts' colours, in LOOP_PARTS' order; what lies outside them is grey.
+PART_COLOURS = ("#4e79a7", "#a0cbe8", "#76b7b2", "#59a14f", "#e15759", "#b07aa1")
+OUTSIDE_COLOUR = "#d3d3d3"
+PARTS_ROW = "torch `parts`: the same loop,\nthe clock read between its parts"
+
+
+def parts_rows(machine: Machine, device: str) -> list[tuple[str, Interval | None, str]]:
+    """The chart's rows, top first: the uninstrumented torch step, the `parts` rung (no interval: it is stacked),
+    Keras 2's step and the floor's, each with its colour; rungs with no steady step are left out."""
+    floor = registry.sole_rung(Role.FLOOR)
+    views = [
+        ("torch `seed`,\nas the asker wrote it", sentences.seed_view(machine, TORCH, device), TORCH),
+        (PARTS_ROW, None, TORCH),
+        (
+            f"{catalogue.framework(ASKERS_KERAS).label} `seed`",
+            sentences.seed_view(machine, ASKERS_KERAS, device),
+            ASKERS_KERAS,
+        ),
+        (
+            f"the floor: {floor.framework} `{floor.name}`,\none numba loop",
+            sentences.floor_view(machine, device),
+            floor.framework,
+        ),
+    ]
+    return [
+        (label, view.step if view else None, FRAMEWORK_COLOURS.get(framework, "#7f7f7f"))
+        for label, view, framework in views
+        if label == PARTS_ROW or (view is not None and view.step is not None)
+    ]
+
+
+def parts_panel(ax, machine: Machine, device: str) -> None:
+    """One device's `parts` rung as a stacked bar of its parts' means a step, between the uninstrumented torch step
+    above and Keras 2's step and the floor below, each with its µs."""
+    parts = machine.loop_parts[device]
+    rows = parts_rows(machine, device)
+    for y, (label, step, colour) in enumerate(rows):
+        if label != PARTS_ROW:
+            ax.barh(y, step.estimate * 1e6, 0.5, xerr=whisker(step, 1e6), capsize=3, color=colour)
+            ax.text(extent(step)[1] * 1e6, y, f"  {approx(step.estimate * 1e6, 3)} µs", va="center", fontsize=7)
+            continue
+        segments = [(LOOP_PARTS[p], parts.parts_s[p], c) for p, c in zip(LOOP_PARTS, PART_COLOURS, strict=True)]
+        segments.append(("outside the parts: the loop's bookkeeping", parts.outside_s, OUTSIDE_COLOUR))
+        left = 0.0
+        for words, seconds, part_colour in segments:
+            us = seconds * 1e6
+            share = f"{parts.share(seconds):.0%}".replace("-", "−")
+            ax.barh(
+                y,
+                us,
+                0.7,
+                left=left,
+                color=part_colour,
+                edgecolor="white",
+                linewidth=0.5,
+                label=f"{words}: {approx(us, 3)} µs ({share})",
+            )
+            if parts.share(seconds) >= 0.07:  # room for its number inside the segment
+                ax.text(left + us / 2, y + 0.15, approx(us, 3), ha="center", va="center", fontsize=7)
+            left += max(us, 0.0)
+        ax.text(left, y + 0.42, f"{approx(parts.step_s * 1e6, 3)} µs ", ha="right", va="top", fontsize=7)
+        # The rung's runs as the other bars show theirs: what to compare with them, as the block mean is not.
+        rung = sentences.view_of(machine, TORCH, registry.rung_with_role(TORCH, Role.STEP_PARTS).name, device)
+        if rung is not None and rung.step is not None:
+            ax.errorbar(
+                rung.step.estimate * 1e6,
+                y - 0.18,
+                xerr=whisker(rung.step, 1e6),
+                fmt="D",
+                color="black",
+                markersize=4,
+                capsize=3,
+                label=f"the `parts` rung's runs, {INTERVAL}: {approx(rung.step.estimate * 1e6, 3)} µs",
+            )
+    ax.set_yticks(range(len(rows)), [label for label, _, _ in rows], fontsize=8)
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # the asker's loop on top
+    ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.margins(x=0.15)  # room for the last number
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.18),
+        ncols=2,
+        fontsize=7,
+        frameon=False,
+        title=f"the `parts` rung's step, mean of {parts.blocks} blocks over {n_runs(parts.runs)}",
+        title_fontsize=7,
+    )
+
+
+def plot_step_parts(machines: tuple[Machine, ...], path: Path) -> None:
+    """Where the original torch step goes: a panel per machine and device whose `parts` rung completed."""
+    panels = [(m, device) for m in machines for device in m.loop_parts]
+    fig, axes = plt.subplots(
+        max(1, len(panels)), 1, figsize=(9, 4.2 * max(1, len(panels))), dpi=100, squeeze=False, layout="constrained"
+    )
+    for ax, (machine, device) in zip(axes[:, 0], panels, strict=False):
+        parts_panel(ax, machine, device)
+        title = device if len(machines) == 1 else f"{machine.label}: {device}"
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel(f"µs per optimiser step; other bars: {INTERVAL}", fontsize=8)
+    if not panels:
+        axes[0][0].set_axis_off()
+        axes[0][0].text(0.5, 0.5, "no run of the `parts` rung completed", ha="center", va="center")
+    fig.suptitle("Where the original torch step goes", fontsize=11)
     save(fig, path)

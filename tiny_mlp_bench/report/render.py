@@ -16,7 +16,7 @@ from tiny_mlp_bench.report.html import report_page
 from tiny_mlp_bench.report.markdown import render_markdown
 from tiny_mlp_bench.report.model import build_report
 from tiny_mlp_bench.report.numbers_file import numbers_json
-from tiny_mlp_bench.report.plots import plot_crossover, plot_ladders, plot_seed_times
+from tiny_mlp_bench.report.plots import plot_crossover, plot_ladders, plot_seed_times, plot_step_parts
 from tiny_mlp_bench.report.views import headline_frame
 
 
@@ -47,6 +47,9 @@ def parse_args(argv=None, prog=None) -> argparse.Namespace:
     )
     parser.add_argument("--sweeps", type=Path, nargs="*", default=[], help="sweep record files (.json)")
     parser.add_argument("--probes", type=Path, nargs="*", default=[], help="fixed-cost probe records (.json)")
+    parser.add_argument(
+        "--parts-plot", type=Path, help="PNG chart of the torch step's parts to write; default: parts.png beside --plot"
+    )
     parser.add_argument("--crossover-plot", type=Path, help="PNG crossover chart to write (with --sweeps)")
     parser.add_argument("--numbers", type=Path, help="JSON file to write: the report's numbers and the versions here")
     parser.add_argument("--html", type=Path, help="HTML file to write: the report as one page, its charts inside")
@@ -70,8 +73,11 @@ def parse_args(argv=None, prog=None) -> argparse.Namespace:
     if args.sweeps and not args.crossover_plot:
         parser.error("--sweeps needs --crossover-plot")
     args.ladder_plot = args.ladder_plot or args.plot.with_name("ladder.png")
-    if args.ladder_plot in (args.plot, args.crossover_plot):
-        parser.error(f"--ladder-plot {args.ladder_plot} is also another chart's path")
+    args.parts_plot = args.parts_plot or args.plot.with_name("parts.png")
+    charts = [args.plot, args.ladder_plot, args.parts_plot, args.crossover_plot]
+    for option, path in (("--ladder-plot", args.ladder_plot), ("--parts-plot", args.parts_plot)):
+        if charts.count(path) > 1:
+            parser.error(f"{option} {path} is also another chart's path")
     return args
 
 
@@ -110,17 +116,20 @@ def main(argv=None, prog=None) -> int:
             headline_frame(report.machines).to_csv(tmp, index=False)
     plot_seed_times(report.machines, args.plot)
     plot_ladders(report.machines, args.ladder_plot, report.parameters)
+    plot_step_parts(report.machines, args.parts_plot)
     crossover_link = ""
     if sweeps:
         plot_crossover(report.sweep_points, args.crossover_plot, report.parameters)
         crossover_link = link(args.crossover_plot)
-    text = render_markdown(report, link(args.plot), crossover_link, ladder_link=link(args.ladder_plot))
+    text = render_markdown(
+        report, link(args.plot), crossover_link, ladder_link=link(args.ladder_plot), parts_link=link(args.parts_plot)
+    )
     write_text_atomic(args.report, text)
     if args.html:
         write_text_atomic(args.html, report_page(text, args.report.parent))
     if args.numbers:
         write_text_atomic(args.numbers, numbers_json(report))
     tables = f"{args.timings}" + (f", {args.headline}" if args.headline else "")
-    charts = f"{args.plot}, {args.ladder_plot}" + (f", {args.crossover_plot}" if sweeps else "")
+    charts = f"{args.plot}, {args.ladder_plot}, {args.parts_plot}" + (f", {args.crossover_plot}" if sweeps else "")
     print(f"wrote {args.report}, {tables} and {charts} from {len(records)} records", file=sys.stderr)
     return 0

@@ -184,7 +184,7 @@ def why_line(m: Machine) -> str:
     if cpu and cpu.step:
         parts.append(claims.why_claim(cpu.step, floor.step if floor else None))
     if "cpu" in m.loop_parts:
-        parts.append(largest_parts_line(m.loop_parts["cpu"]))
+        parts += [largest_parts_line(m.loop_parts["cpu"]), data_on_device_gain(m, "cpu")]
     gpu = m.answer.gpu
     if gpu.launch_s:
         parts.append(
@@ -236,6 +236,18 @@ def keras_step_line(m: Machine, device: str) -> str | None:
             f"probe's own epoch of {n} steps over {n} is {duration(fit.many_step_epoch_s / n)}"
         )
     return said + "."
+
+
+def data_on_device_gain(m: Machine, device: str) -> str | None:
+    """What removing the largest parts outside the arithmetic gave: the rung that keeps the data on the device against
+    `seed`, per step; None where it did not run."""
+    rung = registry.rung_with_role(TORCH, Role.DATA_ON_DEVICE).name
+    lighter = view_of(m, TORCH, rung, device)
+    if lighter is None or lighter.step_vs_seed is None:
+        return None
+    return f"`{rung}` keeps the data on the device, dropping the fetch and the copy; " + claims.comparison(
+        lighter.step_vs_seed, f"`{rung}`", "`seed`", "per step"
+    )
 
 
 def data_on_device_line(m: Machine, p: LoopParts) -> str | None:
