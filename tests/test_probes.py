@@ -53,6 +53,12 @@ def test_torch_cpu_probe_writes_a_valid_record(torch_cpu_record):
     # The DataLoader alone, a batch: the small dataset's 150 training rows are 3 batches an epoch.
     positive_timing(found["loader_fetch"])
     assert found["loader_fetch"]["batches_per_call"] == LOADER_EPOCHS * 3
+    # The same fetch in the parts its code runs, each timed alone: the sampler by whole epochs, as the loader.
+    fetch_parts = found["loader_fetch"]["fetch_parts"]
+    assert set(fetch_parts) == {"sampler", "rows", "collate"}
+    for timing in fetch_parts.values():
+        positive_timing(timing)
+    assert fetch_parts["sampler"]["batches_per_call"] == LOADER_EPOCHS * 3
     step = found["seed_step"]
     positive_timing(step)
     for count in ("aten_calls_per_step", "leaf_aten_ops_per_step", "profiled_steps"):

@@ -52,7 +52,7 @@ def test_a_version_8_record_reads_with_the_new_facts_unknown():
     assert sweep["schema_version"] == SCHEMA_VERSION and "identity" not in sweep
     assert_unknown(validate_record(sweep, schema_name=SWEEP_SCHEMA))
     probe = upgrade(older(synthetic_probes()[0], 2))
-    assert probe["schema_version"] == PROBE_SCHEMA_VERSION == 4
+    assert probe["schema_version"] == PROBE_SCHEMA_VERSION == 5
     assert_unknown(validate_probe(probe))
 
 

@@ -1012,6 +1012,27 @@ def test_the_parts_fetch_is_checked_against_the_dataloader_timed_alone(alone_us,
     assert f"timed alone by the torch probe, {alone_us:.0f} µs a batch: " in said and verdict in said
 
 
+def test_the_dataloaders_fetch_is_given_in_its_own_parts_where_the_probe_timed_them():
+    probes = [p for p in synthetic_probes() if (p["framework"], p["device"]) == ("torch", "cpu")]
+    fetch = {"value_us": 300.0, "calls": 1, "repeats": 7, "repeat_us": [300.0] * 7, "batches_per_call": 60}
+    probes[0]["measurements"]["loader_fetch"] = fetch
+    before = " ".join(render([*synthetic_study(), parts_run(1), parts_run(2)], probes=probes).split())
+    assert "in its own parts" not in before  # a probe from before they were timed
+    timing = {"calls": 100, "repeats": 7}
+    fetch["fetch_parts"] = {
+        "sampler": timing | {"value_us": 20.0, "repeat_us": [20.0] * 7, "batches_per_call": 60},
+        "rows": timing | {"value_us": 150.0, "repeat_us": [150.0] * 7},
+        "collate": timing | {"value_us": 100.0, "repeat_us": [100.0] * 7},
+    }
+    validate_probe(probes[0])
+    said = " ".join(render([*synthetic_study(), parts_run(1), parts_run(2)], probes=probes).split())
+    assert (
+        "CPU: the DataLoader's fetch of a batch in its own parts, each timed alone by the torch probe: the sampler's "
+        "indices 20.0 µs, the rows read one index at a time 150 µs, the collate that stacks them 100 µs; the "
+        "loader's own machinery, the rest of its 300 µs alone, 30.0 µs."
+    ) in said
+
+
 @pytest.mark.parametrize(
     "fetch, verdict", [(0.25, "outside them: the parts misplace time"), (0.45, "between the two, as it should be")]
 )

@@ -26,8 +26,8 @@ PROBE_RECORD_TYPE = "tiny-mlp-bench.probe"
 SCHEMA_VERSION = 10
 # Probe records count their own versions. 2: a method, each repeat's CPU time, the load block of version 6.
 # 3: the environment of version 9. 4: the torch probe's loader_fetch, and profiler_cost's events_mismatch where there
-#    was one; nothing to upgrade.
-PROBE_SCHEMA_VERSION = 4
+#    was one; nothing to upgrade. 5: loader_fetch's fetch_parts; nothing to upgrade.
+PROBE_SCHEMA_VERSION = 5
 CONTAINER_ENGINES = ("docker", "podman", "apptainer")
 
 

@@ -12,6 +12,7 @@ from tiny_mlp_bench.timing import seconds_of, time_calls
 
 EAGER_CALLS = 1000
 STEP_CALLS = 50
+FETCH_CALLS = 100  # batches a repeat of a fetch part timed alone
 PROFILED_STEPS = 10
 LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")
 # The op whose calls read the profiler's own cost: a view of a tensor as itself does no work and calls no other op.
@@ -214,4 +215,28 @@ def loader_fetch(torch, train_rows: np.ndarray, batch_size: int) -> dict:
 
     timed = time_calls(fetch_epochs, 1, kernels_per_call=LOADER_EPOCHS * batches)
     timed["batches_per_call"] = timed.pop("kernels_per_call")
-    return timed
+    return timed | {"fetch_parts": fetch_parts(loader)}
+
+
+def fetch_parts(loader) -> dict:
+    """The DataLoader's fetch of a batch in the parts its own code runs, each timed alone in microseconds a batch:
+    the sampler's indices (whole epochs a call, LOADER_EPOCHS), the rows read one index at a time, and the collate
+    that stacks them; what the loader alone takes beyond their sum is its iterator's own machinery. Timed here, not in
+    the `parts` rung: a wrapper around each would cost a share of what it times."""
+    batch_sampler, rows, collate = loader.batch_sampler, loader.dataset, loader.collate_fn
+    batches = len(batch_sampler)
+    indices = next(iter(batch_sampler))
+    batch_rows = [rows[i] for i in indices]
+
+    def sample_epochs() -> None:
+        for _ in range(LOADER_EPOCHS):
+            for _ in batch_sampler:
+                pass
+
+    sampler = time_calls(sample_epochs, 1, kernels_per_call=LOADER_EPOCHS * batches)
+    sampler["batches_per_call"] = sampler.pop("kernels_per_call")
+    return {
+        "sampler": sampler,
+        "rows": time_calls(lambda: [rows[i] for i in indices], FETCH_CALLS),
+        "collate": time_calls(lambda: collate(batch_rows), FETCH_CALLS),
+    }

@@ -33,7 +33,9 @@ def torch_probes(
     )
     say(f"seed step {step['value_us']:.1f} µs, {ops} per step ({step['adam']} Adam)")
     found["loader_fetch"] = loader_fetch(torch, data.train, batch_size)
-    say(f"the DataLoader alone {found['loader_fetch']['value_us']:.1f} µs a batch")
+    fetch = found["loader_fetch"]
+    parts = ", ".join(f"{part} {timed['value_us']:.1f}" for part, timed in fetch["fetch_parts"].items())
+    say(f"the DataLoader alone {fetch['value_us']:.1f} µs a batch ({parts} µs)")
     if device == "cuda":
         found["sync_empty_us"] = sync_empty(torch)
         say(f"empty synchronize {found['sync_empty_us']['value_us']:.2f} µs")

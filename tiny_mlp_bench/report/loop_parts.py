@@ -38,6 +38,8 @@ class LoopParts:
     against_seed: Ratio | None  # the rung's step over seed's, per step: what reading the clock cost
     aa_band: float | None  # the study's A/A control per step, its farthest bound from 1 (>= 1): what the machine fakes
     loader_alone_s: float | None  # the torch probe's DataLoader iterated alone, a batch: the fetch measured apart
+    # The probe's parts of that fetch, each timed alone, a batch (FETCH_PARTS); None where the probe predates them.
+    fetch_parts_s: dict[str, float] | None = None
 
     @property
     def outside_s(self) -> float:
@@ -46,6 +48,14 @@ class LoopParts:
 
     def share(self, seconds: float) -> float:
         return seconds / self.step_s
+
+    @property
+    def loader_machinery_s(self) -> float | None:
+        """The DataLoader alone less its parts timed alone: its iterator's own machinery, each epoch's new iterator
+        and last, empty fetch; None where the probe did not time the parts."""
+        if self.fetch_parts_s is None or self.loader_alone_s is None:
+            return None
+        return self.loader_alone_s - sum(self.fetch_parts_s.values())
 
     @property
     def fetch_over_alone(self) -> float | None:
@@ -84,13 +94,27 @@ def block_steps(record: dict) -> tuple[np.ndarray, dict[str, np.ndarray]] | None
     return np.asarray(blocks["block_s"][first:]) / steps, per_step
 
 
-def loader_alone(probes: list[dict]) -> dict[str, float]:
-    """Per device, the seconds a batch of the torch probe's DataLoader timed alone, where it measured one."""
-    return {
-        p["device"]: p["measurements"]["loader_fetch"]["value_us"] * 1e-6
-        for p in probes
-        if p["framework"] == TORCH and p["status"] == "ok" and "loader_fetch" in p["measurements"]
-    }
+# The DataLoader's fetch of a batch as the torch probe times its parts alone (probes/torch_step.fetch_parts).
+FETCH_PARTS = {
+    "sampler": "the sampler's indices",
+    "rows": "the rows read one index at a time",
+    "collate": "the collate that stacks them",
+}
+
+
+def loader_alone(probes: list[dict]) -> dict[str, dict]:
+    """Per device, the torch probe's DataLoader timed alone: ``alone``, seconds a batch, and ``parts``, its own parts'
+    seconds a batch (None where the probe predates them), where it measured one."""
+    found = {}
+    for p in probes:
+        fetch = p["measurements"].get("loader_fetch") if p["framework"] == TORCH and p["status"] == "ok" else None
+        if fetch:
+            parts = fetch.get("fetch_parts")
+            found[p["device"]] = {
+                "alone": fetch["value_us"] * 1e-6,
+                "parts": {part: parts[part]["value_us"] * 1e-6 for part in FETCH_PARTS} if parts else None,
+            }
+    return found
 
 
 def loop_parts(
@@ -127,6 +151,7 @@ def loop_parts(
             clocksource=details.get("clocksource"),
             against_seed=against_seed.get(device),
             aa_band=float(np.exp(band)) if band is not None else None,
-            loader_alone_s=alone.get(device),
+            loader_alone_s=alone[device]["alone"] if device in alone else None,
+            fetch_parts_s=alone[device]["parts"] if device in alone else None,
         )
     return found

@@ -12,7 +12,7 @@ from tiny_mlp_bench.report.busy_core import idle_label
 from tiny_mlp_bench.report.cells import duration, n_runs, pct, times
 from tiny_mlp_bench.report.crossover_map import Crossover
 from tiny_mlp_bench.report.inference import Interval, Ratio
-from tiny_mlp_bench.report.loop_parts import FETCH_AGREEMENT, LoopParts
+from tiny_mlp_bench.report.loop_parts import FETCH_AGREEMENT, FETCH_PARTS, LoopParts
 from tiny_mlp_bench.report.model import Machine, Report
 from tiny_mlp_bench.report.step_parts import StepParts
 from tiny_mlp_bench.report.views import View
@@ -307,6 +307,13 @@ def loop_parts_lines(m: Machine, device: str) -> list[str]:
             f"{on}: the fetch read inside the loop, {duration(p.parts_s['fetch'])} a step, against the DataLoader "
             f"timed alone by the torch probe, {duration(p.loader_alone_s)} a batch: {p.fetch_over_alone:.2f}×; "
             f"{verdict}."
+        )
+    if p.fetch_parts_s is not None:
+        each = ", ".join(f"{words} {duration(p.fetch_parts_s[part])}" for part, words in FETCH_PARTS.items())
+        said.append(
+            f"{on}: the DataLoader's fetch of a batch in its own parts, each timed alone by the torch probe: {each}; "
+            f"the loader's own machinery, the rest of its {duration(p.loader_alone_s)} alone, "
+            f"{signed(p.loader_machinery_s)}."
         )
     if line := data_on_device_line(m, p):
         said.append(line)
