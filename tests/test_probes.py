@@ -59,6 +59,12 @@ def test_torch_cpu_probe_writes_a_valid_record(torch_cpu_record):
     for timing in fetch_parts.values():
         positive_timing(timing)
     assert fetch_parts["sampler"]["batches_per_call"] == LOADER_EPOCHS * 3
+    # The loop less as many steps on one batch: the fetch and the copy between steps, with no clock inside the loop.
+    between = found["loader_fetch"]["between_steps"]
+    for timing in (between["loop"], between["steps"]):
+        positive_timing(timing)
+        assert timing["batches_per_call"] == LOADER_EPOCHS * 3
+    assert between["value_us"] == pytest.approx(between["loop"]["value_us"] - between["steps"]["value_us"], abs=1e-3)
     step = found["seed_step"]
     positive_timing(step)
     for count in ("aten_calls_per_step", "leaf_aten_ops_per_step", "profiled_steps"):

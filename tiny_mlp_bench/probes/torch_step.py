@@ -37,8 +37,15 @@ class SeedStep:
         self.features, self.target = batch[:, :2], batch[:, 2]
 
     def __call__(self):
+        return self.step(self.features, self.target)
+
+    def on(self, batch):
+        """The step on another batch of rows: what the asker's loop runs on each batch it fetches."""
+        return self.step(batch[:, :2], batch[:, 2])
+
+    def step(self, features, target):
         self.optimizer.zero_grad()
-        loss = self.loss_fn(self.model(self.features).squeeze(), self.target)
+        loss = self.loss_fn(self.model(features).squeeze(), target)
         loss.backward()
         self.optimizer.step()
         return loss
@@ -216,6 +223,36 @@ def loader_fetch(torch, train_rows: np.ndarray, batch_size: int) -> dict:
     timed = time_calls(fetch_epochs, 1, kernels_per_call=LOADER_EPOCHS * batches)
     timed["batches_per_call"] = timed.pop("kernels_per_call")
     return timed | {"fetch_parts": fetch_parts(loader)}
+
+
+def fetch_between_steps(
+    torch, device, sync, train_rows: np.ndarray, batch_size: int, hidden_units: int, learning_rate: float, weights=None
+) -> dict:
+    """The fetch and copy of a batch as they cost between the asker's steps, read without a clock inside the loop:
+    the asker's loop (whole epochs a call, LOADER_EPOCHS) less the same number of steps on one batch already on the
+    device, in microseconds a batch. The DataLoader alone runs with nothing between its fetches; in the loop each
+    fetch follows a step, and what a step leaves behind can make the next fetch slower."""
+    from tiny_mlp_bench.backends.torch_loops import askers_loader
+
+    loader = askers_loader(torch, torch.tensor(train_rows, dtype=torch.float), batch_size)
+    batches = len(loader)
+    one_batch = torch.tensor(train_rows[:batch_size], dtype=torch.float, device=device)
+    step = SeedStep(torch, device, one_batch, hidden_units, learning_rate, weights)
+
+    def loop_epochs() -> None:
+        for _ in range(LOADER_EPOCHS):
+            for batch in loader:
+                step.on(batch.to(device))
+
+    def step_epochs() -> None:
+        for _ in range(LOADER_EPOCHS * batches):
+            step.on(one_batch)  # sliced each step, as the loop slices each batch
+
+    per_call = {"kernels_per_call": LOADER_EPOCHS * batches, "sync": sync}
+    loop, steps = time_calls(loop_epochs, 1, **per_call), time_calls(step_epochs, 1, **per_call)
+    for timed in (loop, steps):
+        timed["batches_per_call"] = timed.pop("kernels_per_call")
+    return {"loop": loop, "steps": steps, "value_us": round(loop["value_us"] - steps["value_us"], 4)}
 
 
 def fetch_parts(loader) -> dict:

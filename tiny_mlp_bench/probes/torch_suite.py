@@ -5,7 +5,7 @@ from __future__ import annotations
 from tiny_mlp_bench.probes.measure import Say, quiet
 from tiny_mlp_bench.probes.torch_cpu import INIT_DRAWS, INIT_SCHEME, count_dead_inits
 from tiny_mlp_bench.probes.torch_cuda import GRAPH_KERNELS, graph_kernel_inside, graph_replay_one_kernel, sync_empty
-from tiny_mlp_bench.probes.torch_step import eager_op, loader_fetch, seed_step
+from tiny_mlp_bench.probes.torch_step import eager_op, fetch_between_steps, loader_fetch, seed_step
 
 
 def torch_probes(
@@ -36,6 +36,10 @@ def torch_probes(
     fetch = found["loader_fetch"]
     parts = ", ".join(f"{part} {timed['value_us']:.1f}" for part, timed in fetch["fetch_parts"].items())
     say(f"the DataLoader alone {fetch['value_us']:.1f} µs a batch ({parts} µs)")
+    between = fetch["between_steps"] = fetch_between_steps(
+        torch, on, sync, data.train, batch_size, hidden_units, learning_rate, weights
+    )
+    say(f"the fetch and copy between steps {between['value_us']:.1f} µs a batch (the loop less its steps)")
     if device == "cuda":
         found["sync_empty_us"] = sync_empty(torch)
         say(f"empty synchronize {found['sync_empty_us']['value_us']:.2f} µs")

@@ -40,6 +40,9 @@ class LoopParts:
     loader_alone_s: float | None  # the torch probe's DataLoader iterated alone, a batch: the fetch measured apart
     # The probe's parts of that fetch, each timed alone, a batch (FETCH_PARTS); None where the probe predates them.
     fetch_parts_s: dict[str, float] | None = None
+    # The probe's fetch and copy between steps, a batch: its loop less as many steps on one batch, no clock inside
+    # the loop; None where the probe predates it.
+    between_steps_s: float | None = None
 
     @property
     def outside_s(self) -> float:
@@ -58,12 +61,28 @@ class LoopParts:
         return self.loader_alone_s - sum(self.fetch_parts_s.values())
 
     @property
+    def around_step_s(self) -> float:
+        """The loop's time around the step: the fetch, the copy and what lies outside the parts."""
+        return self.parts_s["fetch"] + self.parts_s["copy"] + self.outside_s
+
+    @property
+    def around_step_bracketed(self) -> bool | None:
+        """Whether the loop's time around the step lies between the probe's two readings of it with no clock inside a
+        loop: the DataLoader alone (nothing between its fetches, no copy) below, and the loop less as many steps on
+        one batch above (which also holds what a fetch between them costs the step); None where the probe did not
+        read both."""
+        if self.between_steps_s is None or self.loader_alone_s is None:
+            return None
+        return self.loader_alone_s <= self.around_step_s <= self.between_steps_s
+
+    @property
     def fetch_over_alone(self) -> float | None:
         return self.parts_s["fetch"] / self.loader_alone_s if self.loader_alone_s else None
 
     @property
     def fetch_agrees(self) -> bool | None:
-        """Whether the fetch read between the step's parts and the loader timed alone agree within FETCH_AGREEMENT."""
+        """Whether the fetch read between the step's parts and the loader timed alone agree within FETCH_AGREEMENT:
+        the check of probes from before the probe read the loop less its steps."""
         found = self.fetch_over_alone
         return None if found is None else abs(found - 1) <= FETCH_AGREEMENT
 
@@ -103,16 +122,18 @@ FETCH_PARTS = {
 
 
 def loader_alone(probes: list[dict]) -> dict[str, dict]:
-    """Per device, the torch probe's DataLoader timed alone: ``alone``, seconds a batch, and ``parts``, its own parts'
-    seconds a batch (None where the probe predates them), where it measured one."""
+    """Per device, the torch probe's DataLoader timed alone: ``alone``, seconds a batch; ``parts``, its own parts'
+    seconds a batch; ``between``, the fetch and copy between steps (each None where the probe predates it)."""
     found = {}
     for p in probes:
         fetch = p["measurements"].get("loader_fetch") if p["framework"] == TORCH and p["status"] == "ok" else None
         if fetch:
             parts = fetch.get("fetch_parts")
+            between = fetch.get("between_steps")
             found[p["device"]] = {
                 "alone": fetch["value_us"] * 1e-6,
                 "parts": {part: parts[part]["value_us"] * 1e-6 for part in FETCH_PARTS} if parts else None,
+                "between": between["value_us"] * 1e-6 if between else None,
             }
     return found
 
@@ -153,5 +174,6 @@ def loop_parts(
             aa_band=float(np.exp(band)) if band is not None else None,
             loader_alone_s=alone[device]["alone"] if device in alone else None,
             fetch_parts_s=alone[device]["parts"] if device in alone else None,
+            between_steps_s=alone[device]["between"] if device in alone else None,
         )
     return found

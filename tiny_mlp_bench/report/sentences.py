@@ -238,6 +238,37 @@ def keras_step_line(m: Machine, device: str) -> str | None:
     return said + "."
 
 
+def fetch_check_lines(p: LoopParts) -> list[str]:
+    """The rung's fetch against the torch probe's readings of it with no clock inside a loop: between the loader
+    alone and the loop less its steps, where the probe read both; else against the loader alone (older probes)."""
+    on = DEVICE_WORDS[p.device]
+    if p.around_step_bracketed is not None:
+        verdict = (
+            "between the two, as it should be" if p.around_step_bracketed else "outside them: the parts misplace time"
+        )
+        return [
+            f"{on}: the loop's time around the step (the fetch, the copy and its bookkeeping), "
+            f"{duration(p.around_step_s)} a step as the clock read it, against the torch probe's readings with no "
+            f"clock inside a loop: the DataLoader alone, {duration(p.loader_alone_s)} a batch, and the loop less as "
+            f"many steps on one batch, {duration(p.between_steps_s)}, which also holds what a fetch between them "
+            f"costs the step; {verdict}."
+        ]
+    if p.fetch_over_alone is None:
+        return []
+    if p.fetch_agrees:
+        verdict = f"the two agree within {FETCH_AGREEMENT:.0%}"
+    else:
+        more = "more" if p.fetch_over_alone > 1 else "less"
+        verdict = (
+            f"they are more than {FETCH_AGREEMENT:.0%} apart: the fetch costs {more} inside the loop than alone, "
+            "and these runs do not say why"
+        )
+    return [
+        f"{on}: the fetch read inside the loop, {duration(p.parts_s['fetch'])} a step, against the DataLoader "
+        f"timed alone by the torch probe, {duration(p.loader_alone_s)} a batch: {p.fetch_over_alone:.2f}×; {verdict}."
+    ]
+
+
 def data_on_device_gain(m: Machine, device: str) -> str | None:
     """What removing the largest parts outside the arithmetic gave: the rung that keeps the data on the device against
     `seed`, per step; None where it did not run."""
@@ -294,20 +325,7 @@ def loop_parts_lines(m: Machine, device: str) -> list[str]:
                 else "beyond what identical code differs by here, so the parts overstate the uninstrumented step"
             )
             said.append(f"{on}: {cost}, {verdict} (the A/A control's ×{p.aa_band:.2f} either way).")
-    if p.fetch_over_alone is not None:
-        if p.fetch_agrees:
-            verdict = f"the two agree within {FETCH_AGREEMENT:.0%}"
-        else:
-            more = "more" if p.fetch_over_alone > 1 else "less"
-            verdict = (
-                f"they are more than {FETCH_AGREEMENT:.0%} apart: the fetch costs {more} inside the loop than alone, "
-                "and these runs do not say why"
-            )
-        said.append(
-            f"{on}: the fetch read inside the loop, {duration(p.parts_s['fetch'])} a step, against the DataLoader "
-            f"timed alone by the torch probe, {duration(p.loader_alone_s)} a batch: {p.fetch_over_alone:.2f}×; "
-            f"{verdict}."
-        )
+    said += fetch_check_lines(p)
     if p.fetch_parts_s is not None:
         each = ", ".join(f"{words} {duration(p.fetch_parts_s[part])}" for part, words in FETCH_PARTS.items())
         said.append(
