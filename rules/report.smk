@@ -33,9 +33,9 @@ rule render_report:
             caption="captions/crossover_png.rst",
             category="2. Charts",
         ),
-        parts_plot=report(
-            "results/report/parts.png",
-            caption="captions/parts_png.rst",
+        breakdown_plot=report(
+            "results/report/breakdown.png",
+            caption="captions/breakdown_png.rst",
             category="2. Charts",
         ),
         numbers="results/report/numbers.json",
@@ -57,7 +57,7 @@ rule render_report:
         "exec {params.run} {params.script} --report {output.report} --timings {output.timings}"
         " --headline {output.headline}"
         " --plot {output.plot} --ladder-plot {output.ladder_plot} --crossover-plot {output.crossover_plot}"
-        " --parts-plot {output.parts_plot}"
+        " --breakdown-plot {output.breakdown_plot}"
         " --numbers {output.numbers} --html {output.html} {params.gpu_archive} {params.busy_archives}"
         " --sweeps {input.sweeps} --probes {input.probes} -- {input.records} > {log} 2>&1"
 

@@ -108,8 +108,10 @@ def test_charts_are_png_and_the_same_records_give_the_same_bytes(tmp_path, recor
         plots.plot_seed_times(report.machines, out / "timings.png")
         plots.plot_ladders(report.machines, out / "ladder.png", report.parameters)
         plots.plot_crossover(report.sweep_points, out / "crossover.png", report.parameters)
-        plots.plot_step_parts(report.machines, out / "parts.png")
-        written.append([(out / f).read_bytes() for f in ("timings.png", "ladder.png", "crossover.png", "parts.png")])
+        plots.plot_step_parts(report.machines, out / "breakdown.png")
+        written.append(
+            [(out / f).read_bytes() for f in ("timings.png", "ladder.png", "crossover.png", "breakdown.png")]
+        )
     for data in written[0]:
         assert data.startswith(PNG) and len(data) > 1000
     assert written[0] == written[1]
@@ -228,7 +230,7 @@ def test_render_report_writes_the_ladder_chart_beside_the_others(tmp_path):
     args += ["--crossover-plot", out / "report/crossover.png", "--sweeps", *sweeps]
     result = run_script("render_report.py", *args, "--", *records)
     assert result.returncode == 0, result.stderr
-    for chart in ("timings.png", "ladder.png", "crossover.png", "parts.png"):  # ladder and parts beside --plot
+    for chart in ("timings.png", "ladder.png", "crossover.png", "breakdown.png"):  # ladder and parts beside --plot
         assert (out / "report" / chart).read_bytes().startswith(PNG)
     report = (out / "report.md").read_text()
     steady = report.index("### Where the time goes: the ladders")
@@ -242,8 +244,8 @@ def test_render_report_writes_the_ladder_chart_beside_the_others(tmp_path):
 def test_the_parts_chart_stacks_each_part_with_its_time_beside_seed_keras_2_and_the_floor(tmp_path, drawn):
     # Each parts run's blocks are 1, 2 and 1 ms a step past the first: a mean of 1.33 ms, the fetch a quarter of it.
     report = build_report([*synthetic_study(), parts_run(1), parts_run(2)])
-    plots.plot_step_parts(report.machines, tmp_path / "parts.png")
-    assert (tmp_path / "parts.png").read_bytes().startswith(PNG)
+    plots.plot_step_parts(report.machines, tmp_path / "breakdown.png")
+    assert (tmp_path / "breakdown.png").read_bytes().startswith(PNG)
     (figure,) = drawn
     assert figure["titles"] == ["cpu"]
     assert "the DataLoader's fetch (sampler, 64 rows, collate): 333 µs (25%)" in figure["labels"]
@@ -260,6 +262,6 @@ def test_the_parts_chart_stacks_each_part_with_its_time_beside_seed_keras_2_and_
 
 
 def test_the_parts_chart_says_so_where_no_parts_run_completed(tmp_path, drawn):
-    plots.plot_step_parts(build_report(synthetic_study()).machines, tmp_path / "parts.png")
+    plots.plot_step_parts(build_report(synthetic_study()).machines, tmp_path / "breakdown.png")
     (figure,) = drawn
     assert figure["texts"] == ["no run of the `parts` rung completed"]

@@ -993,7 +993,7 @@ def test_the_original_step_goes_into_parts_that_add_up_with_what_lies_outside_th
     assert "| the DataLoader's fetch (sampler, 64 rows, collate) | 333 µs (25%) |" in section
     assert "| outside the parts: the loop's bookkeeping, each epoch's iterator | 133 µs (10%) |" in section
     assert "7 clock reads a step, on the `tsc` clock source" in section
-    assert "](report/parts.png)" in section
+    assert "](report/breakdown.png)" in section
     # The check that can fail: its step against seed's (1 ms a step both), with no A/A control to judge it here.
     assert "the `parts` rung's step took 1.0× (unbounded) as long as `seed`'s" in section
     assert "no A/A control ran here" in section

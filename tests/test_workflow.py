@@ -119,7 +119,7 @@ def test_tiny_study_end_to_end(tiny_run):
     assert "The floor, the least a step can cost: on cpu not measured" in report
     sweep = read_sweep(directory / "results" / "sweep" / "cpu.json")
     assert len(sweep["points"]) == 4 and sweep["environment"]["threads"]["intra_op"] == 1
-    for chart in ("timings.png", "ladder.png", "crossover.png", "parts.png"):
+    for chart in ("timings.png", "ladder.png", "crossover.png", "breakdown.png"):
         assert (directory / "results" / "report" / chart).stat().st_size > 1000
     assert (directory / "logs" / "train" / "torch-cpu-seed-1.log").read_text().count("epoch 3/3") == 1
     assert most_timed_jobs_at_once(output) == 1
@@ -199,7 +199,7 @@ def test_snakemake_report_holds_the_report_charts_and_records_with_captions(tiny
         "timings.png",
         "ladder.png",
         "crossover.png",
-        "parts.png",
+        "breakdown.png",
         "torch-cpu-seed-1.json",
     )
     for item in (*items, "cpu.json"):

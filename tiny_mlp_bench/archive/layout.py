@@ -21,7 +21,7 @@ RENDERED = (
     "report/timings.png",
     "report/ladder.png",
     "report/crossover.png",
-    "report/parts.png",
+    "report/breakdown.png",
     NUMBERS,
     HEADLINE,
 )

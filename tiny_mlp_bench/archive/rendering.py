@@ -28,7 +28,7 @@ def render_command(folder: Path, *, no_archive_qualifies: bool = False, busy_quo
     if not records["runs"]:
         raise ArchiveError(f"{folder}: no run records in runs/")
     command = [RENDER_SCRIPT, "--report", RENDERED[0], "--timings", RENDERED[1], "--plot", RENDERED[2]]
-    command += ["--ladder-plot", RENDERED[3], "--crossover-plot", RENDERED[4], "--parts-plot", RENDERED[5]]
+    command += ["--ladder-plot", RENDERED[3], "--crossover-plot", RENDERED[4], "--breakdown-plot", RENDERED[5]]
     command += ["--numbers", NUMBERS, "--headline", HEADLINE]
     if quoted := quoted_archive(folder):
         command += ["--gpu-archive", f"{QUOTED}/{quoted}"]

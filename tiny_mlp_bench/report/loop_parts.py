@@ -122,7 +122,7 @@ FETCH_PARTS = {
 
 
 def loader_alone(probes: list[dict]) -> dict[str, dict]:
-    """Per device, the torch probe's DataLoader timed alone: ``alone``, seconds a batch; ``parts``, its own parts'
+    """Per device, the torch probe's DataLoader timed alone: ``alone``, seconds a batch; ``own_parts``, its own parts'
     seconds a batch; ``between``, the fetch and copy between steps (each None where the probe predates it)."""
     found = {}
     for p in probes:
@@ -132,7 +132,7 @@ def loader_alone(probes: list[dict]) -> dict[str, dict]:
             between = fetch.get("between_steps")
             found[p["device"]] = {
                 "alone": fetch["value_us"] * 1e-6,
-                "parts": {part: parts[part]["value_us"] * 1e-6 for part in FETCH_PARTS} if parts else None,
+                "own_parts": {part: parts[part]["value_us"] * 1e-6 for part in FETCH_PARTS} if parts else None,
                 "between": between["value_us"] * 1e-6 if between else None,
             }
     return found
@@ -173,7 +173,7 @@ def loop_parts(
             against_seed=against_seed.get(device),
             aa_band=float(np.exp(band)) if band is not None else None,
             loader_alone_s=alone[device]["alone"] if device in alone else None,
-            fetch_parts_s=alone[device]["parts"] if device in alone else None,
+            fetch_parts_s=alone[device]["own_parts"] if device in alone else None,
             between_steps_s=alone[device]["between"] if device in alone else None,
         )
     return found

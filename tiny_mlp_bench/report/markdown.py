@@ -382,7 +382,7 @@ def render_markdown(
     plot_link: str = "report/timings.png",
     crossover_link: str = "report/crossover.png",
     ladder_link: str = "report/ladder.png",
-    parts_link: str = "report/parts.png",
+    breakdown_link: str = "report/breakdown.png",
 ) -> str:
     """The whole report as Markdown text; the links are the charts' paths relative to it."""
     pages = [(m, machine_page(report, m)) for m in report.machines]
@@ -397,5 +397,5 @@ def render_markdown(
         plot_link=plot_link,
         crossover_link=crossover_link,
         ladder_link=ladder_link,
-        parts_link=parts_link,
+        breakdown_link=breakdown_link,
     )

@@ -48,7 +48,9 @@ def parse_args(argv=None, prog=None) -> argparse.Namespace:
     parser.add_argument("--sweeps", type=Path, nargs="*", default=[], help="sweep record files (.json)")
     parser.add_argument("--probes", type=Path, nargs="*", default=[], help="fixed-cost probe records (.json)")
     parser.add_argument(
-        "--parts-plot", type=Path, help="PNG chart of the torch step's parts to write; default: parts.png beside --plot"
+        "--breakdown-plot",
+        type=Path,
+        help="PNG chart of the torch step's parts to write; default: breakdown.png beside --plot",
     )
     parser.add_argument("--crossover-plot", type=Path, help="PNG crossover chart to write (with --sweeps)")
     parser.add_argument("--numbers", type=Path, help="JSON file to write: the report's numbers and the versions here")
@@ -73,9 +75,9 @@ def parse_args(argv=None, prog=None) -> argparse.Namespace:
     if args.sweeps and not args.crossover_plot:
         parser.error("--sweeps needs --crossover-plot")
     args.ladder_plot = args.ladder_plot or args.plot.with_name("ladder.png")
-    args.parts_plot = args.parts_plot or args.plot.with_name("parts.png")
-    charts = [args.plot, args.ladder_plot, args.parts_plot, args.crossover_plot]
-    for option, path in (("--ladder-plot", args.ladder_plot), ("--parts-plot", args.parts_plot)):
+    args.breakdown_plot = args.breakdown_plot or args.plot.with_name("breakdown.png")
+    charts = [args.plot, args.ladder_plot, args.breakdown_plot, args.crossover_plot]
+    for option, path in (("--ladder-plot", args.ladder_plot), ("--breakdown-plot", args.breakdown_plot)):
         if charts.count(path) > 1:
             parser.error(f"{option} {path} is also another chart's path")
     return args
@@ -116,13 +118,17 @@ def main(argv=None, prog=None) -> int:
             headline_frame(report.machines).to_csv(tmp, index=False)
     plot_seed_times(report.machines, args.plot)
     plot_ladders(report.machines, args.ladder_plot, report.parameters)
-    plot_step_parts(report.machines, args.parts_plot)
+    plot_step_parts(report.machines, args.breakdown_plot)
     crossover_link = ""
     if sweeps:
         plot_crossover(report.sweep_points, args.crossover_plot, report.parameters)
         crossover_link = link(args.crossover_plot)
     text = render_markdown(
-        report, link(args.plot), crossover_link, ladder_link=link(args.ladder_plot), parts_link=link(args.parts_plot)
+        report,
+        link(args.plot),
+        crossover_link,
+        ladder_link=link(args.ladder_plot),
+        breakdown_link=link(args.breakdown_plot),
     )
     write_text_atomic(args.report, text)
     if args.html:
@@ -130,6 +136,6 @@ def main(argv=None, prog=None) -> int:
     if args.numbers:
         write_text_atomic(args.numbers, numbers_json(report))
     tables = f"{args.timings}" + (f", {args.headline}" if args.headline else "")
-    charts = f"{args.plot}, {args.ladder_plot}, {args.parts_plot}" + (f", {args.crossover_plot}" if sweeps else "")
+    charts = f"{args.plot}, {args.ladder_plot}, {args.breakdown_plot}" + (f", {args.crossover_plot}" if sweeps else "")
     print(f"wrote {args.report}, {tables} and {charts} from {len(records)} records", file=sys.stderr)
     return 0
