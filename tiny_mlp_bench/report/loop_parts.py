@@ -20,6 +20,8 @@ from tiny_mlp_bench.timing import LOOP_PARTS
 # same. The two are read differently: inside the loop between clock reads, with a step between fetches; alone, one
 # fetch after another.
 FETCH_AGREEMENT = 0.15
+# The parts of the step itself; the rest of the loop (fetch, copy, bookkeeping) lies around it.
+STEP_ITSELF = ("zero_grad", "forward", "backward", "optimizer")
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class LoopParts:
     device: str
     parts_s: dict[str, float]  # in LOOP_PARTS' order
     step_s: float
+    around_step_median_s: float  # the median block's step less its STEP_ITSELF parts: a median, as the probe's are
     blocks: int
     runs: int
     reads_per_step: int | None
@@ -61,19 +64,14 @@ class LoopParts:
         return self.loader_alone_s - sum(self.fetch_parts_s.values())
 
     @property
-    def around_step_s(self) -> float:
-        """The loop's time around the step: the fetch, the copy and what lies outside the parts."""
-        return self.parts_s["fetch"] + self.parts_s["copy"] + self.outside_s
-
-    @property
     def around_step_bracketed(self) -> bool | None:
-        """Whether the loop's time around the step lies between the probe's two readings of it with no clock inside a
-        loop: the DataLoader alone (nothing between its fetches, no copy) below, and the loop less as many steps on
-        one batch above (which also holds what a fetch between them costs the step); None where the probe did not
-        read both."""
+        """Whether the loop's time around the step (the median block's) lies between the probe's two readings of it
+        with no clock inside a loop, medians both: the DataLoader alone (nothing between its fetches, no copy) below,
+        and the loop less as many steps on one batch above (which also holds what a fetch between them costs the
+        step); None where the probe did not read both."""
         if self.between_steps_s is None or self.loader_alone_s is None:
             return None
-        return self.loader_alone_s <= self.around_step_s <= self.between_steps_s
+        return self.loader_alone_s <= self.around_step_median_s <= self.between_steps_s
 
     @property
     def fetch_over_alone(self) -> float | None:
@@ -160,12 +158,16 @@ def loop_parts(
         if not read:
             continue
         step = np.concatenate([total for _, (total, _) in read])
-        parts = {part: float(np.concatenate([p[part] for _, (_, p) in read]).mean()) for part in LOOP_PARTS}
+        by_block = {part: np.concatenate([p[part] for _, (_, p) in read]) for part in LOOP_PARTS}
+        parts = {part: float(seconds.mean()) for part, seconds in by_block.items()}
+        # Each block's step less its step parts: what the probe's medians of the loop around the step are set against.
+        around = step - sum(by_block[part] for part in STEP_ITSELF)
         details = read[0][0]["parameters"]["variant_details"]
         found[device] = LoopParts(
             device=device,
             parts_s=parts,
             step_s=float(step.mean()),
+            around_step_median_s=float(np.median(around)),
             blocks=len(step),
             runs=len(read),
             reads_per_step=int(details["clock_reads_per_step"]) if "clock_reads_per_step" in details else None,
