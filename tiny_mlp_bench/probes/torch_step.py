@@ -206,74 +206,63 @@ def seed_step(
 LOADER_EPOCHS = 5
 
 
+def time_epochs(batches, each: Callable[[object], object], sync: Callable[[], object] | None = None) -> dict:
+    """``each`` on every item of LOADER_EPOCHS passes over ``batches`` (a loader, a sampler, a list), timed whole
+    (time_calls, a call holding every pass), in microseconds a batch."""
+    per_call = LOADER_EPOCHS * len(batches)
+
+    def epochs() -> None:
+        for _ in range(LOADER_EPOCHS):
+            for batch in batches:
+                each(batch)
+
+    timed = time_calls(epochs, 1, sync=sync, kernels_per_call=per_call)
+    timed["batches_per_call"] = timed.pop("kernels_per_call")
+    return timed
+
+
+def ignore(_batch) -> None:
+    """What the loader alone does with each batch."""
+
+
 def loader_fetch(torch, train_rows: np.ndarray, batch_size: int) -> dict:
-    """The asker's DataLoader over the training rows iterated alone, whole epochs a call (time_calls), in microseconds
-    a batch: each epoch's new iterator and its last, empty fetch included, which the `parts` rung leaves outside its
-    fetch."""
+    """The asker's DataLoader over the training rows iterated alone, whole epochs a call, in microseconds a batch: each
+    epoch's new iterator and its last, empty fetch included, which the `parts` rung leaves outside its fetch; and the
+    same fetch in its own parts (fetch_parts)."""
     from tiny_mlp_bench.backends.torch_loops import askers_loader
 
     loader = askers_loader(torch, torch.tensor(train_rows, dtype=torch.float), batch_size)
-    batches = len(loader)
-
-    def fetch_epochs() -> None:
-        for _ in range(LOADER_EPOCHS):
-            for _ in loader:
-                pass
-
-    timed = time_calls(fetch_epochs, 1, kernels_per_call=LOADER_EPOCHS * batches)
-    timed["batches_per_call"] = timed.pop("kernels_per_call")
-    return timed | {"fetch_parts": fetch_parts(loader)}
+    return time_epochs(loader, ignore) | {"fetch_parts": fetch_parts(loader)}
 
 
 def fetch_between_steps(
     torch, device, sync, train_rows: np.ndarray, batch_size: int, hidden_units: int, learning_rate: float, weights=None
 ) -> dict:
     """The fetch and copy of a batch as they cost between the asker's steps, read without a clock inside the loop:
-    the asker's loop (whole epochs a call, LOADER_EPOCHS) less the same number of steps on one batch already on the
-    device, in microseconds a batch. The DataLoader alone runs with nothing between its fetches; in the loop each
-    fetch follows a step, and what a step leaves behind can make the next fetch slower."""
+    the asker's loop (whole epochs a call) less the same number of steps on one batch already on the device, in
+    microseconds a batch. The DataLoader alone runs with nothing between its fetches; in the loop each fetch follows a
+    step, and what a step leaves behind can make the next fetch slower."""
     from tiny_mlp_bench.backends.torch_loops import askers_loader
 
     loader = askers_loader(torch, torch.tensor(train_rows, dtype=torch.float), batch_size)
-    batches = len(loader)
     one_batch = torch.tensor(train_rows[:batch_size], dtype=torch.float, device=device)
     step = SeedStep(torch, device, one_batch, hidden_units, learning_rate, weights)
-
-    def loop_epochs() -> None:
-        for _ in range(LOADER_EPOCHS):
-            for batch in loader:
-                step.on(batch.to(device))
-
-    def step_epochs() -> None:
-        for _ in range(LOADER_EPOCHS * batches):
-            step.on(one_batch)  # sliced each step, as the loop slices each batch
-
-    per_call = {"kernels_per_call": LOADER_EPOCHS * batches, "sync": sync}
-    loop, steps = time_calls(loop_epochs, 1, **per_call), time_calls(step_epochs, 1, **per_call)
-    for timed in (loop, steps):
-        timed["batches_per_call"] = timed.pop("kernels_per_call")
+    loop = time_epochs(loader, lambda batch: step.on(batch.to(device)), sync)
+    # As many steps, on one batch sliced each step as the loop slices each batch it fetches.
+    steps = time_epochs([one_batch] * len(loader), step.on, sync)
     return {"loop": loop, "steps": steps, "value_us": round(loop["value_us"] - steps["value_us"], 4)}
 
 
 def fetch_parts(loader) -> dict:
     """The DataLoader's fetch of a batch in the parts its own code runs, each timed alone in microseconds a batch:
-    the sampler's indices (whole epochs a call, LOADER_EPOCHS), the rows read one index at a time, and the collate
-    that stacks them; what the loader alone takes beyond their sum is its iterator's own machinery. Timed here, not in
-    the `parts` rung: a wrapper around each would cost a share of what it times."""
+    the sampler's indices (whole epochs a call), the rows read one index at a time, and the collate that stacks them;
+    what the loader alone takes beyond their sum is its iterator's own machinery. Timed here, not in the `parts`
+    rung: a wrapper around each would cost a share of what it times."""
     batch_sampler, rows, collate = loader.batch_sampler, loader.dataset, loader.collate_fn
-    batches = len(batch_sampler)
     indices = next(iter(batch_sampler))
     batch_rows = [rows[i] for i in indices]
-
-    def sample_epochs() -> None:
-        for _ in range(LOADER_EPOCHS):
-            for _ in batch_sampler:
-                pass
-
-    sampler = time_calls(sample_epochs, 1, kernels_per_call=LOADER_EPOCHS * batches)
-    sampler["batches_per_call"] = sampler.pop("kernels_per_call")
     return {
-        "sampler": sampler,
+        "sampler": time_epochs(batch_sampler, ignore),
         "rows": time_calls(lambda: [rows[i] for i in indices], FETCH_CALLS),
         "collate": time_calls(lambda: collate(batch_rows), FETCH_CALLS),
     }
