@@ -249,10 +249,9 @@ def fetch_check_lines(p: LoopParts) -> list[str]:
         return [
             f"{on}: the loop's time around the step (the fetch, the copy and its bookkeeping), "
             f"{duration(p.around_step_median_s)} a step in the median block as the clock read it, against the torch "
-            "probe's medians with no "
-            f"clock inside a loop: the DataLoader alone, {duration(p.loader_alone_s)} a batch, and the loop less as "
-            f"many steps on one batch, {duration(p.between_steps_s)}, which also holds what a fetch between them "
-            f"costs the step; {verdict}."
+            f"probe's medians with no clock inside a loop: the DataLoader alone, {duration(p.loader_alone_s)} a "
+            f"batch, and the loop less as many steps on one batch, {duration(p.between_steps_s)}, which also holds "
+            f"what a fetch between them costs the step; {verdict}."
         ]
     if p.fetch_over_alone is None:
         return []
