@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+import json
+import shutil
+import subprocess
+import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -183,3 +189,67 @@ def test_each_pass_of_a_window_has_its_own_warm_up(fake_time, monkeypatch):
         clock.run_blocks(call, total=3, per_block=1)
     window = clock.window()
     assert window["passes"] == 2 and window["block_s"] == pytest.approx([0.06, 0.06, 0.06, 0.06])
+
+
+CLOCK = Path(timing.__file__)
+# An older stack's runner imports the clock on the oldest Python its image has (Debian bullseye's).
+OLDEST_PYTHON = (3, 9)
+
+
+def test_the_clock_is_written_for_python_3_9_and_the_standard_library_alone():
+    tree = ast.parse(CLOCK.read_text(), feature_version=OLDEST_PYTHON)  # no match statements, no newer grammar
+    # Grammar 3.9 parses, but 3.10's calls fail there at run time: zip(strict=...), itertools.pairwise.
+    strict = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.keyword) and node.arg == "strict"]
+    assert strict == [], f"zip(strict=...) is Python 3.10: {CLOCK.name} lines {strict}"
+    newer = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Name, ast.Attribute))
+        and (getattr(node, "id", None) == "pairwise" or getattr(node, "attr", None) == "pairwise")
+    ]
+    assert newer == [], f"itertools.pairwise is Python 3.10: {CLOCK.name} lines {newer}"
+    checked_only = {id(n) for node in tree.body if isinstance(node, ast.If) for n in ast.walk(node)}  # TYPE_CHECKING
+    imported = {
+        alias.name.split(".")[0] if isinstance(node, ast.Import) else node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in checked_only
+        for alias in node.names
+    }
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported - set(sys.stdlib_module_names)
+
+
+def oldest_python() -> str | None:
+    """A Python 3.9 interpreter on this machine that runs, if there is one."""
+    found = shutil.which("python3.9")
+    if found is None:
+        return None
+    ran = subprocess.run([found, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)
+    return found if ran.returncode == 0 and ran.stdout.strip() == str(OLDEST_PYTHON) else None
+
+
+# Loaded by its path, as a runner in an image with no tiny_mlp_bench installed would load it.
+ON_THE_OLDEST_PYTHON = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("timing", sys.argv[1])
+timing = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(timing)
+clock = timing.Clock()
+with clock.phase("setup"):
+    pass
+with clock.phase("fit"), clock.timing_point():
+    clock.run_blocks(lambda n: sum(range(1000 * n)), total=6, per_block=2)
+calls = timing.time_calls(lambda: sum(range(100)), 10, repeats=3)
+print(json.dumps({"timings": clock.timings(), "pace": timing.timing_point_pace(clock, 6), "calls": calls}))
+"""
+
+
+def test_the_clock_runs_on_python_3_9():
+    python = oldest_python()
+    if python is None:
+        pytest.skip("no Python 3.9 interpreter on this machine (python3.9 on PATH): the grammar test above still runs")
+    ran = subprocess.run([python, "-c", ON_THE_OLDEST_PYTHON, str(CLOCK)], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    found = json.loads(ran.stdout)
+    assert found["timings"]["block_epochs"] == [2, 2, 2] and len(found["timings"]["block_s"]) == 3
+    assert found["timings"]["fit_predict_s"] >= sum(found["timings"]["block_s"]) and found["pace"] > 0
+    assert found["calls"]["repeats"] == 3 == len(found["calls"]["repeat_us"])

@@ -1,4 +1,7 @@
-"""The one owner of the clock: every time a run, a sweep or a probe records is read here."""
+"""The one owner of the clock: every time a run, a sweep or a probe records is read here.
+
+It needs the standard library alone and runs on Python 3.9, so that a runner inside an older stack's image imports
+this clock instead of a copy of it (tests/test_timing.py holds it to both)."""
 
 from __future__ import annotations
 
@@ -291,7 +294,7 @@ def time_calls(
         return (time.perf_counter() - start) * 1e6 / per, (time.process_time() - start_cpu) * 1e6 / per
 
     one_repeat()  # warm-up
-    found, found_cpu = zip(*(one_repeat() for _ in range(repeats)), strict=True)
+    found, found_cpu = zip(*(one_repeat() for _ in range(repeats)))  # each repeat a pair: wall, CPU
     timed = {
         "value_us": round(statistics.median(found), 4),
         "calls": calls,
@@ -318,7 +321,7 @@ BLOCKS_PER_PASS = 3
 
 def timing_point_pace(clock: Clock, epochs: int) -> float:
     """Seconds per epoch at the timing point: its median later block, or its whole fit."""
-    later = [seconds / size for seconds, size in zip(clock.block_s[1:], clock.block_epochs[1:], strict=True)]
+    later = [seconds / size for seconds, size in zip(clock.block_s[1:], clock.block_epochs[1:])]  # one per block
     return statistics.median(later) if later else clock.phases_s["fit"] / epochs
 
 
