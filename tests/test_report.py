@@ -1000,15 +1000,32 @@ def test_the_original_step_goes_into_parts_that_add_up_with_what_lies_outside_th
     assert "the largest parts were the DataLoader's fetch (sampler, 64 rows, collate), 333 µs (25%)" in text
 
 
+def per_batch(value_us: float, calls: int = 1) -> dict:
+    """A probe's timing of whole epochs or of single batches: ``value_us`` a batch over 7 even repeats."""
+    timed = {"value_us": value_us, "calls": calls, "repeats": 7, "repeat_us": [value_us] * 7}
+    return timed | ({"batches_per_call": 60} if calls == 1 else {})
+
+
+def torch_cpu_probe_reading(loader_fetch: dict) -> list[dict]:
+    """The synthetic torch cpu probe alone, its DataLoader read as ``loader_fetch`` says, validated as a probe."""
+    probes = [p for p in synthetic_probes() if (p["framework"], p["device"]) == ("torch", "cpu")]
+    probes[0]["measurements"]["loader_fetch"] = loader_fetch
+    validate_probe(probes[0])
+    return probes
+
+
+def said_with_parts(probes: list[dict]) -> str:
+    """The report of the synthetic study and two `parts` runs beside ``probes``, its lines run together."""
+    return " ".join(render([*synthetic_study(), parts_run(1), parts_run(2)], probes=probes).split())
+
+
 @pytest.mark.parametrize(
     "alone_us, verdict",
     [(300.0, "1.11×; the two agree within 15%"), (250.0, "1.33×; they are more than 15% apart: the fetch costs more")],
 )
 def test_the_parts_fetch_is_checked_against_the_dataloader_timed_alone(alone_us, verdict):
-    probes = [p for p in synthetic_probes() if (p["framework"], p["device"]) == ("torch", "cpu")]
-    probes[0]["measurements"]["loader_fetch"] = {"value_us": alone_us, "calls": 1, "repeats": 7, "batches_per_call": 60}
-    text = render([*synthetic_study(), parts_run(1), parts_run(2)], probes=probes)
-    said = " ".join(text.split())
+    probes = torch_cpu_probe_reading(per_batch(alone_us))
+    said = said_with_parts(probes)
     assert f"timed alone by the torch probe, {alone_us:.0f} µs a batch: " in said and verdict in said
 
 
@@ -1018,43 +1035,29 @@ def test_the_parts_fetch_is_checked_against_the_dataloader_timed_alone(alone_us,
 def test_the_loops_time_around_the_step_lies_between_the_probes_readings_with_no_clock_in_a_loop(between_us, verdict):
     # The fetch, the copy and what lies outside the parts: 40% of each block's 1, 2 and 1 ms a step, 400 µs in the
     # median block.
-    probes = [p for p in synthetic_probes() if (p["framework"], p["device"]) == ("torch", "cpu")]
-    timing = {"calls": 1, "repeats": 7, "batches_per_call": 60}
-    probes[0]["measurements"]["loader_fetch"] = timing | {
-        "value_us": 300.0,
-        "repeat_us": [300.0] * 7,
-        "between_steps": {
-            "loop": timing | {"value_us": between_us + 1000.0, "repeat_us": [between_us + 1000.0] * 7},
-            "steps": timing | {"value_us": 1000.0, "repeat_us": [1000.0] * 7},
-            "value_us": between_us,
-        },
-    }
-    validate_probe(probes[0])
-    said = " ".join(render([*synthetic_study(), parts_run(1), parts_run(2)], probes=probes).split())
+    between = {"loop": per_batch(between_us + 1000.0), "steps": per_batch(1000.0), "value_us": between_us}
+    probes = torch_cpu_probe_reading(per_batch(300.0) | {"between_steps": between})
+    said = said_with_parts(probes)
     assert (
         "CPU: the loop's time around the step (the fetch, the copy and its bookkeeping), 400 µs a step in the median "
         "block as the clock read it, against the torch probe's medians with no clock inside a loop: the DataLoader "
-        "alone, 300 µs a "
-        f"batch, and the loop less as many steps on one batch, {between_us:.0f} µs, which also holds what a fetch "
-        f"between them costs the step; {verdict}"
+        f"alone, 300 µs a batch, and the loop less as many steps on one batch, {between_us:.0f} µs, which also holds "
+        f"what a fetch between them costs the step; {verdict}"
     ) in said
     assert "timed alone by the torch probe" not in said  # the older check, for probes without the loop less its steps
 
 
 def test_the_dataloaders_fetch_is_given_in_its_own_parts_where_the_probe_timed_them():
-    probes = [p for p in synthetic_probes() if (p["framework"], p["device"]) == ("torch", "cpu")]
-    fetch = {"value_us": 300.0, "calls": 1, "repeats": 7, "repeat_us": [300.0] * 7, "batches_per_call": 60}
-    probes[0]["measurements"]["loader_fetch"] = fetch
-    before = " ".join(render([*synthetic_study(), parts_run(1), parts_run(2)], probes=probes).split())
+    probes = torch_cpu_probe_reading(per_batch(300.0))
+    before = said_with_parts(probes)
     assert "in its own parts" not in before  # a probe from before they were timed
-    timing = {"calls": 100, "repeats": 7}
-    fetch["fetch_parts"] = {
-        "sampler": timing | {"value_us": 20.0, "repeat_us": [20.0] * 7, "batches_per_call": 60},
-        "rows": timing | {"value_us": 150.0, "repeat_us": [150.0] * 7},
-        "collate": timing | {"value_us": 100.0, "repeat_us": [100.0] * 7},
+    own_parts = {
+        "sampler": per_batch(20.0),
+        "rows": per_batch(150.0, calls=100),
+        "collate": per_batch(100.0, calls=100),
     }
-    validate_probe(probes[0])
-    said = " ".join(render([*synthetic_study(), parts_run(1), parts_run(2)], probes=probes).split())
+    probes = torch_cpu_probe_reading(per_batch(300.0) | {"fetch_parts": own_parts})
+    said = said_with_parts(probes)
     assert (
         "CPU: the DataLoader's fetch of a batch in its own parts, each timed alone by the torch probe: the sampler's "
         "indices 20.0 µs, the rows read one index at a time 150 µs, the collate that stacks them 100 µs; the "

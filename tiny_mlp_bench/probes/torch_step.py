@@ -225,27 +225,19 @@ def ignore(_batch) -> None:
     """What the loader alone does with each batch."""
 
 
-def loader_fetch(torch, train_rows: np.ndarray, batch_size: int) -> dict:
-    """The asker's DataLoader over the training rows iterated alone, whole epochs a call, in microseconds a batch: each
-    epoch's new iterator and its last, empty fetch included, which the `parts` rung leaves outside its fetch; and the
-    same fetch in its own parts (fetch_parts)."""
-    from tiny_mlp_bench.backends.torch_loops import askers_loader
-
-    loader = askers_loader(torch, torch.tensor(train_rows, dtype=torch.float), batch_size)
+def loader_fetch(loader) -> dict:
+    """The asker's DataLoader (backends/torch_loops.askers_loader) iterated alone, whole epochs a call, in
+    microseconds a batch: each epoch's new iterator and its last, empty fetch included, which the `parts` rung leaves
+    outside its fetch; and the same fetch in its own parts (fetch_parts)."""
     return time_epochs(loader, ignore) | {"fetch_parts": fetch_parts(loader)}
 
 
-def fetch_between_steps(
-    torch, device, sync, train_rows: np.ndarray, batch_size: int, hidden_units: int, learning_rate: float, weights=None
-) -> dict:
-    """The fetch and copy of a batch as they cost between the asker's steps, read without a clock inside the loop:
-    the asker's loop (whole epochs a call) less the same number of steps on one batch already on the device, in
-    microseconds a batch. The DataLoader alone runs with nothing between its fetches; in the loop each fetch follows a
-    step, and what a step leaves behind can make the next fetch slower."""
-    from tiny_mlp_bench.backends.torch_loops import askers_loader
-
-    loader = askers_loader(torch, torch.tensor(train_rows, dtype=torch.float), batch_size)
-    one_batch = torch.tensor(train_rows[:batch_size], dtype=torch.float, device=device)
+def fetch_between_steps(loader, torch, device, sync, hidden_units: int, learning_rate: float, weights=None) -> dict:
+    """The fetch and copy of a batch of the asker's DataLoader as they cost between the asker's steps, read
+    without a clock inside the loop: the asker's loop (whole epochs a call) less the same number of steps on one batch
+    already on the device, in microseconds a batch. The DataLoader alone runs with nothing between its fetches; in
+    the loop each fetch follows a step, and what a step leaves behind can make the next fetch slower."""
+    one_batch = loader.dataset[: loader.batch_size].to(device, copy=True)  # the first rows, as the probe's step
     step = SeedStep(torch, device, one_batch, hidden_units, learning_rate, weights)
     loop = time_epochs(loader, lambda batch: step.on(batch.to(device)), sync)
     # As many steps, on one batch sliced each step as the loop slices each batch it fetches.

@@ -21,6 +21,7 @@ def torch_probes(
 ) -> dict:
     """Run every torch probe of ``device``, adding each result to ``found`` as it is measured; returns ``found``."""
     from tiny_mlp_bench.backends.torch_common import device_sync
+    from tiny_mlp_bench.backends.torch_loops import askers_loader
 
     on = torch.device("cuda:0" if device == "cuda" else "cpu")
     sync = device_sync(torch, device)
@@ -32,12 +33,12 @@ def torch_probes(
         f"{step['kernels_per_step']} kernels" if device == "cuda" else f"{step['leaf_aten_ops_per_step']} leaf aten ops"
     )
     say(f"seed step {step['value_us']:.1f} µs, {ops} per step ({step['adam']} Adam)")
-    found["loader_fetch"] = loader_fetch(torch, data.train, batch_size)
-    fetch = found["loader_fetch"]
+    loader = askers_loader(torch, torch.tensor(data.train, dtype=torch.float), batch_size)
+    fetch = found["loader_fetch"] = loader_fetch(loader)
     parts = ", ".join(f"{part} {timed['value_us']:.1f}" for part, timed in fetch["fetch_parts"].items())
     say(f"the DataLoader alone {fetch['value_us']:.1f} µs a batch ({parts} µs)")
     between = fetch["between_steps"] = fetch_between_steps(
-        torch, on, sync, data.train, batch_size, hidden_units, learning_rate, weights
+        loader, torch, on, sync, hidden_units, learning_rate, weights
     )
     say(f"the fetch and copy between steps {between['value_us']:.1f} µs a batch (the loop less its steps)")
     if device == "cuda":

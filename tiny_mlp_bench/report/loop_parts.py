@@ -17,8 +17,8 @@ from tiny_mlp_bench.report.views import View
 from tiny_mlp_bench.timing import LOOP_PARTS
 
 # How far the fetch read inside the loop may lie from the DataLoader timed alone (the probe) and still be called the
-# same. The two are read differently: inside the loop between clock reads, with a step between fetches; alone, one
-# fetch after another.
+# same: the check of probes from before version 5. A step between fetches makes the next one slower, so later probes
+# bracket the loop's time around the step instead (LoopParts.around_step_bracketed).
 FETCH_AGREEMENT = 0.15
 # The parts of the step itself; the rest of the loop (fetch, copy, bookkeeping) lies around it.
 STEP_ITSELF = ("zero_grad", "forward", "backward", "optimizer")
@@ -40,7 +40,8 @@ class LoopParts:
     clocksource: str | None
     against_seed: Ratio | None  # the rung's step over seed's, per step: what reading the clock cost
     aa_band: float | None  # the study's A/A control per step, its farthest bound from 1 (>= 1): what the machine fakes
-    loader_alone_s: float | None  # the torch probe's DataLoader iterated alone, a batch: the fetch measured apart
+    # The torch probe's DataLoader iterated alone, a batch: the fetch measured apart; None where no probe timed it.
+    loader_alone_s: float | None = None
     # The probe's parts of that fetch, each timed alone, a batch (FETCH_PARTS); None where the probe predates them.
     fetch_parts_s: dict[str, float] | None = None
     # The probe's fetch and copy between steps, a batch: its loop less as many steps on one batch, no clock inside
@@ -119,19 +120,18 @@ FETCH_PARTS = {
 }
 
 
-def loader_alone(probes: list[dict]) -> dict[str, dict]:
-    """Per device, the torch probe's DataLoader timed alone: ``alone``, seconds a batch; ``own_parts``, its own parts'
-    seconds a batch; ``between``, the fetch and copy between steps (each None where the probe predates it)."""
+def probed_fetch(probes: list[dict]) -> dict[str, dict]:
+    """Per device, what the torch probe read of the DataLoader's fetch, as LoopParts' fields in seconds a batch: the
+    loader alone, its own parts and the loop less its steps (each None where the probe predates it)."""
     found = {}
     for p in probes:
         fetch = p["measurements"].get("loader_fetch") if p["framework"] == TORCH and p["status"] == "ok" else None
         if fetch:
-            parts = fetch.get("fetch_parts")
-            between = fetch.get("between_steps")
+            parts, between = fetch.get("fetch_parts"), fetch.get("between_steps")
             found[p["device"]] = {
-                "alone": fetch["value_us"] * 1e-6,
-                "own_parts": {part: parts[part]["value_us"] * 1e-6 for part in FETCH_PARTS} if parts else None,
-                "between": between["value_us"] * 1e-6 if between else None,
+                "loader_alone_s": fetch["value_us"] * 1e-6,
+                "fetch_parts_s": {part: parts[part]["value_us"] * 1e-6 for part in FETCH_PARTS} if parts else None,
+                "between_steps_s": between["value_us"] * 1e-6 if between else None,
             }
     return found
 
@@ -145,7 +145,7 @@ def loop_parts(
     rung = registry.rung_with_role(TORCH, Role.STEP_PARTS).name
     against_seed = {v.device: v.step_vs_seed for v in views if (v.framework, v.variant) == (TORCH, rung)}
     band = max(abs(np.log(v)) for v in (aa_step.estimate, aa_step.low, aa_step.high) if v) if aa_step else None
-    alone, found = loader_alone(probes), {}
+    fetched, found = probed_fetch(probes), {}
     for device in DEVICES:
         chosen = [
             r
@@ -174,8 +174,6 @@ def loop_parts(
             clocksource=details.get("clocksource"),
             against_seed=against_seed.get(device),
             aa_band=float(np.exp(band)) if band is not None else None,
-            loader_alone_s=alone[device]["alone"] if device in alone else None,
-            fetch_parts_s=alone[device]["own_parts"] if device in alone else None,
-            between_steps_s=alone[device]["between"] if device in alone else None,
+            **fetched.get(device, {}),
         )
     return found
