@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
-# Make a local Debian bookworm base image (python3 + python3-venv from apt: /usr/bin/python3,
-# Python 3.11) without pulling from a container registry: debootstrap a minimal root file
-# system from a Debian mirror and import it as an image. Use it where no registry can be
+# Make a local Debian base image (python3 + python3-venv from apt: /usr/bin/python3; bookworm's
+# is Python 3.11, bullseye's 3.9 for the era image) without pulling from a container registry:
+# debootstrap a minimal root file system from a Debian mirror and import it as an image. Use it where no registry can be
 # reached:  docker/base-image.sh && podman build --build-arg BASE_IMAGE=localhost/tiny-mlp-bench/base:bookworm ...
 #
-# Usage: docker/base-image.sh [--engine podman|docker] [--mirror URL] [--force] [--print-mirror] [IMAGE]
-#   IMAGE     name to give the image (default $BASE_IMAGE or localhost/tiny-mlp-bench/base:bookworm)
+# Usage: docker/base-image.sh [--engine podman|docker] [--suite SUITE] [--mirror URL] [--force] [--print-mirror] [IMAGE]
+#   IMAGE     name to give the image (default $BASE_IMAGE or localhost/tiny-mlp-bench/base:SUITE)
 #   --engine  container engine that imports it (default $ENGINE or podman)
+#   --suite   Debian release to debootstrap (default bookworm; bullseye for the era image)
 #   --mirror  Debian mirror (default $DEBIAN_MIRROR, else the one this machine's apt sources name
-#             for bookworm, or for the host's own suite on a Debian host; read from $APT_DIR or /etc/apt)
+#             for SUITE, or for the host's own suite on a Debian host; read from $APT_DIR or /etc/apt)
 #   --force   rebuild even when IMAGE already exists
 #   --print-mirror  print the mirror it would use, and stop
 # Needs root (debootstrap does) and the packages debootstrap and podman (or docker).
 set -euo pipefail
 
-image=${BASE_IMAGE:-localhost/tiny-mlp-bench/base:bookworm}
+image=${BASE_IMAGE:-}
 engine=${ENGINE:-podman}
 mirror=${DEBIAN_MIRROR:-}
 apt_dir=${APT_DIR:-/etc/apt}
@@ -56,7 +57,7 @@ apt_mirror() {
         $1 == "deb" { sub(/^deb[ \t]+(\[[^]]*\][ \t]+)?/, ""); if ($2 == suite) { print $1; exit } }'
 }
 
-# The mirror to debootstrap from when none is given: apt's for bookworm, else, on a Debian host of
+# The mirror to debootstrap from when none is given: apt's for the suite, else, on a Debian host of
 # another release, the one for the host's own suite (a Debian mirror carries every release). The
 # suite of another distribution's host (Ubuntu's) is not looked for: its mirror has no Debian.
 host_mirror() {
@@ -78,16 +79,23 @@ while [ $# -gt 0 ]; do
     case $1 in
         --engine) engine=${2:?--engine needs a value}; shift 2 ;;
         --engine=*) engine=${1#*=}; shift ;;
+        --suite) suite=${2:?--suite needs a value}; shift 2 ;;
+        --suite=*) suite=${1#*=}; shift ;;
         --mirror) mirror=${2:?--mirror needs a value}; shift 2 ;;
         --mirror=*) mirror=${1#*=}; shift ;;
         --force) force=1; shift ;;
         --print-mirror) print_mirror=1; shift ;;
-        -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) die "unknown option $1 (see --help)" ;;
         *) image=$1; shift ;;
     esac
 done
 
+case $suite in
+    bookworm | bullseye) ;;
+    *) die "--suite must be bookworm or bullseye (the releases the images are written for), not '$suite'" ;;
+esac
+image=${image:-localhost/tiny-mlp-bench/base:$suite}
 if [ -z "$mirror" ]; then
     mirror=$(host_mirror)
 fi

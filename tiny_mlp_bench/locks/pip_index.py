@@ -8,10 +8,10 @@ import subprocess
 import sys
 import urllib.parse
 
-# Debian 12 (the images' base) has glibc 2.36: every manylinux tag up to it installs there (an older node needs a
-# lower bound); the legacy names too, as some wheels carry only those.
-PLATFORMS = [f"manylinux_2_{minor}_x86_64" for minor in range(5, 37)]
-PLATFORMS += ["manylinux1_x86_64", "manylinux2010_x86_64", "manylinux2014_x86_64"]
+# Debian 12 (the images' base) has glibc 2.36: every manylinux tag up to it installs there; Debian 11 (the era
+# image's) has 2.31. The legacy names too, as some wheels carry only those.
+GLIBC_MINOR = 36
+LEGACY_PLATFORMS = ["manylinux1_x86_64", "manylinux2010_x86_64", "manylinux2014_x86_64"]
 # `pip config list` keys of the index-url pip install uses, first found winning.
 INDEX_KEYS = (":env:.index-url", "install.index-url", "global.index-url")
 
@@ -49,9 +49,12 @@ def pip_command(command: str, *args: str) -> list[str]:
     return [sys.executable, "-m", "pip", command, *(["--index-url", index] if index else []), *args]
 
 
-def pip(command: str, *args: str) -> None:
-    subprocess.run(pip_command(command, *args), env=pip_env(), check=True)
+def pip(command: str, *args: str, env: dict[str, str] | None = None) -> None:
+    """pip ``command`` with ``args``; ``env``: variables to add, for a build's own switches."""
+    subprocess.run(pip_command(command, *args), env=pip_env() | (env or {}), check=True)
 
 
-def platform_args(python: str) -> list[str]:
-    return ["--only-binary=:all:", "--python-version", python, *[a for p in PLATFORMS for a in ("--platform", p)]]
+def platform_args(python: str, glibc_minor: int = GLIBC_MINOR) -> list[str]:
+    """pip's options for wheels that install on CPython ``python`` over glibc 2.``glibc_minor`` on x86_64."""
+    platforms = [f"manylinux_2_{minor}_x86_64" for minor in range(5, glibc_minor + 1)] + LEGACY_PLATFORMS
+    return ["--only-binary=:all:", "--python-version", python, *[a for p in platforms for a in ("--platform", p)]]

@@ -18,7 +18,7 @@ from packaging.requirements import Requirement
 
 from tiny_mlp_bench import CHECKOUT
 from tiny_mlp_bench.generated_docs.markers import between, write_or_check
-from tiny_mlp_bench.locks.pip_index import index_name, pip, platform_args
+from tiny_mlp_bench.locks.pip_index import GLIBC_MINOR, index_name, pip, platform_args
 
 ROOT = CHECKOUT
 REQUIREMENTS = ROOT / "requirements"
@@ -30,6 +30,10 @@ KIT_MAX_MIB = 64
 KIT_FILES = ("gpu-kit.txt", "source.bundle", "kit.json")
 # On PyPI only as source archives (no wheel for any Python): built here into wheels.
 SOURCE_ONLY = ("connection_pool",)
+# A source archive is built here only for pip to resolve against; a C extension that is optional is left out, so that
+# the wheel is pure and resolves for any target's Python (the image builds the archive itself, extension and all).
+PURE_BUILD_ENV = {"WRAPT_INSTALL_EXTENSIONS": "false"}
+RUNTIME_LOCK = "requirements/runtime.txt"
 # How a lock marks a carried candidate (a requirements file's comment: pip reads past it).
 CARRIED_MARK = "  # carried"
 
@@ -45,6 +49,12 @@ class LockTarget:
     carried: tuple[str, ...] = ()
     # ... and so are the pure-Python needs of the node's frameworks (torch's compiler imports setuptools).
     carried_needs_of: tuple[str, ...] = ()
+    # Resolved at these files' versions: today's, except for a stack of another time.
+    constraints: tuple[str, ...] = (RUNTIME_LOCK,)
+    glibc_minor: int = GLIBC_MINOR  # of the Debian the target installs on
+    # "name==version" of its packages on PyPI only as source archives; None: SOURCE_ONLY at runtime.txt's versions.
+    source_only: tuple[str, ...] | None = None
+    same_versions_as: str | None = None  # another target whose lock's versions this one keeps where they install
 
     def lock_path(self) -> Path:
         return REQUIREMENTS / self.lock
@@ -56,6 +66,23 @@ TARGETS = {
         "3.11", ("docker/torch.requirements.txt", "jax[cuda13]", "numba-cuda[cu13]"), "torch-cuda.txt"
     ),
     "keras-cuda": LockTarget("3.11", ("docker/keras.requirements.txt", "tensorflow[and-cuda]"), "keras-cuda.txt"),
+    # The oldest stack that installs on Debian 11's Python 3.9 (glibc 2.31): TensorFlow 2.5.0 pins termcolor and wrapt
+    # at versions published as source archives alone.
+    "era": LockTarget(
+        "3.9",
+        ("docker/era.requirements.txt",),
+        "era.txt",
+        constraints=(),
+        glibc_minor=31,
+        source_only=("termcolor==1.1.0", "wrapt==1.12.1"),
+    ),
+    # The newest releases with Python 3.9 wheels, on Debian 11's Python 3.9 and on Debian 12's Python 3.11.
+    "newest-39": LockTarget(
+        "3.9", ("docker/newest.requirements.txt",), "newest-39.txt", constraints=(), glibc_minor=31
+    ),
+    "newest-311": LockTarget(
+        "3.11", ("docker/newest.requirements.txt",), "newest-311.txt", constraints=(), same_versions_as="newest-39"
+    ),
     "gpu-kit": LockTarget(
         "3.12",
         ("requirements/gpu-kit.in",),
@@ -79,15 +106,21 @@ def runtime_pin(name: str) -> str:
     return found.group(1)
 
 
-def build_source_only(scratch: Path) -> dict[str, str]:
-    """Each SOURCE_ONLY package at runtime.txt's version: its archive's hash; its wheel into scratch/wheels."""
+def source_pins(target: LockTarget) -> tuple[str, ...]:
+    if target.source_only is not None:
+        return target.source_only
+    return tuple(f"{name}=={runtime_pin(name)}" for name in SOURCE_ONLY)
+
+
+def build_source_only(scratch: Path, source_only: tuple[str, ...]) -> dict[str, str]:
+    """Each of ``source_only`` ("name==version"): its archive's hash; its wheel into scratch/wheels."""
     hashes = {}
-    for name in SOURCE_ONLY:
-        pin = f"{name}=={runtime_pin(name)}"
+    for pin in source_only:
+        name = pin.split("==")[0]
         pip("download", "--quiet", "--no-deps", "--no-binary=:all:", "-d", str(scratch / "sdists"), pin)
         (archive,) = (scratch / "sdists").glob(f"{name.replace('_', '?')}-*")
         hashes[canonical(name)] = hashlib.sha256(archive.read_bytes()).hexdigest()
-        pip("wheel", "--quiet", "--no-deps", "-w", str(scratch / "wheels"), str(archive))
+        pip("wheel", "--quiet", "--no-deps", "-w", str(scratch / "wheels"), str(archive), env=PURE_BUILD_ENV)
     return hashes
 
 
@@ -95,8 +128,11 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def resolve(entries, python: str, scratch: Path, tag: str, constraints=()) -> list[dict]:
-    """pip's installation report for ``entries`` on ``python``: one item per package."""
+def resolve(
+    entries, python: str, scratch: Path, tag: str, constraints=(), glibc_minor: int = GLIBC_MINOR
+) -> list[dict]:
+    """pip's installation report for ``entries`` on ``python`` over ``glibc_minor``, at the ``constraints`` files'
+    versions: one item per package."""
     report = scratch / f"{tag}.json"
     pip(
         "install",
@@ -106,12 +142,12 @@ def resolve(entries, python: str, scratch: Path, tag: str, constraints=()) -> li
         # Only the SOURCE_ONLY wheels built here: none of this machine's configured find-links.
         "--find-links",
         str(scratch / "wheels"),
-        *platform_args(python),
+        *platform_args(python, glibc_minor),
         "--target",
         str(scratch / "target"),
         "--report",
         str(report),
-        *[arg for path in (REQUIREMENTS / "runtime.txt", *constraints) for arg in ("-c", str(path))],
+        *[arg for path in constraints for arg in ("-c", str(path))],
         *requirement_args(entries),
     )
     return json.loads(report.read_text())["install"]
@@ -122,21 +158,27 @@ def lock_text(name: str, target: LockTarget, held: Path | None = None) -> str:
     with tempfile.TemporaryDirectory() as scratch_dir:
         scratch = Path(scratch_dir)
         (scratch / "wheels").mkdir()
-        source_hashes = build_source_only(scratch)
-        constraints = []
-        if held:  # its versions alone: pip refuses hashes in a constraints file
-            constraints.append(scratch / "held.txt")
-            constraints[0].write_text("\n".join(pins(held.read_text())) + "\n")
+        source_hashes = build_source_only(scratch, source_pins(target))
+        constraints = [ROOT / path for path in target.constraints]
+        for kept in (held, target.same_versions_as and TARGETS[target.same_versions_as].lock_path()):
+            if kept:  # its versions alone: pip refuses hashes in a constraints file
+                constraints.append(scratch / f"kept-{len(constraints)}.txt")
+                constraints[-1].write_text("\n".join(pins(kept.read_text())) + "\n")
         entries = [*target.requirements, *target.carried_needs_of]
-        installs = resolve(entries, target.python, scratch, "all", constraints)
+        installs = resolve(entries, target.python, scratch, "all", constraints, target.glibc_minor)
         present = set()
         if target.present:
-            present = {canonical(i["metadata"]["name"]) for i in resolve([target.present], target.python, scratch, "p")}
+            today = [ROOT / path for path in target.constraints]
+            on_machine = resolve([target.present], target.python, scratch, "p", today, target.glibc_minor)
+            present = {canonical(i["metadata"]["name"]) for i in on_machine}
     carried = set(map(canonical, target.carried)) | pure_needs(installs, target.carried_needs_of)
     # Says PyPI through a mirror of it too: a committed lock is the same whichever index resolved it.
     lines = [
         f"# Generated by 'tiny-mlp-bench locks lock {name}': {', '.join(target.requirements)}",
-        f"# resolved on PyPI for CPython {target.python} on manylinux x86_64 at runtime.txt's versions"
+        f"# resolved on PyPI for CPython {target.python} on manylinux x86_64"
+        + (f" over glibc 2.{target.glibc_minor}" if target.glibc_minor != GLIBC_MINOR else "")
+        + (" at runtime.txt's versions" if RUNTIME_LOCK in target.constraints else "")
+        + (f" at {TARGETS[target.same_versions_as].lock}'s versions" if target.same_versions_as else "")
         + (f", less {target.present} and its needs" if target.present else "")
         + (f" but {', '.join(target.carried)}" if target.carried else "")
         + (f" and the pure-Python needs of {', '.join(target.carried_needs_of)}" if target.carried_needs_of else "")
