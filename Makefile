@@ -3,6 +3,7 @@
 #   make run              set up .venv and run the study with config/config.yaml -> results/report.md
 #   make quick            the whole pipeline on a few epochs (config/quick.yaml) in quick/ -> quick/results/report.md
 #   make busy             the question's loops idle and beside one busy core (config/busy.yaml) in busy/
+#   make era              the question's CPU loops on every software stack, today's to 2021's (config/era.yaml) in era/
 #   make test             set up .venv with the test tools; run the lints and the whole test suite
 #   make test-fast        the lints and the fast tests (no real workflow, cluster, container or network)
 #   make lint             the lints alone: ruff, snakefmt, snakemake --lint, hadolint
@@ -16,17 +17,18 @@
 #   make findings         the README's "What it found", from the newest archives' report models
 #   make images           the container images (docker/) with Podman or Docker (ENGINE=, FLAVOR=cpu);
 #                         image-torch, image-keras one of them; torch-cpu-wheel the CPU torch they use
+#   make stack-images     the era study's stack images (docker/stack.Dockerfile), on debootstrapped Debian bases
 #   make gpu-kit          what scripts/gpu_study.py installs on a GPU machine without a registry
 #   make kit-table        docs/gpu-kit.md's table of that kit, from it
 #   make lock, lock-cuda, lock-gpu-kit   resolve the locks in requirements/ again
-#   make clean            remove the study's outputs (results/archive/ stays), quick/ and busy/
+#   make clean            remove the study's outputs (results/archive/ stays), quick/, busy/ and era/
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # Rules call `python` and tests call `snakemake`: both must be the environment's.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help run quick busy test test-fast docs rung-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit kit-table clean images image-torch image-keras torch-cpu-wheel compare archive verify
+.PHONY: help run quick busy era test test-fast docs rung-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit kit-table clean images image-torch image-keras stack-images torch-cpu-wheel compare archive verify
 
 # A bare `make` prints the targets: starting a study is `make run`.
 .DEFAULT_GOAL := help
@@ -40,6 +42,13 @@ run: $(BIN)/.runtime-installed
 # default study's, and it quotes no archive (quick/ has none). Its numbers answer nothing.
 quick: $(BIN)/.runtime-installed
 	snakemake --cores all --directory quick --configfile config/quick.yaml
+
+# The era study (config/era.yaml) in era/: first the images of its stacks and today's CPU images (built once, timed
+# apart from the study), then the study. Archive it with: make archive ARCHIVE_ARGS="--study era"
+era: $(BIN)/.runtime-installed
+	/usr/bin/time -f "era images: %e s" $(MAKE) --no-print-directory stack-images images FLAVOR=cpu
+	mkdir -p era/results && ln -sfn ../../results/archive era/results/archive
+	snakemake --cores all --directory era --configfile config/era.yaml
 
 # The busy-core study (config/busy.yaml) in busy/, apart from the default study's results and logs; the project's
 # archives are linked in, so that it says its expected time. Archive it with: make archive ARCHIVE_ARGS="--study busy"
@@ -197,6 +206,19 @@ image-torch image-keras: image-%:
 		--build-arg REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \
 		$(if $(CA_BUNDLE),--secret id=ca_bundle$(comma)src=$(CA_BUNDLE)) $(BUILD_ARGS) .
 
+# The era study's stacks (docker/stack.Dockerfile): each of requirements/<lock>.txt on a base image
+# that docker/base-image.sh debootstraps from its Debian release (made once, then reused).
+STACK_LOCKS := era newest-39 newest-311
+stack-images: $(addprefix image-stack-,$(STACK_LOCKS))
+image-stack-era image-stack-newest-39: SUITE := bullseye
+image-stack-newest-311: SUITE := bookworm
+image-stack-%:
+	bash docker/base-image.sh --engine $(ENGINE) --suite $(SUITE)
+	$(BUILD) -f docker/stack.Dockerfile -t $(IMAGE_PREFIX)/$*:$(VERSION) \
+		--build-arg LOCK=$* --build-arg BASE_IMAGE=localhost/tiny-mlp-bench/base:$(SUITE) --build-arg VERSION=$(VERSION) \
+		--build-arg REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \
+		$(if $(CA_BUNDLE),--secret id=ca_bundle$(comma)src=$(CA_BUNDLE)) $(BUILD_ARGS) .
+
 # PyPI's Linux torch is the CUDA build; the CPU build comes from PyTorch's own CPU index (or from
 # pip's find-links, where a machine keeps it on disk) into wheelhouse/cpu/, which only
 # FLAVOR=cpu builds read. Behind an organisation's mirror of that index: TORCH_CPU_INDEX=<its URL>.
@@ -210,4 +232,4 @@ torch-cpu-wheel: | $(BIN)/python
 # The study's outputs, not the archived studies in results/archive/.
 clean:
 	find results -mindepth 1 -maxdepth 1 ! -name archive -exec rm -rf {} + 2>/dev/null || true
-	rm -rf logs .snakemake quick busy
+	rm -rf logs .snakemake quick busy era

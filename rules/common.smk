@@ -1,5 +1,6 @@
 # Validation, wildcard constraints and input functions shared by every stage.
 
+import dataclasses
 import functools
 import os
 import shlex
@@ -41,6 +42,7 @@ from tiny_mlp_bench.jobs.run import training_job
 from tiny_mlp_bench.jobs.sweep import sweep_job
 from tiny_mlp_bench.config_check import config_errors, set_by, with_catalogue_defaults
 from tiny_mlp_bench.containers import ContainerError, find_engine, image_id
+from tiny_mlp_bench.stacks import STACKS, TODAY, WARM_UP_EPOCHS
 
 # Every config error, one line per key, before any job can run; then validate fills in the schema's defaults.
 _config_problems = config_errors(config, yaml.safe_load(CONFIG_SCHEMA.read_text()))
@@ -121,6 +123,7 @@ wildcard_constraints:
     device="|".join(catalogue.DEVICES),
     variant="[a-z_]+",
     repeat=r"[1-9]\d*",
+    stack="|".join(name for name in STACKS if name != TODAY),
 
 
 def get_run_records():
@@ -128,8 +131,8 @@ def get_run_records():
     return [job.output for job in rounds.training_runs(config)]
 
 
-def train_job(wildcards, condition=identity.IDLE):
-    """The training run a train (or train_busy) job's wildcards name."""
+def train_job(wildcards, condition=identity.IDLE, stack=TODAY):
+    """The training run a train (or train_busy, train_stack) job's wildcards name."""
     return identity.Job(
         "train",
         wildcards.device,
@@ -137,6 +140,7 @@ def train_job(wildcards, condition=identity.IDLE):
         wildcards.variant,
         int(wildcards.repeat),
         condition,
+        stack,
     )
 
 
@@ -278,6 +282,30 @@ def get_busy_train_args(wildcards, threads):
     return get_train_args(wildcards, threads, identity.BUSY)
 
 
+# A run on another stack starts from this machine's Python, whatever container_engine says: the stack's image is the
+# era runner's, which the job starts itself.
+STACK_LAUNCHER = f'{WITH_PACKAGE} "$TINY_MLP_BENCH_PYTHON"'
+
+
+def get_stack_train_args(wildcards, threads):
+    job = train_job(wildcards, stack=wildcards.stack)
+    return shlex.join(training_job(config, job, threads).flags())
+
+
+def get_warm_up_args(wildcards, threads):
+    """The stack's first run of the asker's loop, a few epochs and no per-step window, into the warm-up's record."""
+    job = identity.Job(
+        "train", wildcards.device, wildcards.framework, "seed", 1, stack=wildcards.stack
+    )
+    warm = dataclasses.replace(
+        training_job(config, job, threads),
+        output=Path(identity.OUTPUTS["warm_up_stack"].format(**wildcards)),
+        epochs=WARM_UP_EPOCHS,
+        steady_window_s=0.0,
+    )
+    return shlex.join(warm.flags())
+
+
 def get_sweep_args(wildcards, threads):
     job = identity.Job("sweep_crossover", wildcards.device)
     return shlex.join(sweep_job(config, job, threads).flags())
@@ -310,3 +338,32 @@ def check_container_engine():
 
 
 check_container_engine()
+
+
+def check_stack_images():
+    """A run on another stack starts its stack's image itself: the engine and each image must exist first."""
+    images = {
+        image
+        for framework in config["frameworks"]
+        for name in config["stacks"]
+        if (image := STACKS[name].image_for(framework, config["images"]))
+    }
+    if not images:
+        return
+    if DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method:
+        raise WorkflowError(
+            "the stacks asked for run in Podman or Docker images, which a job cannot start under --sdm apptainer: "
+            "run the era study without it"
+        )
+    engine = (
+        "podman" if config["container_engine"] == "none" else config["container_engine"]
+    )
+    try:
+        find_engine(engine)
+        for image in sorted(images):
+            image_id(engine, image)
+    except ContainerError as err:
+        raise WorkflowError(f"cannot run the stacks' images: {err}") from None
+
+
+check_stack_images()

@@ -49,6 +49,60 @@ use rule train as train_busy with:
         args=get_busy_train_args,
 
 
+# The same run on another stack (the config's stacks, the era study): this machine's Python runs the era runner on the
+# host or in the stack's image and writes the record (tiny_mlp_bench/jobs/run.py, StackRun), after the stack's warm-up.
+rule train_stack:
+    input:
+        dataset=identity.DATASET,
+        warm_up=identity.OUTPUTS["warm_up_stack"],
+    output:
+        record=report(
+            identity.OUTPUTS["train_stack"],
+            caption="captions/run_record.rst",
+            category="3. Run records",
+            subcategory="{framework}-{device}",
+            labels={"variant": "{variant}", "repeat": "{repeat}", "stack": "{stack}"},
+        ),
+    log:
+        identity.log_pattern("train_stack"),
+    priority: run_order_priority("train_stack")
+    # Today's image for the job that starts the stack's (with Docker or Podman, on the host: check_stack_images).
+    container:
+        get_image
+    threads: get_cpu_threads()
+    resources:
+        **TIMED_RESOURCES,
+    params:
+        run=STACK_LAUNCHER,
+        args=get_stack_train_args,
+        script=program("train.py"),
+    shell:
+        "exec {params.run} {params.script} {params.args} > {log} 2>&1"
+
+
+# A stack's untimed warm-up, once per framework before its first timed run: the image's files read into the page
+# cache and the framework imported once, as a user's machine has them after a first run. Its record is not a run's.
+rule warm_up_stack:
+    input:
+        dataset=identity.DATASET,
+    output:
+        record=identity.OUTPUTS["warm_up_stack"],
+    log:
+        identity.log_pattern("warm_up_stack"),
+    priority: 0
+    container:
+        get_image
+    threads: get_cpu_threads()
+    resources:
+        **TIMED_RESOURCES,
+    params:
+        run=STACK_LAUNCHER,
+        args=get_warm_up_args,
+        script=program("train.py"),
+    shell:
+        "exec {params.run} {params.script} {params.args} > {log} 2>&1"
+
+
 # The crossover map: per-step time of torch sync_free over batch size x width on one device.
 rule sweep_crossover:
     output:

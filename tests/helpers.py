@@ -3,6 +3,7 @@ the programs run as a rule or a user runs them, synthetic records, and a copy of
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
 import json
@@ -178,6 +179,7 @@ def synthetic_record(
     host="bench-host",
     variant="seed",
     step_ms=1.0,
+    stack="today",
 ) -> dict:
     """A valid run record with round, hand-checkable numbers, for report and schema tests.
 
@@ -206,13 +208,14 @@ def synthetic_record(
         "record_type": "tiny-mlp-bench.run",
         "schema_version": SCHEMA_VERSION,
         "identity": {
-            "run_id": f"{framework}-{device}-{variant}-{repeat}",
+            "run_id": f"{framework}-{device}-{variant}-{'' if stack == 'today' else stack + '-'}{repeat}",
             "framework": framework,
             "device": device,
             "variant": variant,
             "repeat": repeat,
             "started_at": f"2026-01-01T00:0{repeat}:00+00:00",
             "condition": "idle",
+            "stack": stack,
         },
         "status": status,
         "reason": reason,
@@ -522,3 +525,30 @@ def parts_run(repeat: int, shares: dict = PARTS_SHARES, device: str = "cpu") -> 
     timings["block_part_s"] = {part: [s * block for block in timings["block_s"]] for part, s in shares.items()}
     record["parameters"]["variant_details"] |= {"clock_reads_per_step": "7", "clocksource": "tsc"}
     return record
+
+
+# An older stack's runner imports the clock on the oldest Python its image has (Debian bullseye's).
+OLDEST_PYTHON = (3, 9)
+
+
+def written_for_python_3_9(path: Path) -> set[str]:
+    """Fails where ``path`` uses grammar or calls newer than Python 3.9; returns the top-level modules it imports at run
+    time (those under an ``if TYPE_CHECKING:`` at module level left out)."""
+    tree = ast.parse(path.read_text(), feature_version=OLDEST_PYTHON)  # no match statements, no newer grammar
+    # Grammar 3.9 parses, but 3.10's calls fail there at run time: zip(strict=...), itertools.pairwise.
+    strict = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.keyword) and node.arg == "strict"]
+    assert strict == [], f"zip(strict=...) is Python 3.10: {path.name} lines {strict}"
+    newer = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Name, ast.Attribute))
+        and (getattr(node, "id", None) == "pairwise" or getattr(node, "attr", None) == "pairwise")
+    ]
+    assert newer == [], f"itertools.pairwise is Python 3.10: {path.name} lines {newer}"
+    checked_only = {id(n) for node in tree.body if isinstance(node, ast.If) for n in ast.walk(node)}  # TYPE_CHECKING
+    return {
+        alias.name if isinstance(node, ast.Import) else node.module
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in checked_only
+        for alias in node.names
+    }

@@ -13,6 +13,7 @@ from helpers import ROOT
 from tiny_mlp_bench.archive.layout import NUMBERS, OLD_NUMBERS, numbers_file
 from tiny_mlp_bench.generated_docs import findings
 from tiny_mlp_bench.kinds import BUSY_STUDY
+from tiny_mlp_bench.records import SCHEMA_VERSION
 from tiny_mlp_bench.report import across, claims, sentences
 from tiny_mlp_bench.report.busy_core import idle_label
 from tiny_mlp_bench.report.model import build_report
@@ -33,8 +34,8 @@ def test_the_one_reader_reads_every_archive_with_records_of_versions_8_and_9(stu
     written = {json.loads(path.read_text())["schema_version"] for p in FOLDERS for path in (p / "runs").glob("*.json")}
     assert {8, 9} <= written
     for study in studies:
-        assert study.records and all(r["schema_version"] == 10 for r in study.records)  # upgraded as read
-        assert study.kind[0] in ("default", "gpu", "busy") and study.kind[1][0]
+        assert study.records and all(r["schema_version"] == SCHEMA_VERSION for r in study.records)  # upgraded as read
+        assert study.kind[0] in ("default", "gpu", "busy", "era") and study.kind[1][0]
 
 
 def test_every_claim_of_every_archive_is_computed_and_worded_by_its_one_function(studies):

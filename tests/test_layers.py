@@ -22,6 +22,8 @@ LAYERS = (
             "atomic",
             "cli",
             "timing",
+            "era_runner",
+            "stacks",
             "machine",
             "neighbour",
             "initial_weights",

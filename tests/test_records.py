@@ -29,13 +29,15 @@ ARCHIVE = ROOT / "results" / "archive" / "2026-12-03-cpu-2core"
 
 
 def older(record: dict, version: int) -> dict:
-    """``record`` as an older version wrote it: without the facts version 9 (probe version 3) added."""
+    """``record`` as an older version wrote it: without the facts version 9 (probe version 3) added, nor version
+    11's stack."""
     record = copy.deepcopy(record)
     record["schema_version"] = version
     for key in NEW_FACTS:
         del record["environment"][key]
     if "identity" in record:
         del record["identity"]["condition"]
+        del record["identity"]["stack"]
     return record
 
 
@@ -45,8 +47,9 @@ def assert_unknown(record: dict) -> None:
 
 def test_a_version_8_record_reads_with_the_new_facts_unknown():
     run = upgrade(older(synthetic_record("torch", "cpu", 1, 1.0), 8))
-    assert run["schema_version"] == SCHEMA_VERSION == 10
+    assert run["schema_version"] == SCHEMA_VERSION == 11
     assert run["identity"]["condition"] == "idle" and run["identity"]["run_id"] == "torch-cpu-seed-1"
+    assert run["identity"]["stack"] == "today"  # every run before version 11 trained on today's stack
     assert_unknown(validate_record(run))
     sweep = upgrade(older(synthetic_sweeps()[0], 8))
     assert sweep["schema_version"] == SCHEMA_VERSION and "identity" not in sweep

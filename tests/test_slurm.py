@@ -40,8 +40,9 @@ def test_the_slurm_profile_gives_exactly_the_timed_rules_an_exclusive_node(workf
     profile = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())["set-resources"]
     assert set(profile) == set(identity.OUTPUTS)
     assert all(rule == {"slurm_extra": "'--exclusive'", "timed_slot": 0} for rule in profile.values())
-    # The rules whose jobs hold the timed slot, from Snakemake's own plan of the default study beside a busy core.
-    done = run_snakemake(workflow_dir, "-n", "--cores", 2, "--config", "conditions=[idle,busy]")
+    # The rules whose jobs hold the timed slot, from Snakemake's own plan of the default study beside a busy core and
+    # on another stack.
+    done = run_snakemake(workflow_dir, "-n", "--cores", 2, "--config", "conditions=[idle,busy]", "stacks=[today,era]")
     assert done.returncode == 0, done.stderr[-3000:]
     plan = done.stdout + done.stderr
     holding = {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import json
 import shutil
 import subprocess
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import OLDEST_PYTHON, written_for_python_3_9
 from tiny_mlp_bench import timing
 from tiny_mlp_bench.backends.keras_fit import epoch_clock
 from tiny_mlp_bench.timing import Clock, SteadyClock
@@ -192,29 +192,10 @@ def test_each_pass_of_a_window_has_its_own_warm_up(fake_time, monkeypatch):
 
 
 CLOCK = Path(timing.__file__)
-# An older stack's runner imports the clock on the oldest Python its image has (Debian bullseye's).
-OLDEST_PYTHON = (3, 9)
 
 
 def test_the_clock_is_written_for_python_3_9_and_the_standard_library_alone():
-    tree = ast.parse(CLOCK.read_text(), feature_version=OLDEST_PYTHON)  # no match statements, no newer grammar
-    # Grammar 3.9 parses, but 3.10's calls fail there at run time: zip(strict=...), itertools.pairwise.
-    strict = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.keyword) and node.arg == "strict"]
-    assert strict == [], f"zip(strict=...) is Python 3.10: {CLOCK.name} lines {strict}"
-    newer = [
-        node.lineno
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.Name, ast.Attribute))
-        and (getattr(node, "id", None) == "pairwise" or getattr(node, "attr", None) == "pairwise")
-    ]
-    assert newer == [], f"itertools.pairwise is Python 3.10: {CLOCK.name} lines {newer}"
-    checked_only = {id(n) for node in tree.body if isinstance(node, ast.If) for n in ast.walk(node)}  # TYPE_CHECKING
-    imported = {
-        alias.name.split(".")[0] if isinstance(node, ast.Import) else node.module.split(".")[0]
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in checked_only
-        for alias in node.names
-    }
+    imported = {name.split(".")[0] for name in written_for_python_3_9(CLOCK)}
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported - set(sys.stdlib_module_names)
 
 

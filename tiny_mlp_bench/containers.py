@@ -69,10 +69,14 @@ def image_id(engine: str, image: str) -> str:
         text=True,
     )
     if found.returncode != 0 or not found.stdout.strip():
-        flavor = "cpu" if image.endswith("-cpu") else "cuda"
+        name = image_reference(image).rsplit("/", 1)[-1].split(":")[0]
+        if name in ("torch", "keras"):
+            build = f"make images ENGINE={engine} FLAVOR={'cpu' if image.endswith('-cpu') else 'cuda'}"
+        else:  # a stack's image (docker/stack.Dockerfile)
+            build = f"make image-stack-{name} ENGINE={engine}"
         raise ContainerError(
             f"image '{image_reference(image)}' is not in {engine}'s local images: build it with "
-            f"`make images ENGINE={engine} FLAVOR={flavor}` (or `{engine} pull` it), or point the "
+            f"`{build}` (or `{engine} pull` it), or point the "
             f"config's images at one that exists ({engine} said: {found.stderr.strip() or 'nothing'})"
         )
     return found.stdout.strip()

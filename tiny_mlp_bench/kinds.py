@@ -11,8 +11,9 @@ from pathlib import Path
 from tiny_mlp_bench import machine
 
 # The study kinds: the default study (`make run`, or any local config), the GPU study (scripts/gpu_study.py), the
-# busy-core study (`make busy`: runs beside one busy core, whose claims never pool with an idle study's).
-DEFAULT_STUDY, GPU_STUDY, BUSY_STUDY = "default", "gpu", "busy"
+# busy-core study (`make busy`: runs beside one busy core, whose claims never pool with an idle study's), the era
+# study (`make era`: the question's loops on several software stacks, stacks.py).
+DEFAULT_STUDY, GPU_STUDY, BUSY_STUDY, ERA_STUDY = "default", "gpu", "busy", "era"
 GPU_STUDY_LOG = "logs/gpu_study.json"  # what the GPU study leaves in its archive, and no other study does
 KIND_FIELDS = ("cpu_model", "logical_cpus", "gpu_name")  # a machine kind, as a record's environment names it
 
@@ -65,8 +66,10 @@ def study_kind(folder: Path) -> str:
         return recorded
     if (folder / GPU_STUDY_LOG).is_file():
         return GPU_STUDY
-    busy = any((record.get("identity") or {}).get("condition") == "busy" for record in archive_records(folder))
-    return BUSY_STUDY if busy else DEFAULT_STUDY
+    identities = [record.get("identity") or {} for record in archive_records(folder)]
+    if any(identity.get("stack", "today") != "today" for identity in identities):
+        return ERA_STUDY
+    return BUSY_STUDY if any(identity.get("condition") == "busy" for identity in identities) else DEFAULT_STUDY
 
 
 def archive_kind(folder: Path, records: list[dict] | None = None) -> tuple[str, tuple]:

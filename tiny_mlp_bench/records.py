@@ -10,6 +10,7 @@ import jsonschema
 import referencing
 
 from tiny_mlp_bench.atomic import write_text_atomic
+from tiny_mlp_bench.stacks import TODAY
 
 HERE = Path(__file__).parent
 RUN_SCHEMA = "run_record.schema.json"
@@ -23,7 +24,8 @@ PROBE_RECORD_TYPE = "tiny-mlp-bench.probe"
 # 8: the window replays the epochs in passes from the initial weights, with a canary; 7's window trained on.
 # 9: the environment's cpu (vendor, family, model, stepping, flags hash), clock, kernel and virtualization;
 #    identity.condition. 10: block_part_s, a step's parts per block (the torch `parts` rung); nothing to upgrade.
-SCHEMA_VERSION = 10
+# 11: identity.stack, the software a run trained on (stacks.py): today's for every record before it.
+SCHEMA_VERSION = 11
 # Probe records count their own versions. 2: a method, each repeat's CPU time, the load block of version 6.
 # 3: the environment of version 9. 4: the torch probe's loader_fetch, and profiler_cost's events_mismatch where there
 #    was one; nothing to upgrade. 5: loader_fetch's fetch_parts; nothing to upgrade.
@@ -124,6 +126,7 @@ def upgrade(record: dict) -> dict:
         record["parameters"].setdefault("init", None)  # not recorded before version 5
     if record.get("record_type") == RECORD_TYPE and isinstance(record.get("identity"), dict):
         record["identity"].setdefault("condition", "idle")  # none ran beside a busy core before version 9
+        record["identity"].setdefault("stack", TODAY)  # every run trained on today's stack before version 11
     upgrade_environment(record)
     record["schema_version"] = SCHEMA_VERSION
     return record

@@ -12,7 +12,7 @@ from tiny_mlp_bench import CHECKOUT as ROOT
 from tiny_mlp_bench import catalogue, config_check
 from tiny_mlp_bench.catalogue import pair_name
 from tiny_mlp_bench.generated_docs.markers import between, write_or_check
-from tiny_mlp_bench.kinds import BUSY_STUDY, DEFAULT_STUDY
+from tiny_mlp_bench.kinds import BUSY_STUDY, DEFAULT_STUDY, GPU_STUDY
 from tiny_mlp_bench.question import ASKER_SECONDS, ASKERS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report import across, claims, sentences
 from tiny_mlp_bench.report.cells import spread
@@ -46,8 +46,8 @@ def capitalised(text: str) -> str:
 
 
 def idle_studies(studies: list[Study]) -> list[Study]:
-    """The studies whose claims the answer pools: a busy-core study's claims are its own."""
-    return [study for study in studies if study.kind[0] != BUSY_STUDY]
+    """The studies whose claims the answer pools: a busy-core or era study's claims are its own."""
+    return [study for study in studies if study.kind[0] in (DEFAULT_STUDY, GPU_STUDY)]
 
 
 def asker_ratio(a_s: float, b_s: float) -> str:

@@ -61,6 +61,10 @@ class Measurement:
         """How the clock timed the record (timing.METHOD_PARTS): the study's method, unless a kind knows more."""
         return dict(timing.METHOD)
 
+    def environment(self, described: dict, dataset_sha256: str | None) -> dict:
+        """The record's environment: this machine's, with the backend's account of the framework."""
+        return collect_environment(dataset_sha256=dataset_sha256, **described)
+
     def description(self, fw) -> tuple[dict, float | None]:
         """The backend's account of the environment, and the GPU memory the job used at most."""
         if fw is None:  # not imported: the framework's versions from its installed packages
@@ -104,7 +108,7 @@ def run_job(job: Measurement) -> int:
     record = job.record(status, reason)
     described, peak_gpu_mb = job.description(fw)
     record["method"] = job.method()
-    record["environment"] = collect_environment(dataset_sha256=data.sha256 if data else None, **described)
+    record["environment"] = job.environment(described, data.sha256 if data else None)
     record["load"] = watch.block(peak_gpu_mb)
     try:
         job.write(record, job.output)

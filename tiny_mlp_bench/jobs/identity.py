@@ -6,12 +6,17 @@ from dataclasses import asdict, dataclass
 from pathlib import PurePosixPath
 
 from tiny_mlp_bench import registry
+from tiny_mlp_bench.stacks import TODAY
 
 DATASET = "results/data/dataset.parquet"  # rules/dataset.smk's output, which every training run reads
 OUTPUTS = {
     "train": "results/runs/{framework}-{device}-{variant}-{repeat}.json",
     # A run beside one busy core (neighbour.py): a rule of its own, so that its file name and run id say so.
     "train_busy": "results/runs/{framework}-{device}-{variant}-busy-{repeat}.json",
+    # A run on another stack than today's (stacks.py, the era study's): its file name and run id say which.
+    "train_stack": "results/runs/{framework}-{device}-{variant}-{stack}-{repeat}.json",
+    # A stack's untimed warm-up, before its first timed run of a framework: its record is not a run's.
+    "warm_up_stack": "results/stacks/warm-up-{framework}-{device}-{stack}.json",
     "sweep_crossover": "results/sweep/{device}.json",
     "probe_fixed_costs": "results/probes/{framework}-{device}.json",
 }
@@ -40,10 +45,13 @@ class Job:
     variant: str | None = None
     repeat: int | None = None
     condition: str = IDLE  # a training run's: what it is set beside
+    stack: str = TODAY  # a training run's: the software it trains on (stacks.py)
 
     @property
     def workflow_rule(self) -> str:
-        """The Snakemake rule that makes it: a busy run's is train_busy."""
+        """The Snakemake rule that makes it: a busy run's is train_busy, another stack's run's train_stack."""
+        if self.stack != TODAY:
+            return f"{self.rule}_stack"
         return f"{self.rule}_{BUSY}" if self.condition == BUSY else self.rule
 
     @property

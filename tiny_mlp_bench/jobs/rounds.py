@@ -8,6 +8,7 @@ import random
 from tiny_mlp_bench import catalogue, question, registry
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.jobs.identity import IDLE, Job
+from tiny_mlp_bench.stacks import TODAY, runs_on_stack
 
 # Besides the asker's loops; the A/A ratio is read against every claim's, so it and its reference need as many runs.
 CLAIMED_ROLES = (Role.FLOOR, Role.AA_CONTROL, Role.REFERENCE)
@@ -22,16 +23,18 @@ def rung_repeats(config: dict, framework: str, variant: str) -> int:
 
 
 def training_runs(config: dict) -> list[Job]:
-    """framework x device x its rungs x repeat x condition, where the catalogue says the rung runs on the
-    device."""
+    """framework x device x its rungs x repeat x condition x stack, where the catalogue says the rung runs on the
+    device; on a stack other than today's, idle runs of the rungs the era runner runs (stacks.runs_on_stack)."""
     return [
-        Job("train", device, framework, variant, repeat, condition)
+        Job("train", device, framework, variant, repeat, condition, stack)
         for framework in config["frameworks"]
         for device in config["devices"]
         for variant in config["variants"][framework]
         if registry.rung(framework, variant).runs_on(device)
         for repeat in range(1, rung_repeats(config, framework, variant) + 1)
         for condition in config.get("conditions", (IDLE,))  # a config from before conditions: idle
+        for stack in config.get("stacks", (TODAY,))  # a config from before stacks: today's
+        if stack == TODAY or (condition == IDLE and runs_on_stack(framework, variant, device))
     ]
 
 

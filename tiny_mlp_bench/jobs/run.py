@@ -1,27 +1,34 @@
 """`tiny-mlp-bench run` (scripts/train.py, the train rule's program): a training run's options, and the run set up,
-trained and predicted inside the asker's timing point, scored and recorded."""
+trained and predicted inside the asker's timing point, scored and recorded; on another stack than today's
+(stacks.py), measured by the era runner (era_runner.py) on the host or in the stack's image, and recorded here."""
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import math
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from tiny_mlp_bench import catalogue, cli, registry
+from tiny_mlp_bench import CHECKOUT, catalogue, cli, containers, registry
 from tiny_mlp_bench.backends.contract import Backend, Loop, RunSpec, Training, epochs_per_call
 from tiny_mlp_bench.dataset import Dataset
+from tiny_mlp_bench.era_runner import ROWS, WEIGHTS
 from tiny_mlp_bench.initial_weights import SCHEME
 from tiny_mlp_bench.jobs.envelope import DeviceMissing, Measurement, run_job
 from tiny_mlp_bench.jobs.identity import BUSY, CONDITIONS, DATASET, IDLE, Job
 from tiny_mlp_bench.jobs.options import REQUIRE_GPU, SHARED, JobOptions, about, run_spec
 from tiny_mlp_bench.neighbour import busy_core, neighbour_core
 from tiny_mlp_bench.records import RECORD_TYPE, SCHEMA_VERSION, write_record
+from tiny_mlp_bench.stacks import RUNNER_LOOPS, STACKS, TODAY
 from tiny_mlp_bench.timing import METHOD, Clock, per_step_window
 
 
@@ -72,6 +79,22 @@ class TrainingJob(JobOptions):
         default=IDLE,
         metadata=about("what the run is set beside: nothing, or one busy core (the job's rule)", choices=CONDITIONS),
     )
+    stack: str = field(
+        default=TODAY,
+        metadata=about(
+            "the software the run trains on (stacks.py; the job's {stack}): today's loops here, or the era runner's "
+            "copy of them on another stack",
+            choices=tuple(STACKS),
+        ),
+    )
+    stack_image: str | None = field(
+        default=None,
+        metadata=about("the image a run on another stack runs in (none: this machine's environment)"),
+    )
+    engine: str = field(
+        default="podman",
+        metadata=about("the container engine a run on another stack runs its image with", choices=("docker", "podman")),
+    )
     compile_cache: Path | None = field(
         default=None,
         metadata=about(
@@ -84,14 +107,24 @@ class TrainingJob(JobOptions):
 
     @property
     def job(self) -> Job:
-        return Job("train", self.device, self.framework, self.variant, self.repeat, self.condition)
+        return Job("train", self.device, self.framework, self.variant, self.repeat, self.condition, self.stack)
 
     def flags(self, leave_out: tuple[str, ...] = ()) -> list[str]:
-        # An idle run's options are what they were before conditions: a finished study's runs do not rerun.
-        return super().flags(leave_out + (("condition",) if self.condition == IDLE else ()))
+        # An idle run's options on today's stack are what they were before conditions and stacks: a finished
+        # study's runs do not rerun.
+        today = ("stack", "stack_image", "engine") if self.stack == TODAY else ()
+        return super().flags(leave_out + (("condition",) if self.condition == IDLE else ()) + today)
 
 
 def training_job(config: dict, job: Job, threads: int) -> TrainingJob:
+    on_stack = {}
+    if job.stack != TODAY:
+        engine = config.get("container_engine", "none")
+        on_stack = {
+            "stack": job.stack,
+            "stack_image": STACKS[job.stack].image_for(job.framework, config["images"]),
+            "engine": "podman" if engine == "none" else engine,
+        }
     return TrainingJob.of_config(
         config,
         framework=job.framework,
@@ -103,23 +136,30 @@ def training_job(config: dict, job: Job, threads: int) -> TrainingJob:
         threads=threads,
         condition=job.condition,
         compile_cache=None if job.compile_cache is None else Path(job.compile_cache),
+        **on_stack,
     )
 
 
 def score(training: Training, data: Dataset, min_r2: float) -> dict:
     """Quality block: MSE on all train and test rows and whether training converged."""
+    predicted = [training.predict(rows[:, :2]) for rows in (data.train, data.test)]
+    return score_predictions(*predicted, training.final_train_loss(), data, min_r2)
 
-    def mse(rows: np.ndarray) -> float:
-        pred = np.asarray(training.predict(rows[:, :2]), dtype=np.float64).reshape(-1)
+
+def score_predictions(train, test, final_train_loss: float, data: Dataset, min_r2: float) -> dict:
+    """The quality block of a run's predictions on every train and test row, and its last training loss."""
+
+    def mse(pred, rows: np.ndarray) -> float:
+        pred = np.asarray(pred, dtype=np.float64).reshape(-1)
         return float(np.mean((pred - rows[:, 2]) ** 2))
 
     def finite_or_none(value: float) -> float | None:
         return value if math.isfinite(value) else None
 
-    train_mse, test_mse = mse(data.train), mse(data.test)
+    train_mse, test_mse = mse(train, data.train), mse(test, data.test)
     r2 = 1.0 - train_mse / float(np.var(data.train[:, 2]))
     return {
-        "final_train_loss": finite_or_none(float(training.final_train_loss())),
+        "final_train_loss": finite_or_none(float(final_train_loss)),
         "train_mse": finite_or_none(train_mse),
         "test_mse": finite_or_none(test_mse),
         "train_r2": finite_or_none(r2),
@@ -265,6 +305,7 @@ class TrainingRun(Measurement):
                 "repeat": spec.repeat,
                 "started_at": self.started_at,
                 "condition": self.job.condition,
+                "stack": self.job.stack,
             },
             "status": status,
             "reason": reason,
@@ -275,8 +316,107 @@ class TrainingRun(Measurement):
         }
 
 
+def replayed_clock(timings: dict) -> Clock:
+    """A clock holding what the runner's clock read, so that the record's timings are written as every run's are."""
+    clock = Clock()
+    clock.phases_s = dict(timings["phases_s"])
+    clock.timing_point_s = timings["fit_predict_s"]
+    clock.block_s, clock.block_cpu_s = list(timings["block_s"]), list(timings["block_cpu_s"])
+    clock.block_epochs = list(timings["block_epochs"])
+    return clock
+
+
+class StackRun(TrainingRun):
+    """One run of the asker's torch loop or Keras 2 `fit` on another stack, as the train_stack rule asks."""
+
+    def __init__(self, job: TrainingJob):
+        super().__init__(job)
+        self.stack = STACKS[job.stack]
+        self.runner: dict | None = None  # what the runner measured and reported of its stack
+        self.image_id: str | None = None
+
+    def load(self):
+        return None  # the runner imports the framework, inside its own clock's import phase
+
+    def command(self, inputs: Path, output: Path) -> list[str]:
+        """The runner's command line: on the host's Python, or in the stack's image with the checkout mounted."""
+        job, spec = self.job, self.spec
+        args = ["-m", "tiny_mlp_bench.era_runner", "--loop", RUNNER_LOOPS[job.framework]]
+        args += ["--inputs", str(inputs), "--output", str(output), "--label", self.label]
+        args += ["--epochs", str(spec.epochs), "--batch-size", str(spec.batch_size)]
+        args += ["--learning-rate", repr(spec.learning_rate), "--hidden-units", str(spec.hidden_units)]
+        args += ["--threads", str(spec.threads), "--seed", str(spec.init_seed)]
+        args += ["--steady-window-s", repr(job.steady_window_s), "--steady-block-s", repr(job.steady_block_s)]
+        if job.stack_image is None:
+            return [sys.executable, *args]
+        image = containers.image_reference(job.stack_image)
+        self.image_id = containers.image_id(job.engine, job.stack_image)
+        # The checkout's package first on the image's path: the runner and its clock as this commit has them.
+        environ = {**os.environ, "PYTHONPATH": str(CHECKOUT)}
+        mounts = [CHECKOUT, Path.cwd(), inputs]
+        return containers.run_command(job.engine, image, ["python", *args], mounts, [], self.image_id, environ)
+
+    def measure(self, fw, data: Dataset) -> None:
+        self.say(f"training {self.spec.epochs} epochs on the {self.job.stack} stack")
+        # Beside the record, so that the workspace's mount holds it; gone with the job, whatever it ends with.
+        with tempfile.TemporaryDirectory(prefix=f".{self.label}-", dir=self.output.parent) as folder:
+            inputs = Path(folder)
+            for name in ROWS:
+                np.save(inputs / f"{name}.npy", getattr(data, name).astype(np.float32))
+            for name, value in zip(WEIGHTS, self.spec.weights.as_list(), strict=True):
+                np.save(inputs / f"{name}.npy", value)
+            os.chmod(inputs, 0o777)  # an image's own user writes the runner's output into it
+            output = inputs / "result.json"
+            env = {**os.environ, "PYTHONPATH": str(CHECKOUT)}
+            done = subprocess.run(self.command(inputs, output), env=env, stdout=sys.stderr)
+            if done.returncode != 0 or not output.is_file():
+                raise RuntimeError(f"the era runner on the {self.job.stack} stack exited with {done.returncode}")
+            self.runner = json.loads(output.read_text())
+        timings = self.runner["timings"]
+        self.steady = timings.pop("steady", None)
+        self.clock = replayed_clock(timings)
+        predicted = self.runner["predictions"]
+        self.quality = score_predictions(
+            predicted["train"], predicted["test"], self.runner["final_train_loss"], data, self.job.min_r2
+        )
+        self.steps_taken = self.runner["steps_taken"]
+        self.details = {"stack": self.stack.what, "runner": "tiny_mlp_bench/era_runner.py"}
+
+    def description(self, fw) -> tuple[dict, float | None]:
+        if self.runner is None:  # the runner did not finish: nothing is known of its stack
+            return {
+                "versions": {},
+                "threads": {},
+                "cuda": {"build_cuda": None, "build_cudnn": None, "driver": None},
+                "gpu_name": None,
+            }, None
+        no_cuda = {"build_cuda": None, "build_cudnn": None, "driver": None}  # the runner hides every GPU
+        return {
+            "versions": self.runner["versions"],
+            "threads": self.runner["threads"],
+            "cuda": no_cuda,
+            "gpu_name": None,
+        }, None
+
+    def environment(self, described: dict, dataset_sha256: str | None) -> dict:
+        """This machine's, with the stack's Python and packages and the image the runner ran in."""
+        found = super().environment(described, dataset_sha256)
+        if self.runner is not None:
+            found["python"] = self.runner["python"]
+            found["versions"] = dict(self.runner["versions"])
+        if self.job.stack_image is not None:
+            found["container"] = {
+                "engine": self.job.engine,
+                "image": containers.image_reference(self.job.stack_image),
+                "image_id": self.image_id,
+            }
+        return found
+
+
 def run(job: TrainingJob, backend: Backend | None = None, loop: Loop | None = None) -> int:
     """One run as the train rule asks (scripts/train.py); writes the record. Returns the exit status."""
+    if job.stack != TODAY:
+        return run_job(StackRun(job))
     return run_job(TrainingRun(job, backend, loop))
 
 

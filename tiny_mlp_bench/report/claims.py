@@ -9,7 +9,9 @@ from tiny_mlp_bench.kinds import cpu_name
 from tiny_mlp_bench.report import across
 from tiny_mlp_bench.report.busy_core import BusyCore, Views
 from tiny_mlp_bench.report.cells import decimals, duration, figures, interval_places, n_runs, spread, table, times
+from tiny_mlp_bench.report.era import EraStudy
 from tiny_mlp_bench.report.inference import Interval, Ratio
+from tiny_mlp_bench.stacks import TODAY
 
 
 @dataclass(frozen=True)
@@ -418,3 +420,53 @@ def busy_lines(found: BusyCore) -> list[str]:
         f"on that count, and one busy core of many takes a smaller share.{share}"
     )
     return lines
+
+
+ERA_VIEWS = {"result": "to a result", "training": "to a result less set-up and pause", "step": "per step"}
+LOOP_NAMES = {"torch": "the torch loop", "tf_keras": "Keras 2"}
+
+
+def era_lines(found: EraStudy) -> list[str]:
+    """The era study in sentences: Keras 2 against torch on the oldest stack and on today's, which change between
+    neighbouring stacks moved which loop, and the stacks' A/A control."""
+    lines = []
+    for stack, where in (("era", "On the oldest stack that installs here"), (TODAY, "On today's stack")):
+        on = found.of(stack)
+        if on is None:
+            continue
+        said = [
+            capital(comparison(ratio, "Keras 2", "the torch loop", ERA_VIEWS[view]))
+            for view in ERA_VIEWS
+            if (ratio := getattr(on.keras_over_torch, view))
+        ]
+        if said:
+            lines.append(f"{where} ({on.versions}): {' '.join(said)}")
+    for step in found.steps:
+        if step.newer == "era_twin":
+            continue
+        moved = [
+            capital(comparison(ratio, f"{LOOP_NAMES[loop]} on `{step.newer}`", f"on `{step.older}`", ERA_VIEWS[view]))
+            for loop, ratios in step.loops
+            for view in ERA_VIEWS
+            if (ratio := getattr(ratios, view)) and ratio.resolved
+        ]
+        if moved:
+            lines.append(f"{capital(step.what)}: {' '.join(moved)}")
+    twin = next((step for step in found.steps if step.newer == "era_twin"), None)
+    if twin:
+        seen = [
+            f"{LOOP_NAMES[loop]} {ratio_said(ratios.step)} per step ({runs_against(ratios.step)})"
+            for loop, ratios in twin.loops
+            if ratios.step
+        ]
+        told = any(r.resolved for _, ratios in twin.loops for r in (ratios.result, ratios.step) if r)
+        verdict = "yet the runs tell them apart" if told else "the runs cannot tell them apart"
+        lines.append(
+            f"The A/A control: `era_twin` runs `era`'s very image under another name and took, over `era`, "
+            f"{', '.join(seen)}: {verdict}. A difference this size between stacks is what this machine fakes."
+        )
+    return lines
+
+
+def capital(text: str) -> str:
+    return text[0].upper() + text[1:]

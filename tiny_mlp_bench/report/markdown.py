@@ -12,6 +12,7 @@ from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.report import claims, sentences
 from tiny_mlp_bench.report.busy_core import BusyCore
 from tiny_mlp_bench.report.cells import approx, duration, n_runs, num, pct, span, table, times
+from tiny_mlp_bench.report.era import EraStudy
 from tiny_mlp_bench.report.ladder import Ladder, RungResult
 from tiny_mlp_bench.report.model import Machine, Report
 from tiny_mlp_bench.timing import LOOP_PARTS, PHASES
@@ -366,6 +367,34 @@ def busy_table(found: BusyCore) -> str:
     return table(["ratio", "view", "idle", "beside one busy core"], rows, "llrr")
 
 
+def era_tables(found: EraStudy) -> tuple[str, str]:
+    """The era study's two tables: each stack's loops and Keras 2 over torch; each change's newer over older stack."""
+    views = list(claims.ERA_VIEWS.values())
+    rows = [
+        [
+            f"`{s.stack}`",
+            s.versions,
+            duration(s.step["torch"]),
+            duration(s.step["tf_keras"]),
+            *(times(getattr(s.keras_over_torch, view)) for view in claims.ERA_VIEWS),
+        ]
+        for s in found.stacks
+    ]
+    header = ["stack", "Python and frameworks", "torch per step", "Keras 2 per step"]
+    stacks = table(header + [f"Keras 2 / torch, {view}" for view in views], rows, "llrrrrr")
+    rows = [
+        [
+            f"`{step.newer}` / `{step.older}`: {step.what}" if number == 0 else "",
+            claims.LOOP_NAMES[loop],
+            *(times(getattr(ratios, view)) for view in claims.ERA_VIEWS),
+        ]
+        for step in found.steps
+        for number, (loop, ratios) in enumerate(step.loops)
+    ]
+    steps = table(["newer / older stack: what changed", "loop", *views], rows, "llrrr")
+    return stacks, steps
+
+
 def environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE.parent),
@@ -392,6 +421,8 @@ def render_markdown(
         ratios=sentences.RATIOS,
         busy=claims.busy_lines(report.busy) if report.busy else None,
         busy_table=busy_table(report.busy) if report.busy else None,
+        era=claims.era_lines(report.era) if report.era else None,
+        era_tables=era_tables(report.era) if report.era else None,
         report=report,
         pages=pages,
         plot_link=plot_link,

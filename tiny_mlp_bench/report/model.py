@@ -19,12 +19,14 @@ from tiny_mlp_bench.report.busy_core import (
     newest_of_kind,
 )
 from tiny_mlp_bench.report.crossover_map import Crossover, Sweep, crossovers, sweep_frame, sweep_table
+from tiny_mlp_bench.report.era import EraStudy, era_study, stack_label
 from tiny_mlp_bench.report.ladder import EpochFloor, Ladder, epoch_floors, ladders
 from tiny_mlp_bench.report.loop_parts import LoopParts, loop_parts
 from tiny_mlp_bench.report.machines import environment, machine_key, machine_labels
 from tiny_mlp_bench.report.question_table import AskersRatio, QuestionRow, question_rows, ratios
 from tiny_mlp_bench.report.runs import LOAD_COLUMNS, reference_canary, run_row, summarize
 from tiny_mlp_bench.report.views import HeadlineRow, View, headline, views
+from tiny_mlp_bench.stacks import TODAY
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,12 @@ class Machine:
     load: dict[str, tuple[float, float]]  # each LOAD_COLUMNS reading's lowest and highest over the runs
     views: tuple[View, ...] = ()  # every completed rung to a result and per step, ranked per device
     headline: tuple[HeadlineRow, ...] = ()
+    stack: str = TODAY  # the software its runs trained on (stacks.py): a stack other than today's is a page of its own
+
+    @property
+    def host(self) -> str:
+        """Its label less its stack's."""
+        return self.label.removesuffix(stack_label("", self.stack))
 
     @property
     def failed_runs(self) -> list[str]:
@@ -70,6 +78,7 @@ class Report:
     archived_gpu: ArchivedGpu | None = None
     no_archive_qualifies: bool = False
     busy: BusyCore | None = None  # a host's runs idle and beside one busy core, where any was busy
+    era: EraStudy | None = None  # a host's runs on several stacks, where any ran on another than today's
     # Where no run here was busy and the config asked (busy_answer_archive): per machine (label), the newest archived
     # busy-core study of its kind, where one is.
     busy_quote_asked: bool = False
@@ -116,6 +125,7 @@ def machine(
         load={column: (runs[column].min(), runs[column].max()) for column in LOAD_COLUMNS},
         views=both_views,
         headline=headline(both_views),
+        stack=records[0]["identity"]["stack"],
     )
 
 
@@ -176,12 +186,14 @@ def build_report(
         archived_gpu=archived_gpu,
         no_archive_qualifies=no_archive_qualifies,
         busy=busy,
+        era=era_study(machines),
         busy_quote_asked=asked,
         archived_busy=quoted,
     )
 
 
 def condition_label(labels: dict[tuple, str], record: dict) -> str:
-    """The report's machine of a run record: its machine's label, plus what it was set beside if not idle."""
-    label = labels[machine_key(record["environment"])]
+    """The report's machine of a run record: its machine's label, plus what it was set beside if not idle and the
+    stack it trained on if not today's."""
+    label = stack_label(labels[machine_key(record["environment"])], record["identity"]["stack"])
     return label + BESIDE_BUSY_CORE if record["identity"]["condition"] == BUSY else label

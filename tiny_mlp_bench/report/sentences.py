@@ -20,6 +20,7 @@ from tiny_mlp_bench.timing import LOOP_PARTS
 
 TITLE = "Why is PyTorch on a GPU slower than on a CPU, and slower than Keras?"
 BUSY_TITLE = "Does a busy core change the question's order? torch and Keras 2 on a CPU, idle and beside one busy core"
+ERA_TITLE = "Was Keras faster than torch on the software of the asker's time? The question's CPU loops on each stack"
 NOT_THE_QUESTION_TITLE = "The pipeline at work on another workload than the question's: it answers nothing"
 # Said once, where the report's ratios first appear: a ratio need not be the quotient of the two times beside it.
 RATIOS = (
@@ -52,6 +53,8 @@ def title(report: Report) -> str:
     """The report's title as fits its study: the question's, the busy-core study's, or another workload's."""
     if report.busy:
         return BUSY_TITLE
+    if report.era:
+        return ERA_TITLE
     return NOT_THE_QUESTION_TITLE if not_the_question(report.parameters) else TITLE
 
 

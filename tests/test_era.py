@@ -1,0 +1,254 @@
+"""The era study: the runner for older stacks, a run on another stack, its jobs, its study kind and its report.
+
+The runs in a stack's image need Podman and the era image (`make image-stack-era`); without them they skip with the
+command that fixes it. CI builds the era image and sets TINY_MLP_BENCH_REQUIRE_PODMAN=1, which turns the skip into a
+failure.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import (
+    ROOT,
+    commit_all,
+    run_snakemake,
+    skip_unless_ready,
+    synthetic_record,
+    write_config,
+    written_for_python_3_9,
+)
+from tiny_mlp_bench import era_runner, kinds, machine
+from tiny_mlp_bench.containers import image_reference
+from tiny_mlp_bench.dataset import make_dataset, read_dataset, write_dataset
+from tiny_mlp_bench.initial_weights import live_initial_weights
+from tiny_mlp_bench.jobs import rounds
+from tiny_mlp_bench.jobs.identity import Job
+from tiny_mlp_bench.jobs.run import StackRun, TrainingJob, run
+from tiny_mlp_bench.records import read_record
+from tiny_mlp_bench.report import claims
+from tiny_mlp_bench.report.markdown import render_markdown
+from tiny_mlp_bench.report.model import build_report
+from tiny_mlp_bench.stacks import STACKS, STEPS, TODAY
+
+RUNNER = Path(era_runner.__file__)
+# What the runner may import besides the standard library: the clock, numpy, and the loop's framework.
+RUNNER_IMPORTS = {"tiny_mlp_bench.timing", "numpy", "torch", "tensorflow", "tf_keras"}
+
+
+def test_the_era_runner_is_written_for_python_3_9_and_imports_only_the_clock_of_the_project():
+    imported = written_for_python_3_9(RUNNER)
+    outside = {name for name in imported if name.split(".")[0] not in sys.stdlib_module_names | {"__future__"}}
+    assert outside <= RUNNER_IMPORTS, outside - RUNNER_IMPORTS
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("data") / "dataset.parquet"
+    write_dataset(make_dataset(42, 1000), path)
+    return path
+
+
+def runner_inputs(folder: Path, dataset: Path) -> Path:
+    """The inputs a host job hands the runner: the rows and a live draw of initial weights, as .npy files."""
+    data = read_dataset(dataset)
+    for name in era_runner.ROWS:
+        np.save(folder / f"{name}.npy", getattr(data, name).astype(np.float32))
+    weights = live_initial_weights(42, 20, data.train[:, :2]).as_list()
+    for name, value in zip(era_runner.WEIGHTS, weights, strict=True):
+        np.save(folder / f"{name}.npy", value)
+    return folder
+
+
+@pytest.mark.parametrize("loop", era_runner.LOOPS)
+def test_the_era_runner_trains_each_loop_on_todays_stack_as_the_project_times_a_run(loop, dataset, tmp_path):
+    inputs = runner_inputs(tmp_path, dataset)
+    output = tmp_path / "result.json"
+    args = ["--loop", loop, "--inputs", str(inputs), "--output", str(output), "--epochs", "3", "--threads", "1"]
+    assert era_runner.main([*args, "--steady-window-s", "0.05", "--steady-block-s", "0.01"]) == 0
+    found = json.loads(output.read_text())
+    timings = found["timings"]
+    # Every epoch a block, each of the 12 steps an epoch counted by the optimiser itself.
+    assert timings["block_epochs"] == [1, 1, 1] and found["steps_taken"] == 3 * 12
+    assert {"import", "setup", "startup", "data", "model", "optimizer", "fit", "predict"} <= timings["phases_s"].keys()
+    assert timings["fit_predict_s"] >= timings["phases_s"]["fit"] > sum(timings["block_s"][1:])
+    assert ("fit_end" in timings["phases_s"]) == (loop == "keras")  # Keras 2's pause after its last epoch
+    window = timings["steady"]  # Keras 2's passes are whole new fits: a tiny one may stop short of 20 blocks
+    assert window["block_s"] and len(window["block_s"]) == len(window["block_epochs"]) and window["passes"] >= 1
+    assert [len(found["predictions"][name]) for name in era_runner.ROWS] == [750, 250]
+    assert found["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert found["threads"] == {"intra_op": 1, "inter_op": 1}
+
+
+def test_the_era_runner_names_the_inputs_it_lacks(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        era_runner.main(["--loop", "torch", "--inputs", str(tmp_path), "--output", str(tmp_path / "out.json")])
+    assert f"--inputs {tmp_path} lacks train.npy, test.npy, w1.npy" in capsys.readouterr().err
+
+
+def stack_job(dataset: Path, output: Path, **changes) -> TrainingJob:
+    options = dict(
+        framework="torch",
+        device="cpu",
+        repeat=1,
+        dataset=dataset,
+        output=output,
+        epochs=3,
+        batch_size=64,
+        learning_rate=0.001,
+        hidden_units=20,
+        threads=1,
+        min_r2=-1e9,
+        steady_window_s=0.05,
+        steady_block_s=0.01,
+        variant="seed",
+        stack="today_runner",
+    )
+    return TrainingJob(**(options | changes))
+
+
+def test_a_run_on_another_stack_records_that_stack_and_what_its_runner_measured(dataset, tmp_path):
+    output = tmp_path / "runs" / "torch-cpu-seed-today_runner-1.json"
+    output.parent.mkdir()
+    assert run(stack_job(dataset, output)) == 0
+    record = read_record(output)
+    assert record["status"] == "ok", record["reason"]
+    assert record["identity"]["stack"] == "today_runner" and record["identity"]["run_id"] == output.stem
+    assert record["timings"]["steps_taken"] == 36 and record["timings"]["block_epochs"] == [1, 1, 1]
+    assert len(record["timings"]["steady"]["block_s"]) >= 20
+    assert record["quality"]["test_mse"] > 0 and record["environment"]["container"] == machine.container()
+    assert record["environment"]["versions"]["torch"].startswith("2.")
+    assert record["parameters"]["variant_details"]["runner"] == "tiny_mlp_bench/era_runner.py"
+    assert [p.name for p in output.parent.iterdir()] == [output.name]  # the runner's inputs are gone
+
+
+def test_a_runner_that_fails_is_recorded_as_failed_and_leaves_no_inputs_behind(dataset, tmp_path, monkeypatch):
+    output = tmp_path / "torch-cpu-seed-today_runner-1.json"
+    monkeypatch.setattr(StackRun, "command", lambda self, inputs, out: [sys.executable, "-c", "raise SystemExit(3)"])
+    assert run(stack_job(dataset, output)) == 0
+    record = read_record(output)
+    assert record["status"] == "failed"
+    assert record["reason"] == "RuntimeError: the era runner on the today_runner stack exited with 3"
+    assert [p.name for p in tmp_path.iterdir()] == [output.name]
+
+
+def test_a_stack_job_runs_its_image_with_the_checkout_mounted(dataset, tmp_path, monkeypatch):
+    monkeypatch.setattr("tiny_mlp_bench.containers.image_id", lambda engine, image: "sha256:abc")
+    job = stack_job(dataset, tmp_path / "x.json", stack="era", stack_image=STACKS["era"].image)
+    stack_run = StackRun(job)
+    stack_run.read(read_dataset(dataset))
+    command = stack_run.command(tmp_path / "in", tmp_path / "in" / "result.json")
+    assert command[:3] == ["podman", "run", "--rm"] and "--network=none" in command
+    assert f"{ROOT}:{ROOT}" in command and "PYTHONPATH" in " ".join(command)
+    image = command.index(image_reference(STACKS["era"].image))
+    assert command[image + 1 : image + 6] == ["python", "-m", "tiny_mlp_bench.era_runner", "--loop", "torch"]
+
+
+ERA_CONFIG = {
+    "frameworks": ["torch", "tf_keras", "numpy"],
+    "devices": ["cpu", "cuda"],
+    "variants": {"torch": ["seed", "one_thread", "sync_free"], "tf_keras": ["seed"], "numpy": ["reference"]},
+    "repeats": 2,
+    "claim_repeats": 2,
+    "stacks": ["today", "era"],
+}
+
+
+def test_another_stack_runs_only_the_runners_loops_idle_on_the_cpu():
+    jobs = rounds.training_runs(ERA_CONFIG)
+    on_era = sorted({(j.framework, j.device, j.variant) for j in jobs if j.stack == "era"})
+    assert on_era == [("tf_keras", "cpu", "seed"), ("torch", "cpu", "one_thread"), ("torch", "cpu", "seed")]
+    today = {(j.framework, j.device, j.variant) for j in jobs if j.stack == TODAY}
+    assert ("numpy", "cpu", "reference") in today and ("torch", "cuda", "sync_free") in today
+    era = Job("train", "cpu", "torch", "seed", 2, stack="era")
+    assert era.workflow_rule == "train_stack" and era.output == "results/runs/torch-cpu-seed-era-2.json"
+    assert era in jobs and Job("train", "cpu", "torch", "seed", 2).output == "results/runs/torch-cpu-seed-2.json"
+
+
+def test_each_change_between_stacks_names_two_stacks_that_exist():
+    assert all(newer in STACKS and older in STACKS and newer != older for newer, older, _ in STEPS)
+
+
+def era_records(torch_ms: dict, keras_ms: dict) -> list[dict]:
+    """Five runs of each original loop on each stack named, at the steps given in ms (with a small spread)."""
+    return [
+        synthetic_record(framework, "cpu", repeat, 2.0 + repeat / 100, step_ms=ms * (1 + repeat / 1000), stack=stack)
+        for framework, per_stack in (("torch", torch_ms), ("tf_keras", keras_ms))
+        for stack, ms in per_stack.items()
+        for repeat in range(1, 6)
+    ]
+
+
+def test_the_era_report_says_where_keras_2_was_faster_and_which_change_moved_a_loop(tmp_path):
+    # On the era stack Keras 2 steps faster than torch (the asker's order); today it is slower; the twin agrees.
+    records = era_records({"today": 1.0, "era": 1.0, "era_twin": 1.0}, {"today": 2.0, "era": 0.5, "era_twin": 0.5})
+    report = build_report(records)
+    found = report.era
+    assert [s.stack for s in found.stacks] == ["today", "era", "era_twin"]
+    assert found.of("era").keras_over_torch.step.estimate == pytest.approx(0.5, rel=0.01)
+    assert found.of("today").keras_over_torch.step.estimate == pytest.approx(2.0, rel=0.01)
+    lines = claims.era_lines(found)
+    assert lines[0].startswith("On the oldest stack that installs here (Python 3.11.7, ")
+    assert "Per step, Keras 2 was faster than the torch loop: 0.500× (0.499–0.501) as long, 5 runs a side." in lines[0]
+    assert "Per step, Keras 2 was slower than the torch loop: 2.00× (1.99–2.01) as long, 5 runs a side." in lines[1]
+    assert lines[-1].startswith("The A/A control: `era_twin` runs `era`'s very image under another name")
+    assert "the runs cannot tell them apart" in lines[-1]
+    text = render_markdown(report)
+    assert text.startswith("# Was Keras faster than torch on the software of the asker's time?")
+    assert "## Host `bench-host on the era stack`" in text and "## Host `bench-host`" in text
+    assert "| `era_twin` / `era`: the same image under two names: what the machine fakes |" in text
+
+
+def test_a_study_with_runs_on_another_stack_is_of_the_era_kind(tmp_path):
+    (tmp_path / "runs").mkdir()
+    for record in era_records({"today": 1.0, "era": 1.0}, {"today": 2.0}):
+        (tmp_path / "runs" / f"{record['identity']['run_id']}.json").write_text(json.dumps(record))
+    assert kinds.study_kind(tmp_path) == kinds.ERA_STUDY
+
+
+def image_missing(engine: str, image: str) -> str | None:
+    """Why a stack's image cannot run here, with the command that builds it; None where it is there."""
+    from test_containers import engine_problem
+
+    problem = engine_problem(engine)
+    if problem is None and subprocess.run([engine, "image", "exists", image_reference(image)]).returncode != 0:
+        problem = f"no image {image_reference(image)} in {engine}: build it with `make image-stack-era`"
+    return problem
+
+
+@pytest.mark.containers
+@pytest.mark.workflow
+def test_a_tiny_era_study_runs_the_era_image_beside_todays_stack(workflow_dir):
+    from test_containers import engine_image_id
+
+    image = STACKS["era"].image
+    skip_unless_ready(image_missing("podman", image), "TINY_MLP_BENCH_REQUIRE_PODMAN")
+    config = write_config(
+        workflow_dir,
+        "era-tiny.yaml",
+        frameworks=["torch", "tf_keras"],
+        devices=["cpu"],
+        variants={"torch": ["seed"], "tf_keras": ["seed"]},
+        stacks=["today", "era"],
+        repeats=1,
+        claim_repeats=1,
+    )
+    commit_all(workflow_dir)
+    result = run_snakemake(workflow_dir, "--cores", 2, "--configfile", config)
+    assert result.returncode == 0, result.stderr[-5000:]
+    runs = workflow_dir / "results" / "runs"
+    keras, torch = (read_record(runs / f"{f}-cpu-seed-era-1.json") for f in ("tf_keras", "torch"))
+    assert keras["status"] == "ok" and torch["status"] == "ok", (keras["reason"], torch["reason"])
+    assert (
+        keras["environment"]["python"].startswith("3.9.") and keras["environment"]["versions"]["tensorflow"] == "2.5.0"
+    )
+    assert torch["environment"]["versions"]["torch"] == "1.7.1"
+    assert torch["environment"]["container"]["image_id"] == engine_image_id("podman", image)
+    report = (workflow_dir / "results" / "report.md").read_text()
+    assert "## The question's CPU loops on each stack" in report and "| `era` " in report

@@ -1,0 +1,96 @@
+"""The software stacks a run can train on: today's (the project's own loops in its environment) and the stacks the
+era study sets beside it, each run by the era runner (era_runner.py) on the host or in an image of its own.
+
+Each stack differs from its neighbour in as little as it can, so that a change in a loop's time has one cause:
+libraries at one Python (era against newest_39), Python with its Debian at one set of libraries (newest_39 against
+newest_311), the newest libraries with Python 3.9 wheels against today's at Python 3.11 (newest_311 against
+today_image), container against none (today_image against today_runner), and the runner's copy of the loops against
+the project's own (today_runner against today). era_twin is era's very image under another name: the A/A control of
+the stacks, what this machine fakes between identical software."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# A run's stack before the era study: every record written before version 11.
+TODAY = "today"
+# The loops the era runner runs, and the rungs it runs them as: the asker's loop, and the same on one thread.
+FRAMEWORKS = ("torch", "tf_keras")
+RUNGS = ("seed", "one_thread")
+DEVICES = ("cpu",)
+# Epochs of a stack's untimed warm-up: its files read and its framework imported, before its first timed run.
+WARM_UP_EPOCHS = 2
+# The era runner's name for each framework's loop.
+RUNNER_LOOPS = {"torch": "torch", "tf_keras": "keras"}
+
+
+@dataclass(frozen=True)
+class Stack:
+    name: str
+    what: str  # in the report's words
+    # The image a framework's runs run in, by config `images` key (None: the host's own environment).
+    image: str | None = None
+    runner: bool = True  # False: the project's own loops (jobs/run.py), as every other study runs them
+
+    def image_for(self, framework: str, images: dict) -> str | None:
+        """The image a run of ``framework`` runs in: the stack's own, or, for today_image, the config's image of
+        that framework (the torch image for torch, the keras image for Keras 2)."""
+        if self.image == "config":
+            return images["torch" if framework == "torch" else "keras"]
+        return self.image
+
+
+STACKS = {
+    stack.name: stack
+    for stack in (
+        Stack(TODAY, "today's loops and environment, as every study runs them", runner=False),
+        Stack("today_runner", "the era runner's copy of the loops, in today's environment"),
+        Stack("today_image", "the era runner in today's container images (CPU builds)", image="config"),
+        Stack(
+            "newest_311",
+            "torch 2.8.0 and TensorFlow 2.20.0 with tf_keras on Debian 12's Python 3.11",
+            image="docker://ghcr.io/tiny-mlp-bench/newest-311:0.2.0",
+        ),
+        Stack(
+            "newest_39",
+            "the same releases on Debian 11's Python 3.9, the newest with Python 3.9 wheels",
+            image="docker://ghcr.io/tiny-mlp-bench/newest-39:0.2.0",
+        ),
+        Stack(
+            "era",
+            "torch 1.7.1 and TensorFlow 2.5.0 (its tf.keras is Keras 2) on Debian 11's Python 3.9, the oldest "
+            "that install here",
+            image="docker://ghcr.io/tiny-mlp-bench/era:0.2.0",
+        ),
+        Stack(
+            "era_twin",
+            "era's very image under another name: the A/A control of the stacks",
+            image="docker://ghcr.io/tiny-mlp-bench/era:0.2.0",
+        ),
+    )
+}
+# Each comparison that changes one thing, newer over older: (newer, older, what changed).
+STEPS = (
+    ("today_runner", TODAY, "the runner's copy of the loops against the project's own"),
+    ("today_runner", "today_image", "no container against a container"),
+    ("today_image", "newest_311", "today's libraries against the newest with Python 3.9 wheels, at Python 3.11"),
+    ("newest_311", "newest_39", "Python 3.11 with Debian 12 against Python 3.9 with Debian 11"),
+    ("newest_39", "era", "the newest libraries with Python 3.9 wheels against the oldest that install here"),
+    ("era_twin", "era", "the same image under two names: what the machine fakes"),
+)
+
+
+def runs_on_stack(framework: str, variant: str, device: str) -> bool:
+    """Whether the era runner runs this rung: the asker's two loops, and each on one thread, on the CPU."""
+    return framework in FRAMEWORKS and variant in RUNGS and device in DEVICES
+
+
+class UnknownStack(ValueError):
+    pass
+
+
+def stack(name: str) -> Stack:
+    try:
+        return STACKS[name]
+    except KeyError:
+        raise UnknownStack(f"no stack '{name}': the stacks are {', '.join(STACKS)}") from None
