@@ -28,7 +28,7 @@ BIN := $(VENV)/bin
 # Rules call `python` and tests call `snakemake`: both must be the environment's.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help run quick busy era test test-fast docs rung-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit kit-table clean images image-torch image-keras stack-images torch-cpu-wheel compare archive verify
+.PHONY: help run quick busy era era-images test test-fast docs rung-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit kit-table clean images image-torch image-keras stack-images torch-cpu-wheel compare archive verify
 
 # A bare `make` prints the targets: starting a study is `make run`.
 .DEFAULT_GOAL := help
@@ -46,7 +46,7 @@ quick: $(BIN)/.runtime-installed
 # The era study (config/era.yaml) in era/: first the images of its stacks and today's CPU images (built once, timed
 # apart from the study), then the study. Archive it with: make archive ARCHIVE_ARGS="--study era"
 era: $(BIN)/.runtime-installed
-	/usr/bin/time -f "era images: %e s" $(MAKE) --no-print-directory stack-images images FLAVOR=cpu
+	/usr/bin/time -f "era images: %e s" $(MAKE) --no-print-directory era-images
 	mkdir -p era/results && ln -sfn ../../results/archive era/results/archive
 	snakemake --cores all --directory era --configfile config/era.yaml
 
@@ -207,17 +207,22 @@ image-torch image-keras: image-%:
 		$(if $(CA_BUNDLE),--secret id=ca_bundle$(comma)src=$(CA_BUNDLE)) $(BUILD_ARGS) .
 
 # The era study's stacks (docker/stack.Dockerfile): each of requirements/<lock>.txt on a base image
-# that docker/base-image.sh debootstraps from its Debian release (made once, then reused).
+# that docker/base-image.sh debootstraps from its Debian release (made once, then reused). Today's CPU
+# images for the era study on the Debian 12 base the newest-311 stack has, so that the two differ in
+# their libraries alone.
 STACK_LOCKS := era newest-39 newest-311
+era-images: stack-images
+	$(MAKE) --no-print-directory images FLAVOR=cpu \
+		BUILD_ARGS="--build-arg BASE_IMAGE=localhost/tiny-mlp-bench/base:bookworm $(BUILD_ARGS)"
 stack-images: $(addprefix image-stack-,$(STACK_LOCKS))
 image-stack-era image-stack-newest-39: SUITE := bullseye
 image-stack-newest-311: SUITE := bookworm
 image-stack-%:
 	bash docker/base-image.sh --engine $(ENGINE) --suite $(SUITE)
-	$(BUILD) -f docker/stack.Dockerfile -t $(IMAGE_PREFIX)/$*:$(VERSION) \
+	$(BUILD) -f docker/stack.Dockerfile -t $(IMAGE_PREFIX)/$*:$(VERSION) $(BUILD_ARGS) \
 		--build-arg LOCK=$* --build-arg BASE_IMAGE=localhost/tiny-mlp-bench/base:$(SUITE) --build-arg VERSION=$(VERSION) \
 		--build-arg REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \
-		$(if $(CA_BUNDLE),--secret id=ca_bundle$(comma)src=$(CA_BUNDLE)) $(BUILD_ARGS) .
+		$(if $(CA_BUNDLE),--secret id=ca_bundle$(comma)src=$(CA_BUNDLE)) .
 
 # PyPI's Linux torch is the CUDA build; the CPU build comes from PyTorch's own CPU index (or from
 # pip's find-links, where a machine keeps it on disk) into wheelhouse/cpu/, which only
