@@ -36,6 +36,7 @@ from tiny_mlp_bench.report import claims
 from tiny_mlp_bench.report.markdown import render_markdown
 from tiny_mlp_bench.report.model import build_report
 from tiny_mlp_bench.stacks import STACKS, STEPS, TODAY
+from tiny_mlp_bench.timing import LOOP_PARTS
 
 RUNNER = Path(era_runner.__file__)
 # What the runner may import besides the standard library: the clock, numpy, and the loop's framework.
@@ -86,6 +87,20 @@ def test_the_era_runner_trains_each_loop_on_todays_stack_as_the_project_times_a_
     assert found["threads"] == {"intra_op": 1, "inter_op": 1}
 
 
+def test_the_era_runners_torch_loop_reads_its_steps_parts_per_block(dataset, tmp_path):
+    inputs = runner_inputs(tmp_path, dataset)
+    output = tmp_path / "result.json"
+    args = ["--loop", "torch", "--parts", "--inputs", str(inputs), "--output", str(output), "--epochs", "3"]
+    assert era_runner.main(args) == 0
+    found = json.loads(output.read_text())
+    parts = found["timings"]["block_part_s"]
+    assert list(parts) == list(LOOP_PARTS) and all(len(seconds) == 3 for seconds in parts.values())
+    # The parts lie inside each block, with the loop's own bookkeeping outside them.
+    for block, seconds in enumerate(found["timings"]["block_s"]):
+        assert 0 < sum(parts[part][block] for part in LOOP_PARTS) < seconds
+    assert found["details"] == {"clock_reads_per_step": "7"} and found["steps_taken"] == 36
+
+
 def test_the_era_runner_names_the_inputs_it_lacks(tmp_path, capsys):
     with pytest.raises(SystemExit):
         era_runner.main(["--loop", "torch", "--inputs", str(tmp_path), "--output", str(tmp_path / "out.json")])
@@ -125,6 +140,18 @@ def test_a_run_on_another_stack_records_that_stack_and_what_its_runner_measured(
     assert record["quality"]["test_mse"] > 0 and record["environment"]["container"] == machine.container()
     assert record["environment"]["versions"]["torch"].startswith("2.")
     assert record["parameters"]["variant_details"]["runner"] == "tiny_mlp_bench/era_runner.py"
+    assert "block_part_s" not in record["timings"]  # seed reads no parts
+
+
+def test_a_parts_run_on_another_stack_records_its_parts_per_block(dataset, tmp_path):
+    output = tmp_path / "torch-cpu-parts-today_runner-1.json"
+    assert run(stack_job(dataset, output, variant="parts")) == 0
+    record = read_record(output)
+    assert record["status"] == "ok", record["reason"]
+    assert [len(record["timings"]["block_part_s"][part]) for part in LOOP_PARTS] == [3] * len(LOOP_PARTS)
+    assert set(record["timings"]["steady"]["block_part_s"]) == set(LOOP_PARTS)
+    details = record["parameters"]["variant_details"]
+    assert details["clock_reads_per_step"] == "7" and details["clocksource"] == machine.clocksource()
     assert [p.name for p in output.parent.iterdir()] == [output.name]  # the runner's inputs are gone
 
 
@@ -153,7 +180,7 @@ def test_a_stack_job_runs_its_image_with_the_checkout_mounted(dataset, tmp_path,
 ERA_CONFIG = {
     "frameworks": ["torch", "tf_keras", "numpy"],
     "devices": ["cpu", "cuda"],
-    "variants": {"torch": ["seed", "one_thread", "sync_free"], "tf_keras": ["seed"], "numpy": ["reference"]},
+    "variants": {"torch": ["seed", "parts", "sync_free"], "tf_keras": ["seed", "one_thread"], "numpy": ["reference"]},
     "repeats": 2,
     "claim_repeats": 2,
     "stacks": ["today", "era"],
@@ -163,7 +190,8 @@ ERA_CONFIG = {
 def test_another_stack_runs_only_the_runners_loops_idle_on_the_cpu():
     jobs = rounds.training_runs(ERA_CONFIG)
     on_era = sorted({(j.framework, j.device, j.variant) for j in jobs if j.stack == "era"})
-    assert on_era == [("tf_keras", "cpu", "seed"), ("torch", "cpu", "one_thread"), ("torch", "cpu", "seed")]
+    expected = [("tf_keras", "one_thread"), ("tf_keras", "seed"), ("torch", "parts"), ("torch", "seed")]
+    assert on_era == [(framework, "cpu", variant) for framework, variant in expected]
     today = {(j.framework, j.device, j.variant) for j in jobs if j.stack == TODAY}
     assert ("numpy", "cpu", "reference") in today and ("torch", "cuda", "sync_free") in today
     era = Job("train", "cpu", "torch", "seed", 2, stack="era")

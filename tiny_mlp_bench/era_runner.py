@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tiny_mlp_bench.timing import Clock, per_step_window
+from tiny_mlp_bench.timing import Clock, PartTimes, per_step_window
 
 LOOPS = ("torch", "keras")
 # What the host writes into --inputs: the rows (x1, x2, y), float32, and the 2-h-1 network's initial weights laid out
@@ -49,10 +49,16 @@ def question_mlp(torch, hidden_units: int):
 
 class AskersTorchLoop:
     """torch's `seed`: the asker's DataLoader over the train rows (a random sampler, 64 rows a batch, the default
-    collate), zero_grad, forward, MSE of ``pred.squeeze()``, backward and Adam's step (backends/torch_loops.py)."""
+    collate), zero_grad, forward, MSE of ``pred.squeeze()``, backward and Adam's step (backends/torch_loops.py);
+    with ``args.parts``, torch's `parts`: the same loop with the clock read at each part of its step
+    (backends/torch_loops.PartsLoop, on the CPU)."""
+
+    READS_PER_STEP = 7
 
     def __init__(self, torch, args, rows: dict, weights: list, clock: Clock):
         self.torch, self.args, self.weights = torch, args, weights
+        self.parts = PartTimes() if args.parts else None
+        self.device = torch.device("cpu")
         self.loss_fn = torch.nn.MSELoss()
         with clock.phase("model"):
             self.model = question_mlp(torch, args.hidden_units)
@@ -76,17 +82,70 @@ class AskersTorchLoop:
                 layer.bias.copy_(self.torch.from_numpy(b))
 
     def fit(self, clock: Clock, epochs: int) -> None:
-        clock.run_blocks(self.run_epochs, epochs, 1)
+        clock.parts = self.parts  # the clock sums the parts per block, as it times the block
+        clock.run_blocks(self.run_parts if self.parts else self.run_epochs, epochs, 1)
+
+    @property
+    def details(self) -> dict:
+        return {"clock_reads_per_step": str(self.READS_PER_STEP)} if self.parts else {}
+
+    def run_parts(self, epochs: int) -> None:
+        model, loss_fn, optimizer, device, now = (
+            self.model,
+            self.loss_fn,
+            self.optimizer,
+            self.device,
+            time.perf_counter,
+        )
+        fetch = copy = zero_grad = forward = backward = step = 0.0
+        for _ in range(epochs):
+            batches = iter(self.train)
+            while True:
+                t0 = now()
+                batch = next(batches, None)
+                if batch is None:
+                    break
+                t1 = now()
+                batch = batch.to(device)
+                t2 = now()
+                optimizer.zero_grad()
+                t3 = now()
+                loss = loss_fn(model(batch[:, :2]).squeeze(), batch[:, 2])
+                t4 = now()
+                loss.backward()
+                t5 = now()
+                optimizer.step()
+                t6 = now()
+                fetch += t1 - t0
+                copy += t2 - t1
+                zero_grad += t3 - t2
+                forward += t4 - t3
+                backward += t5 - t4
+                step += t6 - t5
+            self.loss = loss
+        self.parts.add(
+            {
+                "fetch": fetch,
+                "copy": copy,
+                "zero_grad": zero_grad,
+                "forward": forward,
+                "backward": backward,
+                "optimizer": step,
+            }
+        )
 
     def run_epochs(self, epochs: int) -> None:
-        model, loss_fn, optimizer = self.model, self.loss_fn, self.optimizer
         for _ in range(epochs):
             for batch in self.train:
-                optimizer.zero_grad()
-                loss = loss_fn(model(batch[:, :2]).squeeze(), batch[:, 2])
-                loss.backward()
-                optimizer.step()
-            self.loss = loss
+                self.loss = self.seed_step(self.optimizer, batch.to(self.device))
+
+    def seed_step(self, optimizer, batch):
+        """The asker's step: zero_grad, forward, loss of ``pred.squeeze()``, backward, Adam step."""
+        optimizer.zero_grad()
+        loss = self.loss_fn(self.model(batch[:, :2]).squeeze(), batch[:, 2])
+        loss.backward()
+        optimizer.step()
+        return loss
 
     def predict_test_batch(self) -> None:
         self.model.eval()
@@ -161,6 +220,10 @@ class AskersKerasFit:
     def restart(self) -> bool:
         return False  # a new model and optimizer: Keras's own state is not ours to zero
 
+    @property
+    def details(self) -> dict:
+        return {}
+
 
 def keras_2(tf):
     """Keras 2 where the stack keeps it: tf_keras from TensorFlow 2.16 on (installed beside it), tf.keras before."""
@@ -178,7 +241,8 @@ def load(loop: str, threads: int):
         import torch
 
         torch.set_num_threads(threads)
-        torch.set_num_interop_threads(threads)
+        if torch.get_num_interop_threads() != threads:  # settable once a process, before any parallel work
+            torch.set_num_interop_threads(threads)
         return torch
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
@@ -248,6 +312,7 @@ def run(args) -> dict:
         "timings": clock.timings(),
         "steps_taken": training.steps_taken(),
         "final_train_loss": training.final_train_loss(),
+        "details": training.details,
         "predictions": {name: training.predict(rows[name][:, :2]).reshape(-1).tolist() for name in ROWS},
         **about(fw, args.loop),
     }
@@ -274,6 +339,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0, help="seeds the loaders' and fit's shuffles")
     parser.add_argument("--steady-window-s", type=float, default=0.0, help="seconds of the per-step window (0: none)")
     parser.add_argument("--steady-block-s", type=float, default=0.2)
+    parser.add_argument("--parts", action="store_true", help="torch: read the clock at each part of the step")
     parser.add_argument("--label", default=None, help="the run's name in its progress lines")
     args = parser.parse_args(argv)
     missing = [f"{n}.npy" for n in (*ROWS, *WEIGHTS) if not (args.inputs / f"{n}.npy").is_file()]

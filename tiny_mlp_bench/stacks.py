@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 # A run's stack before the era study: every record written before version 11.
 TODAY = "today"
-# The loops the era runner runs, and the rungs it runs them as: the asker's loop, and the same on one thread.
-FRAMEWORKS = ("torch", "tf_keras")
-RUNGS = ("seed", "one_thread")
+# The rungs the era runner runs of each framework: the asker's loop, the same on one thread, and torch's with the
+# clock read at each part of its step.
+RUNGS = {"torch": ("seed", "one_thread", "parts"), "tf_keras": ("seed", "one_thread")}
 DEVICES = ("cpu",)
 # Epochs of a stack's untimed warm-up: its files read and its framework imported, before its first timed run.
 WARM_UP_EPOCHS = 2
@@ -81,8 +81,9 @@ STEPS = (
 
 
 def runs_on_stack(framework: str, variant: str, device: str) -> bool:
-    """Whether the era runner runs this rung: the asker's two loops, and each on one thread, on the CPU."""
-    return framework in FRAMEWORKS and variant in RUNGS and device in DEVICES
+    """Whether the era runner runs this rung: the asker's two loops, each on one thread, and torch's read part by
+    part, on the CPU."""
+    return variant in RUNGS.get(framework, ()) and device in DEVICES
 
 
 class UnknownStack(ValueError):

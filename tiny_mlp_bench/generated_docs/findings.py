@@ -176,7 +176,7 @@ def era_section(studies: list[Study]) -> str:
             f"up `.venv`, {duration(took['images_s'])} to build its images from the engine's cache, "
             f"{duration(took['study_s'])} for the study and its report. Built the first time on that machine, the "
             + ", ".join(f"`{name}` image took {duration(s)}" for name, s in took["images_first_build_s"].items())
-            + f" (`logs/make_run_time.json` in {where})."
+            + f" (`logs/make_run_time.json` in {where}).",
         ]
     return "\n".join(lines)
 

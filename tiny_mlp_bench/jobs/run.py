@@ -20,13 +20,16 @@ import numpy as np
 
 from tiny_mlp_bench import CHECKOUT, catalogue, cli, containers, registry
 from tiny_mlp_bench.backends.contract import Backend, Loop, RunSpec, Training, epochs_per_call
+from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.dataset import Dataset
 from tiny_mlp_bench.era_runner import ROWS, WEIGHTS
 from tiny_mlp_bench.initial_weights import SCHEME
 from tiny_mlp_bench.jobs.envelope import DeviceMissing, Measurement, run_job
 from tiny_mlp_bench.jobs.identity import BUSY, CONDITIONS, DATASET, IDLE, Job
 from tiny_mlp_bench.jobs.options import REQUIRE_GPU, SHARED, JobOptions, about, run_spec
+from tiny_mlp_bench.machine import clocksource
 from tiny_mlp_bench.neighbour import busy_core, neighbour_core
+from tiny_mlp_bench.question import TORCH
 from tiny_mlp_bench.records import RECORD_TYPE, SCHEMA_VERSION, write_record
 from tiny_mlp_bench.stacks import RUNNER_LOOPS, STACKS, TODAY
 from tiny_mlp_bench.timing import METHOD, Clock, per_step_window
@@ -323,6 +326,7 @@ def replayed_clock(timings: dict) -> Clock:
     clock.timing_point_s = timings["fit_predict_s"]
     clock.block_s, clock.block_cpu_s = list(timings["block_s"]), list(timings["block_cpu_s"])
     clock.block_epochs = list(timings["block_epochs"])
+    clock.block_part_s = {part: list(seconds) for part, seconds in timings.get("block_part_s", {}).items()}
     return clock
 
 
@@ -347,6 +351,7 @@ class StackRun(TrainingRun):
         args += ["--learning-rate", repr(spec.learning_rate), "--hidden-units", str(spec.hidden_units)]
         args += ["--threads", str(spec.threads), "--seed", str(spec.init_seed)]
         args += ["--steady-window-s", repr(job.steady_window_s), "--steady-block-s", repr(job.steady_block_s)]
+        args += ["--parts"] if spec.variant == registry.rung_with_role(TORCH, Role.STEP_PARTS).name else []
         if job.stack_image is None:
             return [sys.executable, *args]
         image = containers.image_reference(job.stack_image)
@@ -380,7 +385,9 @@ class StackRun(TrainingRun):
             predicted["train"], predicted["test"], self.runner["final_train_loss"], data, self.job.min_r2
         )
         self.steps_taken = self.runner["steps_taken"]
-        self.details = {"stack": self.stack.what, "runner": "tiny_mlp_bench/era_runner.py"}
+        self.details = {"stack": self.stack.what, "runner": "tiny_mlp_bench/era_runner.py", **self.runner["details"]}
+        if "clock_reads_per_step" in self.details:  # read on the host: the container shares its kernel's clock
+            self.details["clocksource"] = clocksource()
 
     def description(self, fw) -> tuple[dict, float | None]:
         if self.runner is None:  # the runner did not finish: nothing is known of its stack

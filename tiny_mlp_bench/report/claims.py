@@ -12,6 +12,7 @@ from tiny_mlp_bench.report.cells import decimals, duration, figures, interval_pl
 from tiny_mlp_bench.report.era import EraStudy
 from tiny_mlp_bench.report.inference import Interval, Ratio
 from tiny_mlp_bench.stacks import TODAY
+from tiny_mlp_bench.timing import LOOP_PARTS
 
 
 @dataclass(frozen=True)
@@ -450,6 +451,9 @@ def era_lines(found: EraStudy) -> list[str]:
             for view in ERA_VIEWS
             if (ratio := getattr(ratios, view)) and ratio.resolved
         ]
+        torch_step = dict(step.loops)["torch"].step
+        if torch_step and torch_step.resolved:
+            moved.append(part_moved(found.of(step.newer), found.of(step.older)))
         if moved:
             lines.append(f"{capital(step.what)}: {' '.join(moved)}")
     twin = next((step for step in found.steps if step.newer == "era_twin"), None)
@@ -466,6 +470,20 @@ def era_lines(found: EraStudy) -> list[str]:
             f"{', '.join(seen)}: {verdict}. A difference this size between stacks is what this machine fakes."
         )
     return lines
+
+
+PART_WORDS = {**LOOP_PARTS, "outside": "what lies outside the parts"}
+
+
+def part_moved(newer, older) -> str:
+    """The part of torch's step that moved most between two stacks, as their `parts` runs read it."""
+    if not (newer.parts and older.parts):
+        return "No `parts` runs on both stacks say which part of the step moved."
+    part = max(PART_WORDS, key=lambda p: abs(newer.part_s(p) - older.part_s(p)))
+    return (
+        f"Of torch's step as the `parts` rung read it, {PART_WORDS[part]} moved most: {duration(older.part_s(part))} "
+        f"a step on `{older.stack}`, {duration(newer.part_s(part))} on `{newer.stack}`."
+    )
 
 
 def capital(text: str) -> str:

@@ -11,6 +11,7 @@ import pandas as pd
 
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.inference import Interval, Ratio, ratio, rung_interval
+from tiny_mlp_bench.report.loop_parts import LoopParts
 from tiny_mlp_bench.stacks import STACKS, STEPS, TODAY
 
 if TYPE_CHECKING:
@@ -70,6 +71,11 @@ class StackFound:
     keras_over_torch: Ratios
     step: dict[str, Interval | None]  # per loop
     result: dict[str, Interval | None]
+    parts: LoopParts | None = None  # torch's step as its `parts` rung read it on this stack
+
+    def part_s(self, part: str) -> float:
+        """A part of torch's step (timing.LOOP_PARTS, or "outside" them), a step."""
+        return self.parts.outside_s if part == "outside" else self.parts.parts_s[part]
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,7 @@ def era_study(machines: tuple[Machine, ...]) -> EraStudy | None:
             keras_over_torch=over(m, ASKERS_KERAS, m, TORCH),
             step={loop: interval(loop_values(m, loop, "step")) for loop in LOOPS},
             result={loop: interval(loop_values(m, loop, "result")) for loop in LOOPS},
+            parts=m.loop_parts.get("cpu"),
         )
         for stack, m in on.items()
     )

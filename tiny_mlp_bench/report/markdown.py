@@ -367,8 +367,9 @@ def busy_table(found: BusyCore) -> str:
     return table(["ratio", "view", "idle", "beside one busy core"], rows, "llrr")
 
 
-def era_tables(found: EraStudy) -> tuple[str, str]:
-    """The era study's two tables: each stack's loops and Keras 2 over torch; each change's newer over older stack."""
+def era_tables(found: EraStudy) -> tuple[str, str, str]:
+    """The era study's tables: each stack's loops and Keras 2 over torch; each change's newer over older stack; torch's
+    step part by part on each stack that ran `parts` ("" where none did)."""
     views = list(claims.ERA_VIEWS.values())
     rows = [
         [
@@ -392,7 +393,11 @@ def era_tables(found: EraStudy) -> tuple[str, str]:
         for number, (loop, ratios) in enumerate(step.loops)
     ]
     steps = table(["newer / older stack: what changed", "loop", *views], rows, "llrrr")
-    return stacks, steps
+    read = [s for s in found.stacks if s.parts]
+    rows = [[words, *(duration(s.part_s(part)) for s in read)] for part, words in claims.PART_WORDS.items()]
+    rows.append(["the step", *(duration(s.parts.step_s) for s in read)])
+    parts = table(["part of torch's step, a step", *(f"`{s.stack}`" for s in read)], rows, "l" + "r" * len(read))
+    return stacks, steps, parts if read else ""
 
 
 def environment() -> jinja2.Environment:
