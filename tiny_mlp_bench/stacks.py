@@ -4,8 +4,9 @@ era study sets beside it, each run by the era runner (era_runner.py) on the host
 Each stack differs from its neighbour in as little as it can, so that a change in a loop's time has one cause:
 libraries at one Python (era against newest_39), Python with its Debian at one set of libraries (newest_39 against
 newest_311), the newest libraries with Python 3.9 wheels against today's at Python 3.11 (newest_311 against
-today_image), container against none (today_image against today_runner), and the runner's copy of the loops against
-the project's own (today_runner against today). era_twin is era's very image under another name: the A/A control of
+today_image), a container against none (today_image against today_runner: the image's Python is Debian 12's build,
+the host's environment this machine's own), and the runner's copy of the loops against the project's own
+(today_runner against today). era_twin is era's very image under another name: the A/A control of
 the stacks, what this machine fakes between identical software."""
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ STACKS = {
 # Each comparison that changes one thing, newer over older: (newer, older, what changed).
 STEPS = (
     ("today_runner", TODAY, "the runner's copy of the loops against the project's own"),
-    ("today_runner", "today_image", "no container against a container"),
+    ("today_runner", "today_image", "this machine's environment against today's images (and their Python build)"),
     ("today_image", "newest_311", "today's libraries against the newest with Python 3.9 wheels, at Python 3.11"),
     ("newest_311", "newest_39", "Python 3.11 with Debian 12 against Python 3.9 with Debian 11"),
     ("newest_39", "era", "the newest libraries with Python 3.9 wheels against the oldest that install here"),
