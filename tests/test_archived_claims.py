@@ -12,7 +12,7 @@ import pytest
 from helpers import ROOT
 from tiny_mlp_bench.archive.layout import NUMBERS, OLD_NUMBERS, numbers_file
 from tiny_mlp_bench.generated_docs import findings
-from tiny_mlp_bench.kinds import BUSY_STUDY
+from tiny_mlp_bench.kinds import BUSY_STUDY, ERA_STUDY
 from tiny_mlp_bench.records import SCHEMA_VERSION
 from tiny_mlp_bench.report import across, claims, sentences
 from tiny_mlp_bench.report.busy_core import idle_label
@@ -84,7 +84,8 @@ def test_an_archived_report_never_says_1_runs_misnames_its_study_or_prints_a_bou
     report = (folder / "report.md").read_text()
     assert not re.search(r"\b1 runs\b", report)
     title = report.splitlines()[0].removeprefix("# ")
-    expected = sentences.BUSY_TITLE if read_study(folder).kind[0] == BUSY_STUDY else sentences.TITLE
+    titles = {BUSY_STUDY: sentences.BUSY_TITLE, ERA_STUDY: sentences.ERA_TITLE}
+    expected = titles.get(read_study(folder).kind[0], sentences.TITLE)
     assert title == expected
     # A ratio's interval writes each bound to the digits that show which side of 1 it lies on.
     assert not re.search(r"×[^|\n]*?\((?:[\d.,]+–1\.00|1\.00–[\d.,]+)\)", report)
