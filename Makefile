@@ -17,7 +17,8 @@
 #   make findings         the README's "What it found", from the newest archives' report models
 #   make images           the container images (docker/) with Podman or Docker (ENGINE=, FLAVOR=cpu);
 #                         image-torch, image-keras one of them; torch-cpu-wheel the CPU torch they use
-#   make stack-images     the era study's stack images (docker/stack.Dockerfile), on debootstrapped Debian bases
+#   make stack-images     the era study's stack images (docker/stack.Dockerfile), on debootstrapped Debian bases;
+#                         era-images those and today's CPU images on Debian 12's base, as make era builds them
 #   make gpu-kit          what scripts/gpu_study.py installs on a GPU machine without a registry
 #   make kit-table        docs/gpu-kit.md's table of that kit, from it
 #   make lock, lock-cuda, lock-gpu-kit   resolve the locks in requirements/ again

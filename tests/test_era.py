@@ -227,6 +227,10 @@ def test_the_era_report_says_where_keras_2_was_faster_and_which_change_moved_a_l
     assert "Per step, Keras 2 was slower than the torch loop: 2.00× (1.99–2.01) as long, 5 runs a side." in lines[1]
     assert lines[-1].startswith("The A/A control: `era_twin` runs `era`'s very image under another name")
     assert "the runs cannot tell them apart" in lines[-1]
+    answer = claims.era_answer(found)
+    assert answer.startswith("On the oldest stack that installs here (Python 3.11.7, torch 1.0), per step, Keras 2")
+    assert answer.endswith("per step, Keras 2 was slower than torch: 2.00× (1.99–2.01) as long, 5 runs a side.")
+    assert "largest change" not in answer  # no two neighbouring stacks ran: the twin is the control, not a change
     text = render_markdown(report)
     assert text.startswith("# Was Keras faster than torch on the software of the asker's time?")
     assert "## Host `bench-host on the era stack`" in text and "## Host `bench-host`" in text

@@ -109,8 +109,9 @@ def test_a_stale_readme_is_found_and_rewritten_between_the_markers(archives, tmp
     answer = f"{findings.ANSWER_BEGIN}\nan answer copied by hand\n{findings.ANSWER_END}"
     took = f"{findings.RUN_TIME_BEGIN}\na time copied by hand\n{findings.RUN_TIME_END}"
     each = f"{findings.ACROSS_BEGIN}\nclaims copied by hand\n{findings.ACROSS_END}"
+    era = f"{findings.ERA_BEGIN}\nan era copied by hand\n{findings.ERA_END}"
     stale.write_text(
-        f"intro\n{answer}\n{took}\n{findings.BEGIN}\nnumbers copied by hand\n{findings.END}\n{each}\nafter\n"
+        f"intro\n{answer}\n{took}\n{findings.BEGIN}\nnumbers copied by hand\n{findings.END}\n{each}\n{era}\nafter\n"
     )
     argv = ["--readme", str(stale), "--archives", str(archives)]
     assert findings.main(["--check", *argv]) == 1
@@ -121,7 +122,8 @@ def test_a_stale_readme_is_found_and_rewritten_between_the_markers(archives, tmp
     took = f"{findings.RUN_TIME_BEGIN}\n{findings.run_time(studies)}\n{findings.RUN_TIME_END}"
     generated = f"{findings.BEGIN}\n{findings.findings(studies)}\n{findings.END}"
     each = f"{findings.ACROSS_BEGIN}\n{findings.across_section(studies)}\n{findings.ACROSS_END}"
-    assert stale.read_text() == f"intro\n{answer}\n{took}\n{generated}\n{each}\nafter\n"
+    era = f"{findings.ERA_BEGIN}\n{findings.era_section(studies)}\n{findings.ERA_END}"
+    assert stale.read_text() == f"intro\n{answer}\n{took}\n{generated}\n{each}\n{era}\nafter\n"
     assert findings.main(["--check", *argv]) == 0
 
 

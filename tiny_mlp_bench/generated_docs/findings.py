@@ -165,7 +165,8 @@ def era_section(studies: list[Study]) -> str:
         return "No era study is archived yet: `make era` runs one on this machine."
     study = eras[0]
     found = build_report(list(study.records)).era
-    lines = [f"From {link(study)}, on {claims.machine_words(study.kind)}, 5 runs of each loop on each stack:", ""]
+    lines = [f"**{claims.era_answer(found)}**", ""]
+    lines += [f"In full, from {link(study)}, on {claims.machine_words(study.kind)}:", ""]
     lines += [f"- {line}" for line in claims.era_lines(found)]
     took = study.make_run
     if took:

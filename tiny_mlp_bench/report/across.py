@@ -19,6 +19,7 @@ from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.inference import SIGNIFICANCE, Ratio, pooled_ratio, rank_sum_null, ratio
 from tiny_mlp_bench.report.runs import reference_canary, run_row, summarize
 from tiny_mlp_bench.report.study import Study
+from tiny_mlp_bench.stacks import TODAY
 from tiny_mlp_bench.timing import METHOD
 
 SUMMARY_KEYS = ("pair", "framework", "device", "variant")  # an empty summary's columns: no rung ran
@@ -181,8 +182,9 @@ def one_time_costs(runs: list[dict]) -> dict[str, dict[str, tuple[float, ...]]]:
 
 @functools.cache
 def claims_of(study: Study) -> Claims:
-    """A study's claims' run values, from its run records of its own machine kind, with today's estimator."""
-    records = study.own_records
+    """A study's claims' run values, from its run records of its own machine kind on today's stack, with today's
+    estimator: no two stacks' runs pool as one rung (an era study's other stacks are its report's own)."""
+    records = [r for r in study.own_records if r["identity"]["stack"] == TODAY]
     if not records:
         raise ValueError(f"{study.name}: no run records of its own machine kind")
     idle = [r for r in records if r["identity"]["condition"] == IDLE]

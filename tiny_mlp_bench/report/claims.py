@@ -3,6 +3,7 @@ both call them, so that the two never word one claim two ways."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from tiny_mlp_bench.kinds import cpu_name
@@ -425,6 +426,33 @@ def busy_lines(found: BusyCore) -> list[str]:
 
 ERA_VIEWS = {"result": "to a result", "training": "to a result less set-up and pause", "step": "per step"}
 LOOP_NAMES = {"torch": "the torch loop", "tf_keras": "Keras 2"}
+
+
+def era_answer(found: EraStudy) -> str:
+    """The era study in two sentences, per step: Keras 2 against torch on the oldest stack that installs here and on
+    today's, and the largest change between neighbouring stacks that its runs resolve."""
+    said = []
+    for stack, where in (("era", "on the oldest stack that installs here"), (TODAY, "on today's")):
+        on = found.of(stack)
+        if on and on.keras_over_torch.step:
+            said.append(
+                f"{where} ({on.versions}), {comparison(on.keras_over_torch.step, 'Keras 2', 'torch', 'per step')}"
+            )
+    head = " ".join(capital(sentence) for sentence in said)
+    moved = [
+        (abs(math.log(ratios.step.estimate)), step, loop, ratios.step)
+        for step in found.steps
+        if step.newer != "era_twin"
+        for loop, ratios in step.loops
+        if ratios.step and ratios.step.resolved
+    ]
+    if not moved:
+        return head
+    _, step, loop, ratio = max(moved, key=lambda item: item[0])
+    return (
+        f"{head} The largest change between neighbouring stacks: {LOOP_NAMES[loop]}'s step on `{step.newer}` took "
+        f"{ratio_said(ratio)} as long as on `{step.older}` ({runs_against(ratio)}; {step.what})."
+    )
 
 
 def era_lines(found: EraStudy) -> list[str]:
