@@ -2,7 +2,7 @@
 timed by the project's own clock (timing.py), inside an image whose Python may be as old as 3.9.
 
 It needs the standard library, numpy, and torch or TensorFlow (whichever loop it runs), and imports nothing else of
-the project, whose other modules need Python 3.11: tests/test_era_runner.py holds it to Python 3.9's grammar and runs
+the project, whose other modules need Python 3.11: tests/test_era.py holds it to Python 3.9's grammar and runs
 it on today's stack. A host job hands it the dataset's rows and the run's initial weights as .npy files and reads
 back what it measured: the record's timings, the optimiser's steps, the last loss and the predictions to score.
 

@@ -390,20 +390,10 @@ class StackRun(TrainingRun):
             self.details["clocksource"] = clocksource()
 
     def description(self, fw) -> tuple[dict, float | None]:
-        if self.runner is None:  # the runner did not finish: nothing is known of its stack
-            return {
-                "versions": {},
-                "threads": {},
-                "cuda": {"build_cuda": None, "build_cudnn": None, "driver": None},
-                "gpu_name": None,
-            }, None
-        no_cuda = {"build_cuda": None, "build_cudnn": None, "driver": None}  # the runner hides every GPU
-        return {
-            "versions": self.runner["versions"],
-            "threads": self.runner["threads"],
-            "cuda": no_cuda,
-            "gpu_name": None,
-        }, None
+        """What the runner reported of its stack (nothing, where it did not finish); it hides every GPU."""
+        runner = self.runner or {"versions": {}, "threads": {}}
+        no_cuda = {"build_cuda": None, "build_cudnn": None, "driver": None}
+        return {"versions": runner["versions"], "threads": runner["threads"], "cuda": no_cuda, "gpu_name": None}, None
 
     def environment(self, described: dict, dataset_sha256: str | None) -> dict:
         """This machine's, with the stack's Python and packages and the image the runner ran in."""
