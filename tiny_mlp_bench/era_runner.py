@@ -32,7 +32,8 @@ WEIGHTS = ("w1", "b1", "w2", "b2")
 
 
 def question_mlp(torch, hidden_units: int):
-    """Linear(2, h) -> ReLU -> Linear(h, 1) -> ReLU, as in the question (backends/torch_common.build_model)."""
+    """Linear(2, h) -> ReLU -> Linear(h, 1) -> ReLU, as in the question: the one definition, which
+    backends/torch_common.build_model builds too."""
 
     class QuestionMLP(torch.nn.Module):
         def __init__(self):
@@ -45,6 +46,48 @@ def question_mlp(torch, hidden_units: int):
             return torch.nn.functional.relu(self.linear2(x))
 
     return QuestionMLP()
+
+
+def load_weights(torch, model, weights: list) -> None:
+    """The initial weights (x @ w + b's layout, Keras's order) into the model's parameters."""
+    params = list(model.parameters())
+    if len(params) != len(weights):  # zip(strict=True) is Python 3.10's
+        raise ValueError(f"{len(weights)} initial weights for a model of {len(params)} parameters")
+    with torch.no_grad():  # torch keeps each layer's weight as (out, in), the transpose of x @ w
+        for param, value in zip(params, weights):
+            param.copy_(torch.from_numpy(value.T if value.ndim == 2 else value))
+
+
+def step_parts(loader, model, loss_fn, optimizer, device, now, epochs: int) -> tuple[dict, object]:
+    """torch's `parts` loop (backends/torch_loops.PartsLoop runs it too): ``epochs`` epochs of the asker's step with
+    ``now()`` read at each boundary of its parts (timing.LOOP_PARTS); returns each part's seconds and the last loss."""
+    fetch = copy = zero_grad = forward = backward = step = 0.0
+    for _ in range(epochs):
+        batches = iter(loader)
+        while True:
+            t0 = now()
+            batch = next(batches, None)
+            if batch is None:
+                break
+            t1 = now()
+            batch = batch.to(device)
+            t2 = now()
+            optimizer.zero_grad()
+            t3 = now()
+            loss = loss_fn(model(batch[:, :2]).squeeze(), batch[:, 2])
+            t4 = now()
+            loss.backward()
+            t5 = now()
+            optimizer.step()
+            t6 = now()
+            fetch += t1 - t0
+            copy += t2 - t1
+            zero_grad += t3 - t2
+            forward += t4 - t3
+            backward += t5 - t4
+            step += t6 - t5
+    parts = {"fetch": fetch, "copy": copy, "zero_grad": zero_grad, "forward": forward, "backward": backward}
+    return parts | {"optimizer": step}, loss
 
 
 class AskersTorchLoop:
@@ -62,7 +105,7 @@ class AskersTorchLoop:
         self.loss_fn = torch.nn.MSELoss()
         with clock.phase("model"):
             self.model = question_mlp(torch, args.hidden_units)
-            self.load_weights()
+            load_weights(torch, self.model, weights)
         with clock.phase("data"):
             self.train = self.loader(torch.tensor(rows["train"], dtype=torch.float))
             self.test = self.loader(torch.tensor(rows["test"], dtype=torch.float))
@@ -74,13 +117,6 @@ class AskersTorchLoop:
         sampler = self.torch.utils.data.SubsetRandomSampler(range(len(rows)))
         return self.torch.utils.data.DataLoader(rows, batch_size=self.args.batch_size, sampler=sampler)
 
-    def load_weights(self) -> None:
-        layers = [self.model.linear1, self.model.linear2]
-        with self.torch.no_grad():
-            for layer, (w, b) in zip(layers, (self.weights[:2], self.weights[2:])):
-                layer.weight.copy_(self.torch.from_numpy(w.T.copy()))
-                layer.bias.copy_(self.torch.from_numpy(b))
-
     def fit(self, clock: Clock, epochs: int) -> None:
         clock.parts = self.parts  # the clock sums the parts per block, as it times the block
         clock.run_blocks(self.run_parts if self.parts else self.run_epochs, epochs, 1)
@@ -90,49 +126,10 @@ class AskersTorchLoop:
         return {"clock_reads_per_step": str(self.READS_PER_STEP)} if self.parts else {}
 
     def run_parts(self, epochs: int) -> None:
-        model, loss_fn, optimizer, device, now = (
-            self.model,
-            self.loss_fn,
-            self.optimizer,
-            self.device,
-            time.perf_counter,
+        parts, self.loss = step_parts(
+            self.train, self.model, self.loss_fn, self.optimizer, self.device, time.perf_counter, epochs
         )
-        fetch = copy = zero_grad = forward = backward = step = 0.0
-        for _ in range(epochs):
-            batches = iter(self.train)
-            while True:
-                t0 = now()
-                batch = next(batches, None)
-                if batch is None:
-                    break
-                t1 = now()
-                batch = batch.to(device)
-                t2 = now()
-                optimizer.zero_grad()
-                t3 = now()
-                loss = loss_fn(model(batch[:, :2]).squeeze(), batch[:, 2])
-                t4 = now()
-                loss.backward()
-                t5 = now()
-                optimizer.step()
-                t6 = now()
-                fetch += t1 - t0
-                copy += t2 - t1
-                zero_grad += t3 - t2
-                forward += t4 - t3
-                backward += t5 - t4
-                step += t6 - t5
-            self.loss = loss
-        self.parts.add(
-            {
-                "fetch": fetch,
-                "copy": copy,
-                "zero_grad": zero_grad,
-                "forward": forward,
-                "backward": backward,
-                "optimizer": step,
-            }
-        )
+        self.parts.add(parts)
 
     def run_epochs(self, epochs: int) -> None:
         for _ in range(epochs):
@@ -164,7 +161,7 @@ class AskersTorchLoop:
 
     def restart(self) -> bool:
         """Back to the initial weights and a zeroed Adam, in place (torch 1.x keeps Adam's step as an int)."""
-        self.load_weights()
+        load_weights(self.torch, self.model, self.weights)
         with self.torch.no_grad():
             for state in self.optimizer.state.values():
                 for key, value in state.items():

@@ -7,6 +7,7 @@ import sys
 import warnings
 
 from tiny_mlp_bench.backends.contract import EpochLoop, RunSpec
+from tiny_mlp_bench.era_runner import load_weights, question_mlp
 from tiny_mlp_bench.machine import nvidia_driver
 from tiny_mlp_bench.timing import Clock
 
@@ -73,28 +74,12 @@ def start_device(torch, spec: RunSpec) -> str | None:
 
 
 def build_model(torch, hidden_units: int, weights=None):
-    """Linear(2, h) -> ReLU -> Linear(h, 1) -> ReLU, as in the question (the last ReLU can die)."""
-
-    class QuestionMLP(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.linear1 = torch.nn.Linear(2, hidden_units)
-            self.linear2 = torch.nn.Linear(hidden_units, 1)
-
-        def forward(self, x):
-            x = torch.nn.functional.relu(self.linear1(x))
-            return torch.nn.functional.relu(self.linear2(x))
-
-    model = QuestionMLP()
+    """The question's model (the last ReLU can die), one definition with the era runner's; ``weights``: an
+    InitialWeights to start from."""
+    model = question_mlp(torch, hidden_units)
     if weights is not None:
-        load_weights(torch, model, weights)
+        load_weights(torch, model, weights.as_list())
     return model
-
-
-def load_weights(torch, model, weights) -> None:
-    with torch.no_grad():  # torch keeps each layer's weight as (out, in), the transpose of x @ w
-        for param, value in zip(model.parameters(), weights.as_list(), strict=True):
-            param.copy_(torch.from_numpy(value.T if value.ndim == 2 else value))
 
 
 def adam_implementation(optimizer) -> str:
@@ -124,7 +109,7 @@ class TorchLoop(EpochLoop):
 
     def restart(self) -> bool:
         """In place: a compiled call or a captured graph goes on reading the same tensors."""
-        load_weights(self.torch, self.model, self.spec.weights)
+        load_weights(self.torch, self.model, self.spec.weights.as_list())
         self.reset_optimizer()
         self.model.train()  # the closing prediction left it in eval mode
         return True

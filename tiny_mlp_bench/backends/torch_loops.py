@@ -18,6 +18,7 @@ from tiny_mlp_bench.backends.torch_common import (
 )
 from tiny_mlp_bench.backends.torch_epoch import FusedEpochLoop, GraphedEpochLoop
 from tiny_mlp_bench.catalogue import DEVICES, Role, Rung, one_thread
+from tiny_mlp_bench.era_runner import step_parts
 from tiny_mlp_bench.machine import clocksource
 from tiny_mlp_bench.timing import PartTimes
 
@@ -63,8 +64,8 @@ class LoaderLoop(TorchLoop):
 
 class PartsLoop(LoaderLoop):
     """parts: the asker's loop with the clock read at each boundary of its step's parts (timing.LOOP_PARTS), and on
-    cuda a synchronisation before each read. Only the standard library's clock and torch run in the timed loop, so an
-    older stack's copy of it can be proven against it."""
+    cuda a synchronisation before each read. The loop is era_runner.step_parts, which the era study runs on older
+    stacks too: only the standard library's clock and torch run in it."""
 
     READS_PER_STEP = 7
 
@@ -87,42 +88,8 @@ class PartsLoop(LoaderLoop):
 
         else:
             now = time.perf_counter
-        fetch = copy = zero_grad = forward = backward = step = 0.0
-        for _ in range(epochs):
-            batches = iter(self.train_loader)
-            while True:
-                t0 = now()
-                batch = next(batches, None)
-                if batch is None:
-                    break
-                t1 = now()
-                batch = batch.to(device)
-                t2 = now()
-                optimizer.zero_grad()
-                t3 = now()
-                loss = loss_fn(model(batch[:, :2]).squeeze(), batch[:, 2])
-                t4 = now()
-                loss.backward()
-                t5 = now()
-                optimizer.step()
-                t6 = now()
-                fetch += t1 - t0
-                copy += t2 - t1
-                zero_grad += t3 - t2
-                forward += t4 - t3
-                backward += t5 - t4
-                step += t6 - t5
-            self.loss = loss
-        self.parts.add(
-            {
-                "fetch": fetch,
-                "copy": copy,
-                "zero_grad": zero_grad,
-                "forward": forward,
-                "backward": backward,
-                "optimizer": step,
-            }
-        )
+        parts, self.loss = step_parts(self.train_loader, model, loss_fn, optimizer, device, now, epochs)
+        self.parts.add(parts)
 
     @property
     def details(self) -> dict[str, str]:
