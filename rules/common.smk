@@ -42,7 +42,7 @@ from tiny_mlp_bench.jobs.run import training_job
 from tiny_mlp_bench.jobs.sweep import sweep_job
 from tiny_mlp_bench.config_check import config_errors, set_by, with_catalogue_defaults
 from tiny_mlp_bench.containers import ContainerError, find_engine, image_id
-from tiny_mlp_bench.stacks import STACKS, TODAY, WARM_UP_EPOCHS
+from tiny_mlp_bench.stacks import STACKS, TODAY, WARM_UP_EPOCHS, stack_engine
 
 # Every config error, one line per key, before any job can run; then validate fills in the schema's defaults.
 _config_problems = config_errors(config, yaml.safe_load(CONFIG_SCHEMA.read_text()))
@@ -355,9 +355,7 @@ def check_stack_images():
             "the stacks asked for run in Podman or Docker images, which a job cannot start under --sdm apptainer: "
             "run the era study without it"
         )
-    engine = (
-        "podman" if config["container_engine"] == "none" else config["container_engine"]
-    )
+    engine = stack_engine(config)
     try:
         find_engine(engine)
         for image in sorted(images):

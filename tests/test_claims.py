@@ -7,7 +7,7 @@ import json
 
 from helpers import synthetic_record, synthetic_study
 from tiny_mlp_bench.generated_docs import findings
-from tiny_mlp_bench.report import sentences
+from tiny_mlp_bench.report import claims, sentences
 from tiny_mlp_bench.report.cells import duration
 from tiny_mlp_bench.report.inference import Interval
 from tiny_mlp_bench.report.study import read_studies
@@ -30,12 +30,12 @@ def test_the_readme_states_a_studys_claims_in_its_own_reports_words(tmp_path):
     (_, report, (machine,)), *_ = findings.quoted([study])
     bullets = findings.bullets(study, report, machine)
     # The GPU verdict, Keras 2 against torch with its pauses, and the A/A control: the first screen's sentences.
-    assert bullets[0] == f"- {findings.capitalised(sentences.gpu_line(report, machine))}"
+    assert bullets[0] == f"- {claims.capital(sentences.gpu_line(report, machine))}"
     assert bullets[0].startswith(
         "- The original torch loop was slower on the GPU than on the same machine's CPU, as in the question: 2."
     )
     assert bullets[0].endswith("as long to a result, 5 runs a side.")
-    assert f"- {findings.capitalised(sentences.keras_claim_of(machine))}" in bullets
+    assert f"- {claims.capital(sentences.keras_claim_of(machine))}" in bullets
     assert "paused after its last epoch, up to 1.50 s" in sentences.keras_line(machine)
     assert f"- The A/A control: {sentences.aa_line(machine)}" in bullets
 

@@ -29,9 +29,9 @@ RUNNER_LOOPS = {"torch": "torch", "tf_keras": "keras"}
 class Stack:
     name: str
     what: str  # in the report's words
-    # The image a framework's runs run in, by config `images` key (None: the host's own environment).
+    # The image its runs run in: a name, "config" for the config's image of the run's framework, or None for the
+    # host's own environment. Today's stack runs the project's own loops (jobs/run.py), every other the era runner.
     image: str | None = None
-    runner: bool = True  # False: the project's own loops (jobs/run.py), as every other study runs them
 
     def image_for(self, framework: str, images: dict) -> str | None:
         """The image a run of ``framework`` runs in: the stack's own, or, for today_image, the config's image of
@@ -44,7 +44,7 @@ class Stack:
 STACKS = {
     stack.name: stack
     for stack in (
-        Stack(TODAY, "today's loops and environment, as every study runs them", runner=False),
+        Stack(TODAY, "today's loops and environment, as every study runs them"),
         Stack("today_runner", "the era runner's copy of the loops, in today's environment"),
         Stack("today_image", "the era runner in today's container images (CPU builds)", image="config"),
         Stack(
@@ -87,12 +87,8 @@ def runs_on_stack(framework: str, variant: str, device: str) -> bool:
     return variant in RUNGS.get(framework, ()) and device in DEVICES
 
 
-class UnknownStack(ValueError):
-    pass
-
-
-def stack(name: str) -> Stack:
-    try:
-        return STACKS[name]
-    except KeyError:
-        raise UnknownStack(f"no stack '{name}': the stacks are {', '.join(STACKS)}") from None
+def stack_engine(config: dict) -> str:
+    """The engine a run on another stack starts its image with: the config's container_engine, or Podman where the
+    steps run in the local environment (container_engine none)."""
+    engine = config.get("container_engine", "none")
+    return "podman" if engine == "none" else engine

@@ -40,10 +40,6 @@ def link(study) -> str:
     return f"[`{study.name}`](results/archive/{study.name}/report.md)"
 
 
-def capitalised(text: str) -> str:
-    return text[0].upper() + text[1:]  # str.capitalize would lower every later letter
-
-
 # The answer.
 
 
@@ -247,7 +243,7 @@ def gpu_bullet(report: Report, m: Machine) -> str:
             "No cpu run completed on this machine, so it cannot say whether its GPU beats its own CPU; "
             "`python3 scripts/gpu_study.py` measures both ([docs/gpu-kit.md](docs/gpu-kit.md))."
         )
-    return capitalised(sentences.gpu_line(report, m))
+    return claims.capital(sentences.gpu_line(report, m))
 
 
 def fastest_bullets(m: Machine) -> list[str]:
@@ -283,7 +279,12 @@ def beside_bullet(study: Study) -> list[str]:
 def bullets(study: Study, report: Report, m: Machine) -> list[str]:
     keras = sentences.keras_claim_of(m)
     aa = sentences.aa_line(m)
-    said = [gpu_bullet(report, m), keras and capitalised(keras), *fastest_bullets(m), aa and f"The A/A control: {aa}"]
+    said = [
+        gpu_bullet(report, m),
+        keras and claims.capital(keras),
+        *fastest_bullets(m),
+        aa and f"The A/A control: {aa}",
+    ]
     return [f"- {text}" for text in [*said, *beside_bullet(study)] if text]
 
 

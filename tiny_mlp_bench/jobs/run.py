@@ -31,7 +31,7 @@ from tiny_mlp_bench.machine import clocksource
 from tiny_mlp_bench.neighbour import busy_core, neighbour_core
 from tiny_mlp_bench.question import TORCH
 from tiny_mlp_bench.records import RECORD_TYPE, SCHEMA_VERSION, write_record
-from tiny_mlp_bench.stacks import RUNNER_LOOPS, STACKS, TODAY
+from tiny_mlp_bench.stacks import RUNNER_LOOPS, STACKS, TODAY, stack_engine
 from tiny_mlp_bench.timing import METHOD, Clock, per_step_window
 
 
@@ -122,11 +122,10 @@ class TrainingJob(JobOptions):
 def training_job(config: dict, job: Job, threads: int) -> TrainingJob:
     on_stack = {}
     if job.stack != TODAY:
-        engine = config.get("container_engine", "none")
         on_stack = {
             "stack": job.stack,
             "stack_image": STACKS[job.stack].image_for(job.framework, config["images"]),
-            "engine": "podman" if engine == "none" else engine,
+            "engine": stack_engine(config),
         }
     return TrainingJob.of_config(
         config,

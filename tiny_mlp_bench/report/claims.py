@@ -515,4 +515,4 @@ def part_moved(newer, older) -> str:
 
 
 def capital(text: str) -> str:
-    return text[0].upper() + text[1:]
+    return text[0].upper() + text[1:]  # str.capitalize would lower every later letter

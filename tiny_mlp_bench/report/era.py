@@ -7,8 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report.inference import Interval, Ratio, ratio, rung_interval
 from tiny_mlp_bench.report.loop_parts import LoopParts
@@ -134,23 +132,3 @@ def era_study(machines: tuple[Machine, ...]) -> EraStudy | None:
         if newer in on and older in on
     )
     return EraStudy(host=host, stacks=found, steps=steps)
-
-
-def frame(found: EraStudy) -> pd.DataFrame:
-    """The era study as numbers: each stack's Keras 2 over torch and each step's ratios, with 95% intervals."""
-    rows = []
-
-    def add(kind: str, name: str, loop: str, ratios: Ratios) -> None:
-        for view in VIEWS:
-            r = getattr(ratios, view)
-            rows.append(
-                {"kind": kind, "name": name, "loop": loop, "view": view}
-                | ({"estimate": r.estimate, "low": r.low, "high": r.high, "p": r.p_value} if r else {})
-            )
-
-    for stack in found.stacks:
-        add("keras_over_torch", stack.stack, "", stack.keras_over_torch)
-    for step in found.steps:
-        for loop, ratios in step.loops:
-            add("newer_over_older", f"{step.newer}/{step.older}", loop, ratios)
-    return pd.DataFrame(rows)
