@@ -41,7 +41,7 @@ RUN --mount=type=secret,id=ca_bundle \
         exit 1; }; \
     DEBIAN_FRONTEND=noninteractive apt-get purge -y --auto-remove gcc libc6-dev python3-dev; \
     apt-get clean; rm -rf /var/lib/apt/lists/*; \
-    python -c 'import sys, numpy, tensorflow, torch; print("Python", sys.version.split()[0], "torch", torch.__version__, "TensorFlow", tensorflow.__version__, "numpy", numpy.__version__)'
+    python -c 'import importlib.util, sys; print("Python", sys.version.split()[0], *(f"{m} {importlib.import_module(m).__version__}" for m in ("numpy", "tensorflow", "torch") if importlib.util.find_spec(m)))'
 
 RUN useradd --uid 1000 --user-group --no-create-home --home-dir /tmp --shell /bin/bash bench
 # The image's own copy of the runner and the clock it imports; a workflow's step runs the mounted

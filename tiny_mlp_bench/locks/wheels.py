@@ -60,6 +60,25 @@ class LockTarget:
         return REQUIREMENTS / self.lock
 
 
+# The release sweep's images: TensorFlow alone (no torch) on Debian 11's Python 3.9, one release each, Keras 2 as that
+# release keeps it. Each with the pins a user of its day got: numpy and protobuf below the majors the release was built
+# against (and wrapt below 2), where its own requirements leave them open. Both ends keep the era study's versions.
+# TensorFlow 2.5 and 2.6 pin these source archives (2.6 also clang 5.0's Python bindings).
+OLD_TF_SOURCE_ONLY = ("termcolor==1.1.0", "wrapt==1.12.1")
+RELEASE_TARGETS = {
+    f"tf-{release}": LockTarget("3.9", pins, f"tf-{release}.txt", constraints=(), glibc_minor=31, **extra)
+    for release, pins, extra in (
+        ("2.5", ("tensorflow==2.5.0",), {"source_only": OLD_TF_SOURCE_ONLY, "same_versions_as": "era"}),
+        ("2.6", ("tensorflow==2.6.5", "protobuf<3.20"), {"source_only": (*OLD_TF_SOURCE_ONLY, "clang==5.0")}),
+        ("2.8", ("tensorflow==2.8.4", "numpy<1.24", "protobuf<3.20", "wrapt<2"), {"source_only": ()}),
+        ("2.9", ("tensorflow==2.9.3", "numpy<1.24", "wrapt<2"), {"source_only": ()}),
+        ("2.11", ("tensorflow==2.11.1", "numpy<1.24", "wrapt<2"), {"source_only": ()}),
+        ("2.15", ("tensorflow==2.15.1",), {"source_only": ()}),
+        ("2.16", ("tensorflow==2.16.2", "tf-keras~=2.16.0", "wrapt<2"), {"source_only": ()}),
+        ("2.20", ("tensorflow==2.20.0", "tf-keras==2.20.1"), {"source_only": (), "same_versions_as": "newest-39"}),
+    )
+}
+
 TARGETS = {
     # numba-cuda: numba's CUDA target, for the numpy fused rung's kernel on cuda, with the NVVM it compiles with.
     "torch-cuda": LockTarget(
@@ -83,6 +102,7 @@ TARGETS = {
     "newest-311": LockTarget(
         "3.11", ("docker/newest.requirements.txt",), "newest-311.txt", constraints=(), same_versions_as="newest-39"
     ),
+    **RELEASE_TARGETS,
     "gpu-kit": LockTarget(
         "3.12",
         ("requirements/gpu-kit.in",),
