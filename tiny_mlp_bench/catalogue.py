@@ -23,6 +23,7 @@ class Role(Enum):
     AA_CONTROL = "the A/A control"  # another rung's very code under a second name: what the machine fakes between them
     ONE_THREAD = "one thread"  # the asker's loop with one CPU thread: what the thread pool costs beside a busy core
     STEP_PARTS = "the step's parts"  # the asker's loop with the clock read between its step's parts
+    CAUSE = "a release's cause"  # the asker's loop less one suspected cause of a release's change (stacks.CAUSES)
     DATA_ON_DEVICE = (
         "the data on the device"  # no DataLoader, no copy, and Adam's kernels fused: what torch's step loses
     )
@@ -61,6 +62,10 @@ class Rung:
     compiles: bool = False
     # CPU threads it runs with, intra- and inter-op, whatever the job was given; None: the job's (cpu_threads).
     threads: int | None = None
+    # Variables set before the framework's import, for a rung that turns one of its switches (TF_ENABLE_ONEDNN_OPTS).
+    environment: tuple[tuple[str, str], ...] = ()
+    # Modules imported with the framework, in the import phase before the timing point: a lazy import taken out of it.
+    imports: tuple[str, ...] = ()
     # What runs it: a callable (fw, spec, data, clock) -> Training (backends/contract.py).
     loop: Callable | None = field(default=None, compare=False, repr=False)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -43,6 +44,8 @@ COMPILE_OPTIONS = {
     "seed": lambda steps_per_epoch: {},
     "autotune_off": lambda steps_per_epoch: {},  # the asker's compile: only fit's dataset differs
     "one_thread": lambda steps_per_epoch: {},  # the asker's compile: only TensorFlow's thread pools differ
+    "onednn_off": lambda steps_per_epoch: {},  # the asker's compile: only TensorFlow's CPU kernels differ
+    "legacy_adam": lambda steps_per_epoch: {},  # the asker's compile: only the Adam differs
     "xla": lambda steps_per_epoch: {"jit_compile": True},
     "steps_per_execution": lambda steps_per_epoch: {"steps_per_execution": steps_per_epoch},
     "epoch_blocks": lambda steps_per_epoch: {
@@ -74,10 +77,13 @@ class FitRun:
         self.steps_per_epoch = math.ceil(len(self.x_train) / spec.batch_size)
         with clock.phase("optimizer"):
             options = COMPILE_OPTIONS[spec.variant](self.steps_per_epoch)
-            optimizer = keras.optimizers.Adam(learning_rate=spec.learning_rate)
+            optimizer = self.adam()(learning_rate=spec.learning_rate)
             self.model.compile(loss="mse", optimizer=optimizer, **options)
             wait_for_device(fw, spec.device)
         self.history = None
+
+    def adam(self):
+        return self.keras.optimizers.Adam
 
     def fit(self, clock, epochs: int) -> None:
         self.history = self.model.fit(
@@ -126,8 +132,18 @@ class FitRun:
             "jit_compile": str(bool(self.model.jit_compile) if self.fw.keras_2 else self.model.jit_compile),
             "steps_per_execution": str(steps_per_execution),
             "adam_epsilon": str(self.model.optimizer.epsilon),
+            "optimizer": f"{type(self.model.optimizer).__module__}.{type(self.model.optimizer).__name__}",
+            "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "unset: TensorFlow's default"),
             "shuffle": "fit shuffles the rows each epoch",
         }
+
+
+class LegacyAdamRun(FitRun):
+    """legacy_adam (Keras 2): the asker's ``fit`` with the Adam that Keras 2 had as its default before TensorFlow 2.11
+    made the new optimizers it, and keeps as ``optimizers.legacy.Adam``."""
+
+    def adam(self):
+        return self.keras.optimizers.legacy.Adam
 
 
 class AutotuneOffRun(FitRun):
@@ -256,6 +272,28 @@ RUNGS = (
     xla("tf_keras"),
     one_call_per_epoch("tf_keras"),
     one_thread("tf_keras", FitRun),
+    # The release sweep's cause rungs (stacks.CAUSES): each takes away one change of a TensorFlow release.
+    Rung(
+        "tf_keras",
+        "onednn_off",
+        ("cpu",),
+        "oneDNN's CPU kernels, on by default from TensorFlow 2.9 on CPUs with AVX512_VNNI: the asker's `fit` with "
+        "TF_ENABLE_ONEDNN_OPTS=0 set before TensorFlow's import",
+        default=False,  # the release sweep's (config/era-sweep.yaml)
+        role=Role.CAUSE,
+        environment=(("TF_ENABLE_ONEDNN_OPTS", "0"),),
+        loop=FitRun,
+    ),
+    Rung(
+        "tf_keras",
+        "legacy_adam",
+        DEVICES,
+        "the optimizers that became Keras 2's default in TensorFlow 2.11: the asker's `fit` with "
+        "`optimizers.legacy.Adam`, the Adam of the releases before",
+        default=False,  # the release sweep's
+        role=Role.CAUSE,
+        loop=LegacyAdamRun,
+    ),
     askers_fit("keras", "Keras 3 on TensorFlow"),
     xla("keras"),
     one_call_per_epoch("keras"),

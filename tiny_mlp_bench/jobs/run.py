@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
 import json
 import math
 import os
@@ -253,8 +254,19 @@ class TrainingRun(Measurement):
         return None if listed.runs_on(self.device) else listed.why_not_on(self.device)
 
     def load(self):
+        rung = registry.rung(self.framework, self.spec.variant)
+        imported = [name for name in catalogue.framework(self.framework).packages if name in sys.modules]
+        if rung.environment and imported:
+            raise RuntimeError(
+                f"{self.framework} {rung.name} sets {', '.join(name for name, _ in rung.environment)} before "
+                f"{imported[0]}'s import, but this process has imported it already: run it in a process of its own"
+            )
+        os.environ.update(dict(rung.environment))
         with self.clock.phase("import"):
-            return super().load()
+            fw = super().load()
+            for module in rung.imports:
+                importlib.import_module(module)
+            return fw
 
     def measure(self, fw, data: Dataset) -> None:
         self.say(f"training {self.spec.epochs} epochs on {self.device}")
