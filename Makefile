@@ -4,6 +4,7 @@
 #   make quick            the whole pipeline on a few epochs (config/quick.yaml) in quick/ -> quick/results/report.md
 #   make busy             the question's loops idle and beside one busy core (config/busy.yaml) in busy/
 #   make era              the question's CPU loops on every software stack, today's to 2021's (config/era.yaml) in era/
+#   make era-sweep        Keras 2 on each TensorFlow release, 2.5 to 2.20, and the cause rungs (config/era-sweep.yaml)
 #   make test             set up .venv with the test tools; run the lints and the whole test suite
 #   make test-fast        the lints and the fast tests (no real workflow, cluster, container or network)
 #   make lint             the lints alone: ruff, snakefmt, snakemake --lint, hadolint
@@ -19,17 +20,18 @@
 #                         image-torch, image-keras one of them; torch-cpu-wheel the CPU torch they use
 #   make stack-images     the era study's stack images (docker/stack.Dockerfile), on debootstrapped Debian bases;
 #                         era-images those and today's CPU images on Debian 12's base, as make era builds them
+#                         release-images the release sweep's TensorFlow images, as make era-sweep builds them
 #   make gpu-kit          what scripts/gpu_study.py installs on a GPU machine without a registry
 #   make kit-table        docs/gpu-kit.md's table of that kit, from it
 #   make lock, lock-cuda, lock-gpu-kit   resolve the locks in requirements/ again
-#   make clean            remove the study's outputs (results/archive/ stays), quick/, busy/ and era/
+#   make clean            remove the study's outputs (results/archive/ stays), quick/, busy/, era/ and era-sweep/
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # Rules call `python` and tests call `snakemake`: both must be the environment's.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help run quick busy era era-images test test-fast docs rung-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit kit-table clean images image-torch image-keras stack-images torch-cpu-wheel compare archive verify
+.PHONY: help run quick busy era era-sweep era-images release-images test test-fast docs rung-table config-table method-numbers findings lint lock lock-cuda lock-gpu-kit gpu-kit kit-table clean images image-torch image-keras stack-images torch-cpu-wheel compare archive verify
 
 # A bare `make` prints the targets: starting a study is `make run`.
 .DEFAULT_GOAL := help
@@ -50,6 +52,13 @@ era: $(BIN)/.runtime-installed
 	/usr/bin/time -f "era images: %e s" $(MAKE) --no-print-directory era-images
 	mkdir -p era/results && ln -sfn ../../results/archive era/results/archive
 	snakemake --cores all --directory era --configfile config/era.yaml
+
+# The release sweep (config/era-sweep.yaml) in era-sweep/: Keras 2 on each TensorFlow release's image and the cause rungs
+# on today's stack. Archive it with: make archive ARCHIVE_ARGS="--study era-sweep"
+era-sweep: $(BIN)/.runtime-installed
+	/usr/bin/time -f "release images: %e s" $(MAKE) --no-print-directory release-images
+	mkdir -p era-sweep/results && ln -sfn ../../results/archive era-sweep/results/archive
+	snakemake --cores all --directory era-sweep --configfile config/era-sweep.yaml
 
 # The busy-core study (config/busy.yaml) in busy/, apart from the default study's results and logs; the project's
 # archives are linked in, so that it says its expected time. Archive it with: make archive ARCHIVE_ARGS="--study busy"
@@ -216,7 +225,10 @@ era-images: stack-images
 	$(MAKE) --no-print-directory images FLAVOR=cpu \
 		BUILD_ARGS="--build-arg BASE_IMAGE=localhost/tiny-mlp-bench/base:bookworm $(BUILD_ARGS)"
 stack-images: $(addprefix image-stack-,$(STACK_LOCKS))
-image-stack-era image-stack-newest-39: SUITE := bullseye
+# The release sweep's images: one TensorFlow release each, without torch (tiny_mlp_bench/locks/wheels.py).
+RELEASE_LOCKS := tf-2.5 tf-2.6 tf-2.8 tf-2.9 tf-2.11 tf-2.15 tf-2.16 tf-2.20
+release-images: $(addprefix image-stack-,$(RELEASE_LOCKS))
+image-stack-era image-stack-newest-39 $(addprefix image-stack-,$(RELEASE_LOCKS)): SUITE := bullseye
 image-stack-newest-311: SUITE := bookworm
 image-stack-%:
 	bash docker/base-image.sh --engine $(ENGINE) --suite $(SUITE)
@@ -238,4 +250,4 @@ torch-cpu-wheel: | $(BIN)/python
 # The study's outputs, not the archived studies in results/archive/.
 clean:
 	find results -mindepth 1 -maxdepth 1 ! -name archive -exec rm -rf {} + 2>/dev/null || true
-	rm -rf logs .snakemake quick busy era
+	rm -rf logs .snakemake quick busy era era-sweep

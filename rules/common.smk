@@ -346,7 +346,8 @@ def check_stack_images():
         image
         for framework in config["frameworks"]
         for name in config["stacks"]
-        if (image := STACKS[name].image_for(framework, config["images"]))
+        if framework in STACKS[name].frameworks
+        and (image := STACKS[name].image_for(framework, config["images"]))
     }
     if not images:
         return

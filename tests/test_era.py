@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from helpers import (
     ROOT,
@@ -35,7 +36,7 @@ from tiny_mlp_bench.records import read_record
 from tiny_mlp_bench.report import claims
 from tiny_mlp_bench.report.markdown import render_markdown
 from tiny_mlp_bench.report.model import build_report
-from tiny_mlp_bench.stacks import STACKS, STEPS, TODAY
+from tiny_mlp_bench.stacks import RELEASE_STEPS, RELEASES, STACKS, STEPS, TODAY
 from tiny_mlp_bench.timing import LOOP_PARTS
 
 RUNNER = Path(era_runner.__file__)
@@ -290,3 +291,86 @@ def test_a_tiny_era_study_runs_the_era_image_beside_todays_stack(workflow_dir):
     assert torch["environment"]["container"]["image_id"] == engine_image_id("podman", image)
     report = (workflow_dir / "results" / "report.md").read_text()
     assert "## The question's CPU loops on each stack" in report and "| `era` " in report
+
+
+def release_records(keras_ms: dict, rungs_ms: dict) -> list[dict]:
+    """Eight runs of Keras 2's `seed` on each release stack named, and of each (framework, rung) on today's stack, at
+    the steps given in ms (with a small spread)."""
+    runs = [(("tf_keras", "seed"), stack, ms) for stack, ms in keras_ms.items()]
+    runs += [(rung, "today", ms) for rung, ms in rungs_ms.items()]
+    return [
+        synthetic_record(framework, "cpu", r, 2.0 + r / 100, variant=variant, step_ms=ms * (1 + r / 1000), stack=stack)
+        for (framework, variant), stack, ms in runs
+        for r in range(1, 9)
+    ]
+
+
+def test_the_release_sweep_names_the_step_that_moved_keras_2_and_the_cause_that_accounts_for_it(tmp_path):
+    # Keras 2's step doubles at 2.9 alone; on today's stack oneDNN off halves it again, the legacy Adam changes nothing.
+    keras = {stack: 1.0 if stack in ("tf_2_5", "tf_2_6", "tf_2_8") else 2.0 for stack in RELEASES}
+    rungs = {("tf_keras", "seed"): 2.0, ("tf_keras", "onednn_off"): 1.0, ("tf_keras", "legacy_adam"): 2.0}
+    rungs |= {("torch", "seed"): 1.0, ("torch", "optimizer_imported"): 1.0}
+    records = release_records(keras, rungs)
+    report = build_report(records)
+    found = report.era
+    assert [step.what for step in found.releases] == [what for _, _, what in RELEASE_STEPS]
+    moved = [step.what for step in found.releases if step.keras.step.resolved]
+    assert moved == ["TensorFlow 2.8.4 to 2.9.3"]
+    assert all(step.keras.step.p_value >= 7 * 0.0001 for step in found.releases)  # adjusted for 7 comparisons
+    causes = {cause.rung: cause for cause in found.causes}
+    assert causes["onednn_off"].accounts("step") and not causes["legacy_adam"].accounts("step")
+    assert causes["optimizer_imported"].suspected is None
+    lines = claims.release_lines(found)
+    assert lines[0].startswith("TensorFlow 2.5.0 to 2.20.0, on one Python: To a result")
+    assert "Per step, Keras 2 on 2.20.0 was slower than on 2.5.0: 2.00× (1.99–2.01) as long, 8 runs a side." in lines[0]
+    assert any(
+        line.startswith(
+            "Per step, Keras 2 moved, after Holm's correction over the 7 steps between neighbouring "
+            "releases, at TensorFlow 2.8.4 to 2.9.3, 2.00×"
+        )
+        for line in lines
+    )
+    said = {rung: next(line for line in lines if f"`{rung}`" in line) for rung in ("onednn_off", "legacy_adam")}
+    assert "It accounts for the step of TensorFlow 2.8.4 to 2.9.3" in said["onednn_off"]
+    assert "It does not account for" in said["legacy_adam"]
+    answer = claims.release_answer(found)
+    assert answer.startswith("Per step, Keras 2 moved at TensorFlow 2.8.4 to 2.9.3 (2.00×")
+    assert (
+        "The cause: oneDNN's CPU kernels (on from 2.9): with it, Keras 2's step on today's stack took 2.00×" in answer
+    )
+    text = render_markdown(report)
+    assert text.startswith("# Which release moved it?") and "## Keras 2 on each TensorFlow release" in text
+    assert "## The question's CPU loops on each stack" not in text
+
+
+def test_no_release_step_is_named_where_the_correction_leaves_none(tmp_path):
+    # Half of 2.16's runs 3% slower than 2.15's, and all of 2.20's: runs that overlap name no step.
+    keras = {stack: 1.03 if stack in ("tf_2_16", "tf_2_20") else 1.0 for stack in RELEASES}
+    records = release_records(keras, {})
+    for record in records:
+        if record["identity"]["stack"] == "tf_2_16" and record["identity"]["repeat"] % 2:
+            record["timings"]["block_s"] = [v / 1.03 for v in record["timings"]["block_s"]]
+    found = build_report(records).era
+    step = next(s for s in found.releases if s.newer == "tf_2_16")
+    assert not step.keras.step.resolved
+    assert claims.release_answer(found).startswith("Per step, no single TensorFlow release moved Keras 2")
+
+
+def test_a_study_with_runs_on_a_release_stack_is_of_the_releases_kind(tmp_path):
+    (tmp_path / "runs").mkdir()
+    for record in release_records({"tf_2_5": 1.0, "tf_2_6": 1.0}, {("torch", "seed"): 1.0}):
+        (tmp_path / "runs" / f"{record['identity']['run_id']}.json").write_text(json.dumps(record))
+    assert kinds.study_kind(tmp_path) == kinds.RELEASES_STUDY
+
+
+def test_a_release_stack_runs_keras_2_alone():
+    config = {**ERA_CONFIG, "stacks": ["today", "tf_2_9"], "frameworks": ["torch", "tf_keras"]}
+    on_release = {(j.framework, j.variant) for j in rounds.training_runs(config) if j.stack == "tf_2_9"}
+    assert on_release == {("tf_keras", "seed"), ("tf_keras", "one_thread")}
+
+
+def test_every_stack_is_one_the_record_and_config_schemas_allow():
+    record = json.loads((ROOT / "tiny_mlp_bench" / "run_record.schema.json").read_text())
+    config = yaml.safe_load((ROOT / "config" / "config.schema.yaml").read_text())
+    assert record["properties"]["identity"]["properties"]["stack"]["enum"] == list(STACKS)
+    assert config["properties"]["stacks"]["items"]["enum"] == list(STACKS)

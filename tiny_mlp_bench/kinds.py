@@ -9,11 +9,13 @@ from collections import Counter
 from pathlib import Path
 
 from tiny_mlp_bench import machine
+from tiny_mlp_bench.stacks import RELEASES, TODAY
 
 # The study kinds: the default study (`make run`, or any local config), the GPU study (scripts/gpu_study.py), the
 # busy-core study (`make busy`: runs beside one busy core, whose claims never pool with an idle study's), the era
-# study (`make era`: the question's loops on several software stacks, stacks.py).
-DEFAULT_STUDY, GPU_STUDY, BUSY_STUDY, ERA_STUDY = "default", "gpu", "busy", "era"
+# study (`make era`: the question's loops on several software stacks, stacks.py), the release sweep (`make era-sweep`:
+# Keras 2 on one TensorFlow release after another, stacks.RELEASES, and the cause rungs on today's stack).
+DEFAULT_STUDY, GPU_STUDY, BUSY_STUDY, ERA_STUDY, RELEASES_STUDY = "default", "gpu", "busy", "era", "releases"
 GPU_STUDY_LOG = "logs/gpu_study.json"  # what the GPU study leaves in its archive, and no other study does
 KIND_FIELDS = ("cpu_model", "logical_cpus", "gpu_name")  # a machine kind, as a record's environment names it
 
@@ -67,7 +69,10 @@ def study_kind(folder: Path) -> str:
     if (folder / GPU_STUDY_LOG).is_file():
         return GPU_STUDY
     identities = [record.get("identity") or {} for record in archive_records(folder)]
-    if any(identity.get("stack", "today") != "today" for identity in identities):
+    stacks = {identity.get("stack", TODAY) for identity in identities}
+    if stacks & set(RELEASES):
+        return RELEASES_STUDY
+    if stacks - {TODAY}:
         return ERA_STUDY
     return BUSY_STUDY if any(identity.get("condition") == "busy" for identity in identities) else DEFAULT_STUDY
 

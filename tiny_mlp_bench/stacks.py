@@ -7,10 +7,15 @@ newest_311), the newest libraries with Python 3.9 wheels against today's at Pyth
 today_image), a container against none (today_image against today_runner: the image's Python is Debian 12's build,
 the host's environment this machine's own), and the runner's copy of the loops against the project's own
 (today_runner against today). era_twin is era's very image under another name: the A/A control of
-the stacks, what this machine fakes between identical software."""
+the stacks, what this machine fakes between identical software.
+
+The release sweep (RELEASES) runs Keras 2's `fit` alone on one TensorFlow release after another, each image with that
+release and the pins of its day on Debian 11's Python 3.9, both ends at the era study's versions; CAUSES are the rungs
+on today's stack that each take one suspected cause of a release's change away."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 # A run's stack before the era study: every record written before version 11.
@@ -25,6 +30,24 @@ WARM_UP_EPOCHS = 2
 RUNNER_LOOPS = {"torch": "torch", "tf_keras": "keras"}
 
 
+# The release sweep's TensorFlow releases (its images' locks, locks/wheels.py), and where each keeps Keras 2: inside
+# TensorFlow until 2.6, the keras package (as tf.keras) until 2.16, then tf_keras beside it.
+RELEASE_VERSIONS = (
+    ("2.5", "2.5.0", "tensorflow.python.keras"),
+    ("2.6", "2.6.5", "the keras package"),
+    ("2.8", "2.8.4", "the keras package"),
+    ("2.9", "2.9.3", "the keras package"),
+    ("2.11", "2.11.1", "the keras package"),
+    ("2.15", "2.15.1", "the keras package"),
+    ("2.16", "2.16.2", "tf_keras"),
+    ("2.20", "2.20.0", "tf_keras"),
+)
+
+
+def release_stack(release: str) -> str:
+    return "tf_" + release.replace(".", "_")
+
+
 @dataclass(frozen=True)
 class Stack:
     name: str
@@ -32,6 +55,7 @@ class Stack:
     # The image its runs run in: a name, "config" for the config's image of the run's framework, or None for the
     # host's own environment. Today's stack runs the project's own loops (jobs/run.py), every other the era runner.
     image: str | None = None
+    frameworks: tuple[str, ...] = ("torch", "tf_keras")  # the loops its image holds
 
     def image_for(self, framework: str, images: dict) -> str | None:
         """The image a run of ``framework`` runs in: the stack's own, or, for today_image, the config's image of
@@ -68,8 +92,35 @@ STACKS = {
             "era's very image under another name: the A/A control of the stacks",
             image="docker://ghcr.io/tiny-mlp-bench/era:0.2.0",
         ),
+        *(
+            Stack(
+                release_stack(release),
+                f"TensorFlow {version}, Keras 2 as {keras}, on Debian 11's Python 3.9",
+                image=f"docker://ghcr.io/tiny-mlp-bench/tf-{release}:0.2.0",
+                frameworks=("tf_keras",),
+            )
+            for release, version, keras in RELEASE_VERSIONS
+        ),
     )
 }
+# The sweep's stacks in release order, each one's TensorFlow, and each step from one release to the next (newer, older).
+RELEASES = tuple(release_stack(release) for release, _, _ in RELEASE_VERSIONS)
+TENSORFLOW_OF = {release_stack(release): version for release, version, _ in RELEASE_VERSIONS}
+
+
+def release_change(newer: str, older: str) -> str:
+    return f"TensorFlow {TENSORFLOW_OF[older]} to {TENSORFLOW_OF[newer]}"
+
+
+RELEASE_STEPS = tuple((newer, older, release_change(newer, older)) for older, newer in itertools.pairwise(RELEASES))
+# The cause rungs, on today's stack: (framework, rung, the release step (newer, older) it is suspected of, or None where
+# the sweep has no step of that loop, the cause in the report's words). Each takes one cause away from the asker's loop
+# (the backends' RUNGS say how).
+CAUSES = (
+    ("tf_keras", "onednn_off", (release_stack("2.9"), release_stack("2.8")), "oneDNN's CPU kernels (on from 2.9)"),
+    ("tf_keras", "legacy_adam", (release_stack("2.11"), release_stack("2.9")), "the new Adam (the default from 2.11)"),
+    ("torch", "optimizer_imported", None, "torch 2's compiler import at the first optimizer"),
+)
 # Each comparison that changes one thing, newer over older: (newer, older, what changed).
 STEPS = (
     ("today_runner", TODAY, "the runner's copy of the loops against the project's own"),
@@ -81,10 +132,10 @@ STEPS = (
 )
 
 
-def runs_on_stack(framework: str, variant: str, device: str) -> bool:
-    """Whether the era runner runs this rung: the asker's two loops, each on one thread, and torch's read part by
-    part, on the CPU."""
-    return variant in RUNGS.get(framework, ()) and device in DEVICES
+def runs_on_stack(framework: str, variant: str, device: str, stack: str) -> bool:
+    """Whether the era runner runs this rung on ``stack``: the asker's two loops, each on one thread, and torch's read
+    part by part, on the CPU, where the stack's image holds the framework."""
+    return variant in RUNGS.get(framework, ()) and device in DEVICES and framework in STACKS[stack].frameworks
 
 
 def stack_engine(config: dict) -> str:

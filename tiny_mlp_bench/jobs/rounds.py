@@ -34,7 +34,7 @@ def training_runs(config: dict) -> list[Job]:
         for repeat in range(1, rung_repeats(config, framework, variant) + 1)
         for condition in config.get("conditions", (IDLE,))  # a config from before conditions: idle
         for stack in config.get("stacks", (TODAY,))  # a config from before stacks: today's
-        if stack == TODAY or (condition == IDLE and runs_on_stack(framework, variant, device))
+        if stack == TODAY or (condition == IDLE and runs_on_stack(framework, variant, device, stack))
     ]
 
 

@@ -12,7 +12,7 @@ from tiny_mlp_bench.report.busy_core import BusyCore, Views
 from tiny_mlp_bench.report.cells import decimals, duration, figures, interval_places, n_runs, spread, table, times
 from tiny_mlp_bench.report.era import EraStudy
 from tiny_mlp_bench.report.inference import Interval, Ratio
-from tiny_mlp_bench.stacks import TODAY
+from tiny_mlp_bench.stacks import TENSORFLOW_OF, TODAY
 from tiny_mlp_bench.timing import LOOP_PARTS
 
 
@@ -516,3 +516,72 @@ def part_moved(newer, older) -> str:
 
 def capital(text: str) -> str:
     return text[0].upper() + text[1:]  # str.capitalize would lower every later letter
+
+
+def release_lines(found: EraStudy) -> list[str]:
+    """The release sweep in sentences: Keras 2 from the oldest release to the newest, which steps between neighbouring
+    releases moved it after Holm's correction, view by view, and what each cause rung on today's stack took away."""
+    lines = []
+    if span := found.release_span:
+        said = [
+            capital(
+                comparison(
+                    ratio, f"Keras 2 on {TENSORFLOW_OF[span.newer]}", f"on {TENSORFLOW_OF[span.older]}", ERA_VIEWS[view]
+                )
+            )
+            for view in ERA_VIEWS
+            if (ratio := getattr(span.keras, view))
+        ]
+        lines.append(f"{capital(span.what)}, on one Python: {' '.join(said)}")
+    for view, words in ERA_VIEWS.items():
+        moved = [
+            f"{step.what}, {ratio_said(ratio)} ({runs_against(ratio)})"
+            for step in found.releases
+            if (ratio := getattr(step.keras, view)) and ratio.resolved
+        ]
+        family = f"Holm's correction over the {n_runs(len(found.releases), 'step')} between neighbouring releases"
+        if moved:
+            lines.append(f"{capital(words)}, Keras 2 moved, after {family}, at {'; at '.join(moved)}.")
+        elif found.releases:
+            lines.append(f"{capital(words)}, no single release moved Keras 2 after {family}.")
+    lines += [cause_line(cause) for cause in found.causes]
+    return lines
+
+
+def cause_line(cause) -> str:
+    """A cause rung's effect on today's stack, per step and to a result, and whether it accounts for its release."""
+    loop = LOOP_NAMES[cause.framework]
+    said = [
+        comparison(ratio, f"{loop}'s `seed`", f"`{cause.rung}`", ERA_VIEWS[view])
+        for view in ("step", "result")
+        if (ratio := getattr(cause.effect, view))
+    ]
+    head = f"`{cause.rung}` on today's stack takes away {cause.cause}: {' '.join(capital(s) for s in said)}"
+    step = cause.suspected
+    if step is None:
+        return f"{head} The sweep has no release step of {loop} to set it beside."
+    if step.keras.step is None:
+        return head
+    if cause.accounts("step"):
+        return f"{head} It accounts for the step of {step.what} ({ratio_said(step.keras.step)} per step)."
+    return (
+        f"{head} It does not account for the step of {step.what} ({ratio_said(step.keras.step)} per step, "
+        f"{'resolved' if step.keras.step.resolved else 'not resolved'} after the correction)."
+    )
+
+
+def release_answer(found: EraStudy) -> str:
+    """The release sweep in two sentences for the README: where Keras 2's step moved, and what cause accounts for it."""
+    moved = [step for step in found.releases if step.keras.step and step.keras.step.resolved]
+    total = f"{n_runs(len(found.releases), 'step')} between neighbouring releases"
+    if not moved:
+        return f"Per step, no single TensorFlow release moved Keras 2 after Holm's correction over the {total}."
+    said = [f"{step.what} ({ratio_said(step.keras.step)}, {runs_against(step.keras.step)})" for step in moved]
+    named = [
+        f"{cause.cause}: with it, Keras 2's step on today's stack took {ratio_said(cause.effect.step)} as long as "
+        f"without it (`{cause.rung}`)"
+        for cause in found.causes
+        if cause.suspected in moved and cause.accounts("step")
+    ]
+    cause = f"The cause: {'; '.join(named)}." if named else "No tested cause accounts for it."
+    return f"Per step, Keras 2 moved at {'; at '.join(said)}, after Holm's correction over the {total}. {cause}"

@@ -1,6 +1,7 @@
 """What the era study found: the question's two CPU loops on each software stack (stacks.py), Keras 2 against torch
-within each, and each loop across each change between neighbouring stacks. Its numbers only; claims.era_lines words
-them."""
+within each, and each loop across each change between neighbouring stacks; and what the release sweep found: Keras 2
+from one TensorFlow release to the next, and each cause rung on today's stack beside the step it is suspected of. Its
+numbers only; claims.era_lines and claims.release_lines word them."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
-from tiny_mlp_bench.report.inference import Interval, Ratio, ratio, rung_interval
+from tiny_mlp_bench.report.inference import Interval, Ratio, holm, ratio, rung_interval
 from tiny_mlp_bench.report.loop_parts import LoopParts
-from tiny_mlp_bench.stacks import STACKS, STEPS, TODAY
+from tiny_mlp_bench.stacks import CAUSES, RELEASE_STEPS, RELEASES, STACKS, STEPS, TODAY, release_change
 
 if TYPE_CHECKING:
     from tiny_mlp_bench.report.model import Machine
@@ -27,9 +28,10 @@ def stack_label(label: str, stack: str) -> str:
     return label if stack == TODAY else f"{label} on the {stack} stack"
 
 
-def loop_values(m: Machine, framework: str, view: str) -> tuple[float, ...]:
-    """The completed runs' values of ``framework``'s original loop in ``view`` on machine page ``m``."""
-    runs = m.runs[(m.runs["framework"] == framework) & (m.runs["variant"] == askers_rung(framework))]
+def loop_values(m: Machine, framework: str, view: str, variant: str | None = None) -> tuple[float, ...]:
+    """The completed runs' values of ``framework``'s original loop (or its rung ``variant``) in ``view`` on machine
+    page ``m``."""
+    runs = m.runs[(m.runs["framework"] == framework) & (m.runs["variant"] == (variant or askers_rung(framework)))]
     runs = runs[runs["status"] == "ok"]
     if view == "result":
         found = runs["fit_predict_s"]
@@ -87,10 +89,46 @@ class StepFound:
 
 
 @dataclass(frozen=True)
+class ReleaseStep:
+    """Keras 2 from one TensorFlow release to the next, the newer's runs over the older's, in each view: corrected
+    (inference.holm) over the sweep's steps, view by view."""
+
+    newer: str
+    older: str
+    what: str
+    keras: Ratios
+
+
+@dataclass(frozen=True)
+class CauseFound:
+    """A cause rung on today's stack (stacks.CAUSES): its loop's `seed` over the rung, what the cause costs, in each
+    view; and the release step it is suspected of (None where the sweep has no step of that loop)."""
+
+    framework: str
+    rung: str
+    cause: str  # in the report's words
+    effect: Ratios
+    suspected: ReleaseStep | None
+
+    def accounts(self, view: str) -> bool:
+        """Whether the cause accounts for its release step in ``view``: both resolved, the same way, and the two
+        intervals overlap, so that taking the cause away moves the loop by as much as the release did."""
+        release = getattr(self.suspected.keras, view) if self.suspected else None
+        effect = getattr(self.effect, view)
+        if not (release and effect and release.resolved and effect.resolved):
+            return False
+        same_way = (release.estimate > 1) == (effect.estimate > 1)
+        return same_way and effect.low <= release.high and release.low <= effect.high
+
+
+@dataclass(frozen=True)
 class EraStudy:
     host: str
     stacks: tuple[StackFound, ...]  # in stacks.STACKS order
     steps: tuple[StepFound, ...]  # the stacks.STEPS whose two stacks both ran
+    releases: tuple[ReleaseStep, ...] = ()  # the stacks.RELEASE_STEPS whose two stacks both ran Keras 2
+    release_span: ReleaseStep | None = None  # the newest release that ran over the oldest, uncorrected
+    causes: tuple[CauseFound, ...] = ()  # the stacks.CAUSES whose rung ran on today's stack beside its `seed`
 
     def of(self, stack: str) -> StackFound | None:
         return next((found for found in self.stacks if found.stack == stack), None)
@@ -131,4 +169,47 @@ def era_study(machines: tuple[Machine, ...]) -> EraStudy | None:
         for newer, older, what in STEPS
         if newer in on and older in on
     )
-    return EraStudy(host=host, stacks=found, steps=steps)
+    releases = release_steps(on)
+    causes = ()
+    if TODAY in on:
+        by_step = {(step.newer, step.older): step for step in releases}
+        causes = tuple(
+            CauseFound(framework, rung, cause, effect, by_step.get(suspected))
+            for framework, rung, suspected, cause in CAUSES
+            if (effect := rung_effect(on[TODAY], framework, rung)).step or effect.result
+        )
+    ran = [stack for stack in RELEASES if stack in on and loop_values(on[stack], ASKERS_KERAS, "step")]
+    span = None
+    if len(ran) > 1:
+        newest, oldest = ran[-1], ran[0]
+        span = ReleaseStep(
+            newest, oldest, release_change(newest, oldest), over(on[newest], ASKERS_KERAS, on[oldest], ASKERS_KERAS)
+        )
+    return EraStudy(host, found, steps, releases, span, causes)
+
+
+def release_steps(on: dict) -> tuple[ReleaseStep, ...]:
+    """Keras 2's runs on each release over the release before, Holm-corrected over the steps in each view."""
+    ran = [
+        step
+        for step in RELEASE_STEPS
+        if all(step[i] in on and loop_values(on[step[i]], ASKERS_KERAS, "step") for i in (0, 1))
+    ]
+    by_view = {
+        view: holm([tuple(loop_values(on[stack], ASKERS_KERAS, view) for stack in step[:2]) for step in ran])
+        for view in VIEWS
+    }
+    return tuple(
+        ReleaseStep(newer, older, what, Ratios(*(by_view[view][i] for view in VIEWS)))
+        for i, (newer, older, what) in enumerate(ran)
+    )
+
+
+def rung_effect(m: Machine, framework: str, rung: str) -> Ratios:
+    """``framework``'s `seed` over its ``rung`` on page ``m``, in each view: what the rung's cause costs."""
+
+    def one(view: str) -> Ratio | None:
+        seed, without = loop_values(m, framework, view), loop_values(m, framework, view, rung)
+        return ratio(seed, without) if seed and without else None
+
+    return Ratios(*(one(view) for view in VIEWS))

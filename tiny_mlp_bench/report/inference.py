@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -83,6 +83,22 @@ def ratio(a, b, confidence: float = CONFIDENCE) -> Ratio:
     low = None if first == 0 else float(np.exp(cuts[(first - 1) // 2]))
     high = None if last == len(probes) - 1 else float(np.exp(cuts[last // 2]))
     return Ratio(estimate, low, high, p_value, (len(log_a), len(log_b)))
+
+
+def holm(pairs, confidence: float = CONFIDENCE) -> list[Ratio]:
+    """``ratio`` of each (a, b) in ``pairs``, a family of comparisons corrected by Holm's step-down, so that the chance
+    of calling any of them resolved by chance stays at 1 - ``confidence``: each p-value adjusted (a ratio is resolved
+    where its adjusted p is below SIGNIFICANCE), each interval at the level its rank is tested at."""
+    alone = [ratio(a, b, confidence) for a, b in pairs]
+    order = sorted(range(len(alone)), key=lambda i: alone[i].p_value)
+    corrected: list[Ratio | None] = [None] * len(alone)
+    adjusted = 0.0
+    for rank, i in enumerate(order):
+        left = len(alone) - rank  # the comparisons not yet resolved, this one among them
+        adjusted = max(adjusted, min(1.0, left * alone[i].p_value))  # step-down: never below an earlier one's
+        a, b = pairs[i]
+        corrected[i] = replace(ratio(a, b, 1 - (1 - confidence) / left), p_value=adjusted)
+    return corrected
 
 
 def rank_sum_null(m: int, n: int) -> np.ndarray:

@@ -15,6 +15,7 @@ from tiny_mlp_bench.report.cells import approx, duration, n_runs, num, pct, span
 from tiny_mlp_bench.report.era import EraStudy
 from tiny_mlp_bench.report.ladder import Ladder, RungResult
 from tiny_mlp_bench.report.model import Machine, Report
+from tiny_mlp_bench.stacks import RELEASES
 from tiny_mlp_bench.timing import LOOP_PARTS, PHASES
 
 TEMPLATE = Path(__file__).with_name("report.md.j2")
@@ -400,6 +401,35 @@ def era_tables(found: EraStudy) -> tuple[str, str, str]:
     return stacks, steps, parts if read else ""
 
 
+def release_tables(found: EraStudy) -> tuple[str, str, str]:
+    """The release sweep's tables: Keras 2 on each release; each step between neighbouring releases, Holm-corrected;
+    each cause rung's effect on today's stack beside the step it is suspected of."""
+    views = list(claims.ERA_VIEWS.values())
+    releases = [s for s in found.stacks if s.stack in RELEASES]
+    rows = [
+        [f"`{s.stack}`", s.versions, duration(s.step["tf_keras"]), duration(s.result["tf_keras"])] for s in releases
+    ]
+    stacks = table(["release", "Python and TensorFlow", "Keras 2 per step", "Keras 2 to a result"], rows, "llrr")
+    rows = [
+        [step.what, *(times(getattr(step.keras, view)) for view in claims.ERA_VIEWS), approx(step.keras.step.p_value)]
+        for step in found.releases
+    ]
+    steps = table(["newer / older release", *views, "Holm's p, per step"], rows, "lrrrr")
+    rows = [
+        [
+            f"{cause.cause}: `{cause.rung}`",
+            claims.LOOP_NAMES[cause.framework],
+            times(cause.effect.step),
+            times(cause.effect.result),
+            cause.suspected.what if cause.suspected else "–",
+            times(cause.suspected.keras.step) if cause.suspected else "–",
+        ]
+        for cause in found.causes
+    ]
+    header = ["cause: its rung", "loop", "`seed` / rung, per step", "to a result", "release step", "its step, per step"]
+    return stacks, steps, table(header, rows, "llrrlr") if rows else ""
+
+
 def environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE.parent),
@@ -426,8 +456,10 @@ def render_markdown(
         ratios=sentences.RATIOS,
         busy=claims.busy_lines(report.busy) if report.busy else None,
         busy_table=busy_table(report.busy) if report.busy else None,
-        era=claims.era_lines(report.era) if report.era else None,
+        era=claims.era_lines(report.era) if report.era and not report.era.releases else None,
         era_tables=era_tables(report.era) if report.era else None,
+        releases=claims.release_lines(report.era) if report.era and report.era.releases else None,
+        release_tables=release_tables(report.era) if report.era and report.era.releases else None,
         report=report,
         pages=pages,
         plot_link=plot_link,

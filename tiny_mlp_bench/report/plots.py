@@ -15,11 +15,13 @@ from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.atomic import atomic_path
 from tiny_mlp_bench.catalogue import Role, pair_name
 from tiny_mlp_bench.question import ASKER_SECONDS, ASKER_STEPS, ASKERS_KERAS, TORCH, askers_rung
-from tiny_mlp_bench.report import sentences
+from tiny_mlp_bench.report import claims, sentences
 from tiny_mlp_bench.report.cells import approx, n_runs
+from tiny_mlp_bench.report.era import EraStudy
 from tiny_mlp_bench.report.inference import Interval
 from tiny_mlp_bench.report.model import Machine
 from tiny_mlp_bench.report.question_table import QUESTION_PAIRS
+from tiny_mlp_bench.stacks import RELEASES, TENSORFLOW_OF, TODAY
 from tiny_mlp_bench.timing import LOOP_PARTS
 
 FRAMEWORK_COLOURS = {
@@ -106,6 +108,42 @@ def plot_seed_times(machines: tuple[Machine, ...], path: Path) -> None:
     order = sorted(unique, key=lambda label: (label == "one run", label != "asker"))  # as drawn, left to right
     if unique:
         fig.legend([unique[k] for k in order], order, loc="outside lower center", ncols=len(order), fontsize=8)
+    save(fig, path)
+
+
+def plot_releases(found: EraStudy, path: Path) -> None:
+    """Keras 2 on each TensorFlow release of the sweep, per step and to a result, each with today's stack beside it
+    and the asker's time marked; the torch loop on today's stack as a line where it ran."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), dpi=100, layout="constrained")
+    shown = [s for s in found.stacks if s.stack in RELEASES] + [s for s in found.stacks if s.stack == TODAY]
+    names = [TENSORFLOW_OF.get(s.stack, "today") for s in shown]
+    keras_asker = ASKER_SECONDS[pair_name(ASKERS_KERAS, "cpu")]
+    for ax, view, scale, unit, asker in (
+        (axes[0], "step", 1e6, "µs", asker_step_s(pair_name(ASKERS_KERAS, "cpu"))),
+        (axes[1], "result", 1.0, "s", keras_asker),
+    ):
+        for x, s in enumerate(shown):
+            if found_here := getattr(s, view)[ASKERS_KERAS]:
+                colour = FRAMEWORK_COLOURS[ASKERS_KERAS] if s.stack != TODAY else "#555555"
+                bar = {"yerr": whisker(found_here, scale), "capsize": 3, "color": colour}
+                ax.bar(x, found_here.estimate * scale, 0.7, **bar)
+        today = next((s for s in shown if s.stack == TODAY), None)
+        if today and (torch := getattr(today, view)[TORCH]):
+            ax.axhline(
+                torch.estimate * scale, color=FRAMEWORK_COLOURS[TORCH], ls="--", label="the torch loop, today's stack"
+            )
+        ax.axhline(
+            asker * scale,
+            color="#999999",
+            ls=":",
+            label=f"the asker's Keras, {keras_asker:g} s to a result"
+            + (" over 12,000 steps" if view == "step" else ""),
+        )
+        ax.set_xticks(range(len(names)), names, fontsize=8)
+        ax.set_xlabel("TensorFlow release (Keras 2), Python 3.9; today's stack last")
+        ax.set_ylabel(f"Keras 2 {claims.ERA_VIEWS[view]} ({unit})")
+        ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle(f"Keras 2's `fit` on each release ({INTERVAL})", fontsize=10)
     save(fig, path)
 
 

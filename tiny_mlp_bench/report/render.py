@@ -16,7 +16,7 @@ from tiny_mlp_bench.report.html import report_page
 from tiny_mlp_bench.report.markdown import render_markdown
 from tiny_mlp_bench.report.model import build_report
 from tiny_mlp_bench.report.numbers_file import numbers_json
-from tiny_mlp_bench.report.plots import plot_crossover, plot_ladders, plot_seed_times, plot_step_parts
+from tiny_mlp_bench.report.plots import plot_crossover, plot_ladders, plot_releases, plot_seed_times, plot_step_parts
 from tiny_mlp_bench.report.views import headline_frame
 
 
@@ -116,7 +116,10 @@ def main(argv=None, prog=None) -> int:
     if args.headline:
         with atomic_path(args.headline) as tmp:
             headline_frame(report.machines).to_csv(tmp, index=False)
-    plot_seed_times(report.machines, args.plot)
+    if report.era and report.era.releases:  # a release sweep's chart of its original loop is over its releases
+        plot_releases(report.era, args.plot)
+    else:
+        plot_seed_times(report.machines, args.plot)
     plot_ladders(report.machines, args.ladder_plot, report.parameters)
     plot_step_parts(report.machines, args.breakdown_plot)
     crossover_link = ""

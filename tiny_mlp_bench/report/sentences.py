@@ -21,6 +21,7 @@ from tiny_mlp_bench.timing import LOOP_PARTS
 TITLE = "Why is PyTorch on a GPU slower than on a CPU, and slower than Keras?"
 BUSY_TITLE = "Does a busy core change the question's order? torch and Keras 2 on a CPU, idle and beside one busy core"
 ERA_TITLE = "Was Keras faster than torch on the software of the asker's time? The question's CPU loops on each stack"
+RELEASES_TITLE = "Which release moved it? Keras 2's `fit` on one TensorFlow release after another"
 NOT_THE_QUESTION_TITLE = "The pipeline at work on another workload than the question's: it answers nothing"
 # Said once, where the report's ratios first appear: a ratio need not be the quotient of the two times beside it.
 RATIOS = (
@@ -54,7 +55,7 @@ def title(report: Report) -> str:
     if report.busy:
         return BUSY_TITLE
     if report.era:
-        return ERA_TITLE
+        return RELEASES_TITLE if report.era.releases else ERA_TITLE
     return NOT_THE_QUESTION_TITLE if not_the_question(report.parameters) else TITLE
 
 
