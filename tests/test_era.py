@@ -374,3 +374,11 @@ def test_every_stack_is_one_the_record_and_config_schemas_allow():
     config = yaml.safe_load((ROOT / "config" / "config.schema.yaml").read_text())
     assert record["properties"]["identity"]["properties"]["stack"]["enum"] == list(STACKS)
     assert config["properties"]["stacks"]["items"]["enum"] == list(STACKS)
+
+
+def test_the_era_runner_reads_keras_2s_version_where_its_module_has_none():
+    # TensorFlow 2.15's tf.keras is keras.api._v2.keras, which has no __version__; the keras package has one.
+    api = type(sys)("json.decoder")
+    assert era_runner.keras_version(api) == json.__version__
+    api.__version__ = "2.15.0"
+    assert era_runner.keras_version(api) == "2.15.0"

@@ -12,6 +12,7 @@ back what it measured: the record's timings, the optimiser's steps, the last los
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -231,6 +232,13 @@ def keras_2(tf):
     return tf_keras
 
 
+def keras_version(keras) -> str:
+    """Keras 2's version: its module's own, or where that has none (TensorFlow 2.15's tf.keras, the module
+    keras.api._v2.keras), its package's."""
+    found = getattr(keras, "__version__", None)
+    return found if found is not None else importlib.import_module(keras.__name__.split(".")[0]).__version__
+
+
 def load(loop: str, threads: int):
     """The framework, its threads pinned and its GPUs hidden before it starts: the loops run on the CPU."""
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
@@ -272,7 +280,7 @@ def about(fw, loop: str) -> dict:
         versions = {"torch": fw.__version__}
         threads = {"intra_op": fw.get_num_threads(), "inter_op": fw.get_num_interop_threads()}
     else:
-        versions = {"tensorflow": fw.__version__, "keras": keras_2(fw).__version__}
+        versions = {"tensorflow": fw.__version__, "keras": keras_version(keras_2(fw))}
         threads = {
             "intra_op": fw.config.threading.get_intra_op_parallelism_threads(),
             "inter_op": fw.config.threading.get_inter_op_parallelism_threads(),
