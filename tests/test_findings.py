@@ -110,6 +110,7 @@ def test_a_stale_readme_is_found_and_rewritten_between_the_markers(archives, tmp
     took = f"{findings.RUN_TIME_BEGIN}\na time copied by hand\n{findings.RUN_TIME_END}"
     each = f"{findings.ACROSS_BEGIN}\nclaims copied by hand\n{findings.ACROSS_END}"
     era = f"{findings.ERA_BEGIN}\nan era copied by hand\n{findings.ERA_END}"
+    era += f"\n{findings.RELEASES_BEGIN}\nreleases copied by hand\n{findings.RELEASES_END}"
     stale.write_text(
         f"intro\n{answer}\n{took}\n{findings.BEGIN}\nnumbers copied by hand\n{findings.END}\n{each}\n{era}\nafter\n"
     )
@@ -123,6 +124,11 @@ def test_a_stale_readme_is_found_and_rewritten_between_the_markers(archives, tmp
     generated = f"{findings.BEGIN}\n{findings.findings(studies)}\n{findings.END}"
     each = f"{findings.ACROSS_BEGIN}\n{findings.across_section(studies)}\n{findings.ACROSS_END}"
     era = f"{findings.ERA_BEGIN}\n{findings.era_section(studies)}\n{findings.ERA_END}"
+    era += f"\n{findings.RELEASES_BEGIN}\n{findings.releases_section(studies)}\n{findings.RELEASES_END}"
+    assert (
+        findings.releases_section(studies)
+        == "No release sweep is archived yet: `make era-sweep` runs one on this machine."
+    )
     assert stale.read_text() == f"intro\n{answer}\n{took}\n{generated}\n{each}\n{era}\nafter\n"
     assert findings.main(["--check", *argv]) == 0
 
