@@ -12,7 +12,7 @@ import pytest
 from helpers import ROOT
 from tiny_mlp_bench.archive.layout import NUMBERS, OLD_NUMBERS, numbers_file
 from tiny_mlp_bench.generated_docs import findings
-from tiny_mlp_bench.kinds import BUSY_STUDY, ERA_STUDY
+from tiny_mlp_bench.kinds import BUSY_STUDY, ERA_STUDY, RELEASES_STUDY
 from tiny_mlp_bench.records import SCHEMA_VERSION
 from tiny_mlp_bench.report import across, claims, sentences
 from tiny_mlp_bench.report.busy_core import idle_label
@@ -36,7 +36,7 @@ def test_the_one_reader_reads_every_archive_with_records_of_versions_8_and_9(stu
     assert {8, 9} <= written
     for study in studies:
         assert study.records and all(r["schema_version"] == SCHEMA_VERSION for r in study.records)  # upgraded as read
-        assert study.kind[0] in ("default", "gpu", "busy", "era") and study.kind[1][0]
+        assert study.kind[0] in ("default", "gpu", "busy", "era", "releases") and study.kind[1][0]
 
 
 def test_every_claim_of_every_archive_is_computed_and_worded_by_its_one_function(studies):
@@ -87,7 +87,11 @@ def test_an_archived_report_never_says_1_runs_misnames_its_study_or_prints_a_bou
     report = (folder / "report.md").read_text()
     assert not re.search(r"\b1 runs\b", report)
     title = report.splitlines()[0].removeprefix("# ")
-    titles = {BUSY_STUDY: sentences.BUSY_TITLE, ERA_STUDY: sentences.ERA_TITLE}
+    titles = {
+        BUSY_STUDY: sentences.BUSY_TITLE,
+        ERA_STUDY: sentences.ERA_TITLE,
+        RELEASES_STUDY: sentences.RELEASES_TITLE,
+    }
     expected = titles.get(read_study(folder).kind[0], sentences.TITLE)
     assert title == expected
     # A ratio's interval writes each bound to the digits that show which side of 1 it lies on.

@@ -571,17 +571,35 @@ def cause_line(cause) -> str:
 
 
 def release_answer(found: EraStudy) -> str:
-    """The release sweep in two sentences for the README: where Keras 2's step moved, and what cause accounts for it."""
+    """The release sweep in a few sentences for the README: Keras 2's step from the oldest release to the newest,
+    which steps between neighbouring releases hold that change, and which tested cause accounts for which step."""
+    total = f"Holm's correction over the {n_runs(len(found.releases), 'step')} between neighbouring releases"
     moved = [step for step in found.releases if step.keras.step and step.keras.step.resolved]
-    total = f"{n_runs(len(found.releases), 'step')} between neighbouring releases"
+    span = found.release_span
+    head = "Per step"
+    if span and span.keras.step:
+        older, newer = TENSORFLOW_OF[span.older], TENSORFLOW_OF[span.newer]
+        head += f", Keras 2 on TensorFlow {newer} took {ratio_said(span.keras.step)} as long as on {older}"
+        head += f" ({runs_against(span.keras.step)})"
+    said = [f"{step.what} ({ratio_said(step.keras.step)})" for step in moved]
     if not moved:
-        return f"Per step, no single TensorFlow release moved Keras 2 after Holm's correction over the {total}."
-    said = [f"{step.what} ({ratio_said(step.keras.step)}, {runs_against(step.keras.step)})" for step in moved]
+        return f"{head}; no single release step moved it after {total}."
+    if len(moved) == 1:
+        text = f"{head}; one release holds the change, after {total}: {said[0]}."
+    else:
+        text = f"{head}; no single release holds it: after {total}, {len(moved)} steps moved it, {'; '.join(said)}."
+    causes = [cause for cause in found.causes if cause.suspected is not None]
     named = [
-        f"{cause.cause}: with it, Keras 2's step on today's stack took {ratio_said(cause.effect.step)} as long as "
-        f"without it (`{cause.rung}`)"
-        for cause in found.causes
-        if cause.suspected in moved and cause.accounts("step")
+        f"{cause.cause} accounts for the step of {cause.suspected.what} (`{cause.rung}`: with it, Keras 2's step on "
+        f"today's stack took {ratio_said(cause.effect.step)} as long as without it)"
+        for cause in causes
+        if cause.accounts("step")
     ]
-    cause = f"The cause: {'; '.join(named)}." if named else "No tested cause accounts for it."
-    return f"Per step, Keras 2 moved at {'; at '.join(said)}, after Holm's correction over the {total}. {cause}"
+    unnamed = [cause.cause for cause in causes if not cause.accounts("step")]
+    if named:
+        text += f" Of the causes tested, {'; '.join(named)}."
+    else:
+        text += " No tested cause accounts for any step."
+    if unnamed:
+        text += f" Tested and accounting for none: {', '.join(unnamed)}."
+    return text
