@@ -53,4 +53,10 @@ def test_the_tree_keeps_at_most_three_archives_of_a_kind():
     counted = Counter(kinds.archive_kind(folder) for folder in archives)
     assert archives and max(counted.values()) <= 3, counted
     # Every archive the tree holds records, or shows by its logs, which study kind it is.
-    assert {kind for kind, _ in counted} <= {kinds.DEFAULT_STUDY, kinds.GPU_STUDY, kinds.BUSY_STUDY, kinds.ERA_STUDY}
+    assert {kind for kind, _ in counted} <= {
+        kinds.DEFAULT_STUDY,
+        kinds.GPU_STUDY,
+        kinds.BUSY_STUDY,
+        kinds.ERA_STUDY,
+        kinds.RELEASES_STUDY,
+    }

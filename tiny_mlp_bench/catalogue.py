@@ -23,7 +23,6 @@ class Role(Enum):
     AA_CONTROL = "the A/A control"  # another rung's very code under a second name: what the machine fakes between them
     ONE_THREAD = "one thread"  # the asker's loop with one CPU thread: what the thread pool costs beside a busy core
     STEP_PARTS = "the step's parts"  # the asker's loop with the clock read between its step's parts
-    CAUSE = "a release's cause"  # the asker's loop less one suspected cause of a release's change (stacks.CAUSES)
     DATA_ON_DEVICE = (
         "the data on the device"  # no DataLoader, no copy, and Adam's kernels fused: what torch's step loses
     )

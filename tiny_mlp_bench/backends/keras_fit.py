@@ -280,7 +280,6 @@ RUNGS = (
         "oneDNN's CPU kernels, on by default from TensorFlow 2.9 on CPUs with AVX512_VNNI: the asker's `fit` with "
         "TF_ENABLE_ONEDNN_OPTS=0 set before TensorFlow's import",
         default=False,  # the release sweep's (config/era-sweep.yaml)
-        role=Role.CAUSE,
         environment=(("TF_ENABLE_ONEDNN_OPTS", "0"),),
         loop=FitRun,
     ),
@@ -291,7 +290,6 @@ RUNGS = (
         "the optimizers that became Keras 2's default in TensorFlow 2.11: the asker's `fit` with "
         "`optimizers.legacy.Adam`, the Adam of the releases before",
         default=False,  # the release sweep's
-        role=Role.CAUSE,
         loop=LegacyAdamRun,
     ),
     askers_fit("keras", "Keras 3 on TensorFlow"),

@@ -237,7 +237,6 @@ RUNGS = (
         "the import of torch 2's compiler stack (`torch._dynamo`) that the optimizer's first call makes: the asker's "
         "loop with it imported with torch, before the timing point",
         default=False,  # the release sweep's cause rung (stacks.CAUSES): on torch 1, nothing to take away
-        role=Role.CAUSE,
         imports=("torch._dynamo",),
         loop=partial(LoaderLoop, batched=False),
     ),
