@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import types
 
 import numpy as np
@@ -87,7 +88,8 @@ def test_the_torch_cpu_probe_splits_the_step_into_the_ops_own_time_and_the_profi
     assert sum(op["self_us_per_step"] for op in by_op.values()) == pytest.approx(aten_self, abs=0.01)
     assert sum(op["calls_per_step"] for op in by_op.values()) == pytest.approx(step["aten_calls_per_step"], abs=0.5)
     cost = step["profiler_cost_per_op"]
-    assert cost["op"] == "aten::view" and cost["per_op_us"] > 0
+    # Its sign is a measurement, the difference of two timings: beside another test it has come out below zero.
+    assert cost["op"] == "aten::view" and math.isfinite(cost["per_op_us"])
     assert cost["per_op_us"] == pytest.approx(cost["profiled"]["value_us"] - cost["unprofiled"]["value_us"], abs=1e-3)
     assert cost["unprofiled"]["calls"] == step["aten_calls_per_step"] * step["profiled_steps"]
     for timing in (cost["unprofiled"], cost["profiled"]):

@@ -163,29 +163,30 @@ def newest(studies: list[Study], kind: str) -> Study | None:
 def era_section(studies: list[Study]) -> str:
     """Keras 2 against torch on the oldest stack that installs here and on today's, which change between the stacks
     moved a loop, and the stacks' A/A control, from the newest era study; and what its `make era` took."""
-    study = newest(studies, ERA_STUDY)
-    if study is None:
-        return "No era study is archived yet: `make era` runs one on this machine."
-    found = build_report(list(study.records)).era
-    lines = [f"**{claims.era_answer(found)}**", ""]
-    lines += [f"In full, from {link(study)}, on {claims.machine_words(study.kind)}:", ""]
-    lines += [f"- {line}" for line in claims.era_lines(found)]
-    return "\n".join(lines + make_time(study, "make era"))
+    return stacks_section(studies, ERA_STUDY, "era study", "make era", claims.era_answer, claims.era_lines)
 
 
 def releases_section(studies: list[Study]) -> str:
     """Which TensorFlow release moved Keras 2's step and which cause accounts for it, from the newest release sweep;
     its chart; and what its `make era-sweep` took."""
-    study = newest(studies, RELEASES_STUDY)
+    chart = "Keras 2's time per step and to a result on each TensorFlow release"
+    answer, lines = claims.release_answer, claims.release_lines
+    return stacks_section(studies, RELEASES_STUDY, "release sweep", "make era-sweep", answer, lines, chart)
+
+
+def stacks_section(studies, kind: str, name: str, command: str, answer, lines_of, chart: str | None = None) -> str:
+    """The newest study of ``kind`` in its report's words (``answer`` in bold, then ``lines_of``), its timings chart
+    under the words ``chart`` where given, and what ``command`` took."""
+    study = newest(studies, kind)
     if study is None:
-        return "No release sweep is archived yet: `make era-sweep` runs one on this machine."
+        return f"No {name} is archived yet: `{command}` runs one on this machine."
     found = build_report(list(study.records)).era
-    lines = [f"**{claims.release_answer(found)}**", ""]
+    lines = [f"**{answer(found)}**", ""]
     lines += [f"In full, from {link(study)}, on {claims.machine_words(study.kind)}:", ""]
-    lines += [f"- {line}" for line in claims.release_lines(found)]
-    chart = f"results/archive/{study.name}/report/timings.png"
-    lines += ["", f"![Keras 2's time per step and to a result on each TensorFlow release]({chart})"]
-    return "\n".join(lines + make_time(study, "make era-sweep"))
+    lines += [f"- {line}" for line in lines_of(found)]
+    if chart:
+        lines += ["", f"![{chart}](results/archive/{study.name}/report/timings.png)"]
+    return "\n".join(lines + make_time(study, command))
 
 
 def make_time(study: Study, command: str) -> list[str]:

@@ -10,7 +10,7 @@ from tiny_mlp_bench.kinds import cpu_name
 from tiny_mlp_bench.report import across
 from tiny_mlp_bench.report.busy_core import BusyCore, Views
 from tiny_mlp_bench.report.cells import decimals, duration, figures, interval_places, n_runs, spread, table, times
-from tiny_mlp_bench.report.era import EraStudy
+from tiny_mlp_bench.report.era import CauseFound, EraStudy
 from tiny_mlp_bench.report.inference import Interval, Ratio
 from tiny_mlp_bench.stacks import TENSORFLOW_OF, TODAY
 from tiny_mlp_bench.timing import LOOP_PARTS
@@ -548,7 +548,7 @@ def release_lines(found: EraStudy) -> list[str]:
     return lines
 
 
-def cause_line(cause) -> str:
+def cause_line(cause: CauseFound) -> str:
     """A cause rung's effect on today's stack, per step and to a result, and whether it accounts for its release."""
     loop = LOOP_NAMES[cause.framework]
     said = [

@@ -117,6 +117,8 @@ class CauseFound:
         effect = getattr(self.effect, view)
         if not (release and effect and release.resolved and effect.resolved):
             return False
+        if None in (effect.low, effect.high, release.low, release.high):  # too few runs to bound a side
+            return False
         same_way = (release.estimate > 1) == (effect.estimate > 1)
         return same_way and effect.low <= release.high and release.low <= effect.high
 
