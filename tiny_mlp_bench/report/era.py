@@ -180,7 +180,7 @@ def era_study(machines: tuple[Machine, ...]) -> EraStudy | None:
             for framework, rung, suspected, cause in CAUSES
             if (effect := rung_effect(on[TODAY], framework, rung)).step or effect.result
         )
-    ran = [stack for stack in RELEASES if stack in on and loop_values(on[stack], ASKERS_KERAS, "step")]
+    ran = [s.stack for s in found if s.stack in RELEASES and s.step[ASKERS_KERAS]]  # in release order, as STACKS
     span = None
     if len(ran) > 1:
         newest, oldest = ran[-1], ran[0]

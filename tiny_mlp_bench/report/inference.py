@@ -89,13 +89,13 @@ def holm(pairs, confidence: float = CONFIDENCE) -> list[Ratio]:
     """``ratio`` of each (a, b) in ``pairs``, a family of comparisons corrected by Holm's step-down, so that the chance
     of calling any of them resolved by chance stays at 1 - ``confidence``: each p-value adjusted (a ratio is resolved
     where its adjusted p is below SIGNIFICANCE), each interval at the level its rank is tested at."""
-    alone = [ratio(a, b, confidence) for a, b in pairs]
-    order = sorted(range(len(alone)), key=lambda i: alone[i].p_value)
+    alone = [exact_test(a, b) for a, b in pairs]  # each p-value uncorrected; ratio below bounds each interval
+    order = sorted(range(len(alone)), key=lambda i: alone[i])
     corrected: list[Ratio | None] = [None] * len(alone)
     adjusted = 0.0
     for rank, i in enumerate(order):
         left = len(alone) - rank  # the comparisons not yet resolved, this one among them
-        adjusted = max(adjusted, min(1.0, left * alone[i].p_value))  # step-down: never below an earlier one's
+        adjusted = max(adjusted, min(1.0, left * alone[i]))  # step-down: never below an earlier one's
         a, b = pairs[i]
         corrected[i] = replace(ratio(a, b, 1 - (1 - confidence) / left), p_value=adjusted)
     return corrected

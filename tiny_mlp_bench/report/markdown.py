@@ -457,7 +457,7 @@ def render_markdown(
         busy=claims.busy_lines(report.busy) if report.busy else None,
         busy_table=busy_table(report.busy) if report.busy else None,
         era=claims.era_lines(report.era) if report.era and not report.era.releases else None,
-        era_tables=era_tables(report.era) if report.era else None,
+        era_tables=era_tables(report.era) if report.era and not report.era.releases else None,
         releases=claims.release_lines(report.era) if report.era and report.era.releases else None,
         release_tables=release_tables(report.era) if report.era and report.era.releases else None,
         report=report,

@@ -137,7 +137,7 @@ def plot_releases(found: EraStudy, path: Path) -> None:
             color="#999999",
             ls=":",
             label=f"the asker's Keras, {keras_asker:g} s to a result"
-            + (" over 12,000 steps" if view == "step" else ""),
+            + (f" over {ASKER_STEPS:,} steps" if view == "step" else ""),
         )
         ax.set_xticks(range(len(names)), names, fontsize=8)
         ax.set_xlabel("TensorFlow release (Keras 2), Python 3.9; today's stack last")
