@@ -14,7 +14,6 @@ from tiny_mlp_bench import CHECKOUT as ROOT
 from tiny_mlp_bench import registry
 from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.generated_docs.markers import write_or_check
-from tiny_mlp_bench.records import read_record
 from tiny_mlp_bench.report.cells import table
 from tiny_mlp_bench.report.inference import ratio, rung_interval
 from tiny_mlp_bench.report.runs import (
@@ -25,6 +24,7 @@ from tiny_mlp_bench.report.runs import (
     summarize,
     window_blocks,
 )
+from tiny_mlp_bench.report.study import read_runs
 
 METHOD = ROOT / "docs" / "method.md"
 # Quantiles of the candidate estimators over every block as timed; the fast blocks' and the canary-scaled at the
@@ -45,13 +45,9 @@ def end(kind: str) -> str:
     return f"<!-- end of {kind} numbers -->"
 
 
-def archive_records(archive: Path) -> list[dict]:
-    return [read_record(path) for path in sorted((archive / "runs").glob("*.json"))]
-
-
 def archive_runs(archive: Path) -> tuple[list[dict], pd.DataFrame]:
     """The archive's run records, and their rows as the report makes them (one study: its reference canary)."""
-    records = archive_records(archive)
+    records = read_runs(archive)
     canary = reference_canary(records)
     return records, pd.DataFrame([run_row(record, "", canary) for record in records])
 
@@ -188,7 +184,7 @@ def canary_numbers(archives: Path) -> str:
     """Per archive with canaries: how far blocks slowed with their canary (beta), and what scaling by it would do."""
     rows = []
     for archive in sorted(path.parent for path in archives.glob("*/runs")):
-        records = [r for r in archive_records(archive) if r["status"] == "ok"]
+        records = [r for r in read_runs(archive) if r["status"] == "ok"]
         reference = reference_canary(records)
         betas, took_off = [], []
         for record in records:

@@ -9,7 +9,7 @@ from tiny_mlp_bench import kinds
 from tiny_mlp_bench.archive.layout import BUSY_QUOTED_RECORDS
 from tiny_mlp_bench.jobs.identity import BUSY, IDLE
 from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
-from tiny_mlp_bench.records import read_record
+from tiny_mlp_bench.report.study import read_runs
 
 QUALIFIES = "completed runs of torch's and Keras 2's original loops on cpu, idle and beside one busy core"
 SETTING = "config key 'busy_answer_archive'"
@@ -19,11 +19,7 @@ class BusyArchiveError(Exception):
     """The busy_answer_archive setting names an archive that is missing or does not qualify."""
 
 
-def records_of(folder: Path) -> list[dict]:
-    return [read_record(path) for path in sorted(folder.glob(BUSY_QUOTED_RECORDS))]
-
-
-def qualifies(records: list[dict]) -> bool:
+def qualifies(records: tuple[dict, ...]) -> bool:
     """Whether torch's and Keras 2's original loops each completed on cpu, idle and beside one busy core."""
     done = {
         (r["identity"]["framework"], r["identity"]["condition"])
@@ -41,7 +37,7 @@ def quote(folder: Path):
     from tiny_mlp_bench.report.busy_core import ArchivedBusy
     from tiny_mlp_bench.report.model import build_report
 
-    records = records_of(folder)
+    records = read_runs(folder, BUSY_QUOTED_RECORDS)
     found = build_report(records).busy if qualifies(records) else None
     if found is None or found.keras_over_torch[1].result is None:
         return None
@@ -70,10 +66,10 @@ def choose(setting: str, archives: Path) -> list[Path] | None:
     if setting == "none":
         return None
     if setting == "auto":
-        return [folder for folder in busy_archives(archives) if qualifies(records_of(folder))]
+        return [folder for folder in busy_archives(archives) if qualifies(read_runs(folder, BUSY_QUOTED_RECORDS))]
     folder = archives / setting
     if not folder.is_dir():
         raise BusyArchiveError(f"{SETTING}: no archive {folder} (auto picks one, none quotes none)")
-    if not qualifies(records_of(folder)):
+    if not qualifies(read_runs(folder, BUSY_QUOTED_RECORDS)):
         raise BusyArchiveError(f"{SETTING}: {folder} does not hold {QUALIFIES}")
     return [folder]

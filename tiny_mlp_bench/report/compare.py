@@ -16,7 +16,8 @@ import pandas as pd
 from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.catalogue import pair_name
 from tiny_mlp_bench.question import TORCH, askers_rung
-from tiny_mlp_bench.records import RecordError, read_record
+from tiny_mlp_bench.records import RecordError
+from tiny_mlp_bench.report import study
 from tiny_mlp_bench.report.inference import Interval, Ratio, ratio, rung_interval
 from tiny_mlp_bench.report.runs import run_row, summarize
 
@@ -101,11 +102,11 @@ def yardstick_of(pair: str) -> tuple[str, str]:
     return pair_name(TORCH, pair.split("-")[-1]), askers_rung(TORCH)
 
 
-def read_runs(folder: Path) -> list[dict]:
-    paths = sorted(folder.glob("*.json"))
-    if not paths:
+def read_runs(folder: Path) -> tuple[dict, ...]:
+    """The run records in ``folder`` (a study's runs/), refused where it holds none."""
+    if not (found := study.read_runs(folder, "*.json")):
         raise RecordError(f"{folder}: no run records (*.json) here")
-    return [read_record(path) for path in paths]
+    return found
 
 
 def values_per_rung(records: list[dict]) -> dict[tuple[str, str], dict[str, tuple[float, ...]]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tiny_mlp_bench.archive.layout import QUOTED_RECORDS
 from tiny_mlp_bench.question import TORCH, askers_rung
-from tiny_mlp_bench.records import read_record
+from tiny_mlp_bench.report.study import read_runs
 
 QUALIFIES = "a completed torch `seed` run on cuda"
 
@@ -16,11 +16,7 @@ class GpuArchiveError(Exception):
     """The gpu_answer_archive setting names an archive that is missing or does not qualify."""
 
 
-def seed_records(folder: Path) -> list[dict]:
-    return [read_record(path) for path in sorted(folder.glob(QUOTED_RECORDS))]
-
-
-def cuda_seed_day(records: list[dict]) -> str | None:
+def cuda_seed_day(records: tuple[dict, ...]) -> str | None:
     """The day the first completed torch `seed` run on cuda started; None where none completed: the archive has no
     GPU answer to quote."""
     days = [
@@ -40,7 +36,7 @@ def quote(folder: Path):
     from tiny_mlp_bench.report import across
     from tiny_mlp_bench.report.answer import ArchivedGpu
 
-    records = seed_records(folder)
+    records = read_runs(folder, QUOTED_RECORDS)
     day = cuda_seed_day(records)
     if day is None:
         return None
@@ -59,7 +55,7 @@ def newest_qualifying(archives: Path, leave_out: str | None = None) -> Path | No
     found = []
     folders = (p for p in archives.glob("*") if p.is_dir() and p.name[0] != "." and p.name != leave_out)
     for folder in sorted(folders):
-        if day := cuda_seed_day(seed_records(folder)):
+        if day := cuda_seed_day(read_runs(folder, QUOTED_RECORDS)):
             found.append((day, folder.name, folder))
     return max(found)[2] if found else None
 
@@ -75,6 +71,6 @@ def choose(setting: str, archives: Path) -> Path | None:
         raise GpuArchiveError(
             f"config key 'gpu_answer_archive': no archive {folder} (auto picks one, none quotes none)"
         )
-    if cuda_seed_day(seed_records(folder)) is None:
+    if cuda_seed_day(read_runs(folder, QUOTED_RECORDS)) is None:
         raise GpuArchiveError(f"config key 'gpu_answer_archive': {folder} does not hold {QUALIFIES}")
     return folder

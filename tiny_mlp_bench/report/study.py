@@ -1,6 +1,6 @@
 """A study, read once: a results folder or an archive, its records upgraded and validated, with its study kind and
 machine kind and what else the folder holds. The README's claims, its findings and its run time all read studies
-through read_study; nothing else in the report opens a study's folder."""
+through read_study, and whatever reads only run records reads them through read_runs."""
 
 from __future__ import annotations
 
@@ -54,9 +54,15 @@ def ran_beside(folder: Path) -> frozenset[str]:
     return frozenset(job["name"] for job in json.loads(log.read_text()).get("jobs", []) if job.get("beside"))
 
 
+def read_runs(folder: Path, pattern: str = "runs/*.json") -> tuple[dict, ...]:
+    """The run records in ``folder`` that ``pattern`` names, upgraded and validated: how every part of the report
+    (a quoted archive, `compare`, docs/method.md's numbers) reads a study's runs."""
+    return tuple(read_record(path) for path in sorted(folder.glob(pattern)))
+
+
 def read_study(folder: Path) -> Study:
     """The study in ``folder``: every record under runs/, sweep/ and probes/, read as today's code reads them."""
-    records = tuple(read_record(path) for path in sorted((folder / "runs").glob("*.json")))
+    records = read_runs(folder)
     if not records:
         raise ValueError(f"{folder}: no run records in runs/")
 
