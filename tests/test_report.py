@@ -185,8 +185,13 @@ def test_the_why_line_sets_the_torch_step_beside_the_floor_only_where_the_floor_
     machine = only_machine(synthetic_study())
     assert "compiled into one numba loop 5.00 µs (1 run). The rest is fixed cost" in sentences.why_line(machine)
     # A study of a few epochs times the floor's many-epoch call in one block: no steady step.
-    stepless = tuple(dataclasses.replace(v, step=None) if v.variant == "fused" else v for v in machine.views)
-    line = sentences.why_line(dataclasses.replace(machine, views=stepless))
+    stepless = tuple(
+        dataclasses.replace(
+            ladder, rungs=tuple(dataclasses.replace(r, step=None) if r.variant == "fused" else r for r in ladder.rungs)
+        )
+        for ladder in machine.ladders
+    )
+    line = sentences.why_line(dataclasses.replace(machine, ladders=stepless))
     assert line.endswith("on the CPU; this study timed no steady step of the numba loop to set beside it.")
 
 
@@ -466,7 +471,7 @@ def test_fastest_only_where_the_runs_show_it_and_never_the_a_a_control():
     headline = {row.role: row for row in machine.headline}
     # The reference's runs do not show it faster than the floor's: the lowest time, never "fastest".
     lowest = headline["lowest time to a result"]
-    assert (lowest.view.variant, lowest.tied_with) == ("reference", ("numpy-cpu `fused`",))
+    assert (lowest.rung.variant, lowest.tied_with) == ("reference", ("numpy-cpu `fused`",))
     assert "fastest to a result" not in headline
     names = [row[0] for row in sentences.headline_rows(machine)]
     assert "lowest time to a result on cpu: numpy-cpu `reference`, not shown faster than numpy-cpu `fused`" in names
@@ -475,7 +480,7 @@ def test_fastest_only_where_the_runs_show_it_and_never_the_a_a_control():
     apart += [synthetic_record("numpy", "cpu", repeat, 2.0 + 0.01 * repeat, variant="fused") for repeat in range(1, 6)]
     headline = {row.role: row for row in build_report(apart).machines[0].headline}
     fastest = headline["fastest to a result"]
-    assert (fastest.view.variant, fastest.tied_with) == ("reference", ())
+    assert (fastest.rung.variant, fastest.tied_with) == ("reference", ())
 
 
 def test_resolved_claims_against_the_original_loop_are_stated_with_their_ratio_and_runs():
@@ -780,7 +785,7 @@ def test_same_records_give_identical_files(tmp_path):
     (machine,) = build_report(synthetic_study(), synthetic_sweeps()).machines
     assert len(headline) == len(machine.headline) == len(sentences.headline_rows(machine))
     original = headline[(headline["role"] == "question") & (headline["framework"] == "torch")].iloc[0]
-    (seed,) = [row.view for row in machine.headline if row.role == "question" and row.view.framework == "torch"]
+    (seed,) = [row.rung for row in machine.headline if row.role == "question" and row.rung.framework == "torch"]
     assert (original["device"], original["variant"], original["runs"]) == ("cpu", "seed", 3)
     assert original["time_to_result_s"] == pytest.approx(seed.result.estimate, rel=1e-12)
     assert original["time_to_result_low_s"] < original["time_to_result_s"] < original["time_to_result_high_s"]
@@ -839,7 +844,7 @@ def test_rungs_whose_runs_cannot_be_ordered_share_a_letter():
 
 def test_letters_never_chain_two_rungs_the_exact_test_resolves():
     from tiny_mlp_bench.report.inference import ratio
-    from tiny_mlp_bench.report.views import letters
+    from tiny_mlp_bench.report.ladder import letters
 
     def runs(centre):
         return tuple(centre + 0.01 * i for i in range(5))

@@ -119,5 +119,4 @@ def test_frameworks_have_labels_and_keras_says_which_and_on_what():
     for framework in catalogue.keras_frameworks(3):
         assert framework.label == f"Keras 3 on {framework.keras_backend}"
     assert [f.name for f in catalogue.keras_frameworks(2)] == ["tf_keras"]
-    assert [f.name for f in catalogue.FRAMEWORKS if f.hand_written] == ["numpy"]
     assert catalogue.pair_name("keras_jax", "cuda") == "keras_jax-cuda"

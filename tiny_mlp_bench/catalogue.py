@@ -42,7 +42,6 @@ class Framework:
     default: bool = True  # in the default study (a config without `frameworks`)
     keras: int | None = None  # the major version of Keras it is; None: not Keras
     keras_backend: str | None = None  # what that Keras runs on, as the report names it
-    hand_written: bool = False  # loops written by hand, not a library a user would pick up
 
 
 @dataclass(frozen=True)
@@ -134,7 +133,6 @@ FRAMEWORKS = (
         image="torch",
         backend="numpy_reference",
         packages=("numba",),
-        hand_written=True,
     ),
     Framework("sklearn", "scikit-learn", image="torch", backend="sklearn_mlp", packages=("scikit-learn",)),
     Framework("jax", "JAX", image="torch", backend="jax_loops", packages=("jax", "optax"), default=False),

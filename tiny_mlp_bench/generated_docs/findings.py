@@ -280,14 +280,14 @@ def fastest_bullets(m: Machine) -> list[str]:
     fastest" only where its row says the runs show it so (views.headline)."""
     found = []
     for device in catalogue.DEVICES:
-        on = [r for r in m.headline if r.view.device == device and r.view.step]
+        on = [r for r in m.headline if r.rung.device == device and r.rung.step]
         if not on:
             continue
-        best = min(on, key=lambda r: r.view.step.estimate)
-        if best.view.step_vs_seed:
+        best = min(on, key=lambda r: r.rung.step.estimate)
+        if best.rung.step_vs_seed:
             what = "the fastest here" if best.role == "fastest per step" else "the lowest time per step here"
-            rung = f"{best.view.pair} `{best.view.variant}`, {what},"
-            found.append(claims.comparison(best.view.step_vs_seed, rung, f"the original loop on {device}", "Per step"))
+            rung = f"{best.rung.pair} `{best.rung.variant}`, {what},"
+            found.append(claims.comparison(best.rung.step_vs_seed, rung, f"the original loop on {device}", "Per step"))
     return found
 
 

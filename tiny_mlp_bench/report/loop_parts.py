@@ -13,7 +13,7 @@ from tiny_mlp_bench.catalogue import DEVICES, Role
 from tiny_mlp_bench.jobs.identity import IDLE
 from tiny_mlp_bench.question import TORCH
 from tiny_mlp_bench.report.inference import Ratio
-from tiny_mlp_bench.report.views import View
+from tiny_mlp_bench.report.ladder import RungResult
 from tiny_mlp_bench.timing import LOOP_PARTS
 
 # How far the fetch read inside the loop may lie from the DataLoader timed alone (the probe) and still be called the
@@ -137,7 +137,7 @@ def probed_fetch(probes: list[dict]) -> dict[str, dict]:
 
 
 def loop_parts(
-    records: list[dict], views: tuple[View, ...], aa_step: Ratio | None, probes: list[dict]
+    records: list[dict], views: tuple[RungResult, ...], aa_step: Ratio | None, probes: list[dict]
 ) -> dict[str, LoopParts]:
     """Per device, the `parts` rung's idle runs' parts; ``views``: the machine's, whose `parts` view holds its step
     against `seed`'s; ``aa_step``: the study's A/A control per step, if it ran; ``probes``: the study's probe

@@ -20,12 +20,12 @@ from tiny_mlp_bench.report.busy_core import (
 )
 from tiny_mlp_bench.report.crossover_map import Crossover, Sweep, crossovers, sweep_frame, sweep_table
 from tiny_mlp_bench.report.era import EraStudy, era_study, stack_label
-from tiny_mlp_bench.report.ladder import EpochFloor, Ladder, epoch_floors, ladders
+from tiny_mlp_bench.report.ladder import EpochFloor, Ladder, RungResult, epoch_floors, ladders
 from tiny_mlp_bench.report.loop_parts import LoopParts, loop_parts
 from tiny_mlp_bench.report.machines import environment, machine_key, machine_labels
 from tiny_mlp_bench.report.question_table import AskersRatio, QuestionRow, question_rows, ratios
 from tiny_mlp_bench.report.runs import LOAD_COLUMNS, reference_canary, run_row, summarize
-from tiny_mlp_bench.report.views import HeadlineRow, View, headline, views
+from tiny_mlp_bench.report.views import HeadlineRow, headline, views
 from tiny_mlp_bench.stacks import TODAY
 
 
@@ -53,9 +53,13 @@ class Machine:
     attention: pd.DataFrame  # runs that were skipped, failed or did not converge
     environment: dict[str, tuple]  # each fact's distinct values over the machine's runs
     load: dict[str, tuple[float, float]]  # each LOAD_COLUMNS reading's lowest and highest over the runs
-    views: tuple[View, ...] = ()  # every completed rung to a result and per step, ranked per device
     headline: tuple[HeadlineRow, ...] = ()
     stack: str = TODAY  # the software its runs trained on (stacks.py): a stack other than today's is a page of its own
+
+    @property
+    def views(self) -> tuple[RungResult, ...]:
+        """Every completed rung, device by device, fastest to a result first."""
+        return views(self.ladders)
 
     @property
     def host(self) -> str:
@@ -100,7 +104,7 @@ def machine(
     seed_results = {s.pair: s.result_values for s in summary.itertuples() if s.variant == askers_rung(s.framework)}
     points = sweep_frame(sweeps)
     attention = runs[(runs["status"] != "ok") | runs["converged"].eq(False)]
-    both_views = views(summary)
+    both_views = views(found)
     said = answer(found, summary, costs, floors, runs, *verdicts(label, records, summary))
     return Machine(
         label=label,
@@ -123,7 +127,6 @@ def machine(
         attention=attention[["run_id", "status", "reason", "converged", "train_r2"]].reset_index(drop=True),
         environment=environment(records),
         load={column: (runs[column].min(), runs[column].max()) for column in LOAD_COLUMNS},
-        views=both_views,
         headline=headline(both_views),
         stack=records[0]["identity"]["stack"],
     )

@@ -58,13 +58,6 @@ def save(fig, path: Path) -> None:
     plt.close(fig)
 
 
-def run_values(machine: Machine, pair: str, variant: str, column: str) -> list[float]:
-    """The run values behind a rung's interval (``column``: result_values or step_values), lowest first."""
-    summary = machine.summary
-    found = summary[(summary["pair"] == pair) & (summary["variant"] == variant)][column]
-    return sorted(found.iloc[0]) if len(found) else []
-
-
 def spread(x: float, count: int, width: float) -> list[float]:
     """``count`` positions around ``x`` within ``width``, so that runs with one value show as many dots."""
     return [x] if count < 2 else [x - width / 2 + width * i / (count - 1) for i in range(count)]
@@ -89,7 +82,8 @@ def plot_seed_times(machines: tuple[Machine, ...], path: Path) -> None:
             label = "this run" if len(machines) == 1 else machine.label
             bar = {"yerr": whisker(result), "capsize": 3, "color": colours[(j - 1) % 6]}
             ax.bar(x, result.estimate, width, label=f"{label} ({INTERVAL})", **bar)
-            seconds = run_values(machine, pair, askers_rung(pair.rsplit("-", 1)[0]), "result_values")
+            rung = next(r for r in machine.views if (r.pair, r.variant) == (pair, askers_rung(pair.rsplit("-", 1)[0])))
+            seconds = sorted(rung.result_values)
             ax.plot(spread(x, len(seconds), width / 2), seconds, "o", color="black", markersize=3, label="one run")
             top = max([extent(result)[1], *seconds])
             ax.annotate(
@@ -154,7 +148,7 @@ def ladder_panel(ax, machine: Machine, device: str, parameters: dict | None, slo
     pairs = [p for p in ASKER_SECONDS if p.endswith(f"-{device}")] if parameters else []
     for y, r in enumerate(rows):
         colour = FRAMEWORK_COLOURS.get(r.framework, "#7f7f7f")
-        runs = [s * 1e6 for s in run_values(machine, r.pair, r.variant, "step_values")]
+        runs = [s * 1e6 for s in sorted(r.step_values)]
         ax.plot(runs, spread(y, len(runs), 0.4), ".", color="#888888", markersize=3)
         xerr = whisker(r.step, 1e6)
         ax.errorbar(r.step.estimate * 1e6, y, xerr=xerr, fmt="o", color=colour, capsize=2, elinewidth=0.8)

@@ -12,10 +12,10 @@ from tiny_mlp_bench.report.busy_core import idle_label
 from tiny_mlp_bench.report.cells import duration, n_runs, pct, times
 from tiny_mlp_bench.report.crossover_map import Crossover
 from tiny_mlp_bench.report.inference import Interval, Ratio
+from tiny_mlp_bench.report.ladder import RungResult
 from tiny_mlp_bench.report.loop_parts import FETCH_AGREEMENT, FETCH_PARTS, LoopParts
 from tiny_mlp_bench.report.model import Machine, Report
 from tiny_mlp_bench.report.step_parts import StepParts
-from tiny_mlp_bench.report.views import View
 from tiny_mlp_bench.timing import LOOP_PARTS
 
 TITLE = "Why is PyTorch on a GPU slower than on a CPU, and slower than Keras?"
@@ -32,7 +32,7 @@ KERAS_2 = catalogue.framework(ASKERS_KERAS).label
 KERAS_3 = catalogue.framework(TODAYS_KERAS).label
 
 
-def rung_name(view: View) -> str:
+def rung_name(view: RungResult) -> str:
     """What a rung is, in plain words where it is the question's own code."""
     if (view.framework, view.variant) == (TORCH, askers_rung(TORCH)):
         return f"the original torch loop on {view.device}"
@@ -41,12 +41,12 @@ def rung_name(view: View) -> str:
     return f"{view.pair} `{view.variant}`"
 
 
-def view_of(m: Machine, framework: str, variant: str | None, device: str) -> View | None:
+def view_of(m: Machine, framework: str, variant: str | None, device: str) -> RungResult | None:
     pair = pair_name(framework, device)
     return next((v for v in m.views if (v.pair, v.variant) == (pair, variant)), None)
 
 
-def seed_view(m: Machine, framework: str, device: str) -> View | None:
+def seed_view(m: Machine, framework: str, device: str) -> RungResult | None:
     return view_of(m, framework, askers_rung(framework), device)
 
 
@@ -102,7 +102,7 @@ def runs_line(m: Machine) -> str:
         count(n, device) for device, n in runs[runs["status"] == "ok"].groupby("device", sort=False).size().items()
     ]
     line = f"{' and '.join(completed) or 'No run'} completed"
-    counts = sorted({r.view.result.runs for r in m.headline if r.role == "question" and r.view.result})
+    counts = sorted({r.rung.result.runs for r in m.headline if r.role == "question" and r.rung.result})
     if counts:
         line += f" ({counts[0] if len(counts) == 1 else f'{counts[0]}–{counts[-1]}'} of each original loop)"
     missed = []
@@ -449,7 +449,7 @@ def share(parts: StepParts, part_s: float) -> str:
     return pct(parts.share(part_s), 0).replace("-", "−")
 
 
-def floor_view(m: Machine, device: str) -> View | None:
+def floor_view(m: Machine, device: str) -> RungResult | None:
     floor = registry.sole_rung(Role.FLOOR)
     return view_of(m, floor.framework, floor.name, device)
 
@@ -486,7 +486,7 @@ def headline_rows(m: Machine) -> list[list[str]]:
     """The first screen's table: rung, runs, time to result and per step vs the original loop, canary's slow share."""
     rows = []
     for row in m.headline:
-        v = row.view
+        v = row.rung
         name = rung_name(v) if row.role == "question" else f"{row.role} on {v.device}: {v.pair} `{v.variant}`"
         if row.tied_with:
             name += f", {tied(row.tied_with)}"
