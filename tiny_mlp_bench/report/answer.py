@@ -13,9 +13,7 @@ from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor, KerasFit
 from tiny_mlp_bench.report.inference import SIGNIFICANCE, Ratio, ratio, share_test
 from tiny_mlp_bench.report.ladder import Ladder, RungResult
 
-DEVICES = catalogue.DEVICES
 KERAS_VERSIONS = [f for f in (*catalogue.keras_frameworks(2), *catalogue.keras_frameworks(3)) if f.probed]
-ASKERS_BACKEND = catalogue.framework(ASKERS_KERAS).keras_backend
 # A fit_end this long is a pause: unpaused fit returns ~1 ms after its last epoch; docs/method.md quotes it.
 PAUSED_S = 0.1
 
@@ -120,17 +118,6 @@ class KerasAnswer:
 
 
 @dataclass(frozen=True)
-class KerasBackend:
-    """The asker's Keras `fit` (the seed rung) on one Keras backend and device."""
-
-    device: str
-    backend: str  # TensorFlow, JAX or PyTorch
-    step_s: float  # steady-state step (median)
-    step_min_s: float
-    step_max_s: float
-
-
-@dataclass(frozen=True)
 class AAControl:
     """The A/A control: a rung's code under a second name; its ratio to that rung is a difference the machine fakes."""
 
@@ -166,7 +153,6 @@ class PausedRung:
 class Answer:
     gpu: GpuAnswer
     keras: KerasAnswer
-    keras_backends: tuple[KerasBackend, ...]  # per device (cpu first), TensorFlow first; the measured ones
     aa_control: AAControl | None = None
     paused: tuple[PausedRung, ...] = ()  # rungs with at least one paused run
 
@@ -211,7 +197,7 @@ def answer(
         ratio=keras_ratio,
         ratio_without_pauses=over(without_pauses(runs, keras_cpu), seeds(torch_cpu)),
     )
-    return Answer(gpu, keras, keras_backends(by_pair), aa_control(summary), tuple(paused_rungs(runs)))
+    return Answer(gpu, keras, aa_control(summary), tuple(paused_rungs(runs)))
 
 
 def over(a: tuple[float, ...], b: tuple[float, ...]) -> Ratio | None:
@@ -290,18 +276,4 @@ def keras_versions(by_pair: dict[str, Ladder], cpu_costs: FixedCosts | None):
         if seed or fit:
             step_s = seed.step_s if seed else None
             found.append(KerasVersion(framework.name, framework.label, step_s, fit))
-    return tuple(found)
-
-
-def keras_backends(by_pair: dict[str, Ladder]) -> tuple[KerasBackend, ...]:
-    """The asker's `fit` on each Keras 3 backend, per device where a backend besides TensorFlow ran it."""
-    found = []
-    for device in DEVICES:
-        ran = []
-        for framework in catalogue.keras_frameworks(3):
-            if seed := seed_of(by_pair, pair_name(framework.name, device)):
-                backend = framework.keras_backend
-                ran.append(KerasBackend(device, backend, seed.step_s, seed.step_min_s, seed.step_max_s))
-        if any(b.backend != ASKERS_BACKEND for b in ran):
-            found += ran
     return tuple(found)

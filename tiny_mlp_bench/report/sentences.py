@@ -591,17 +591,13 @@ def epoch_floor_lines(m: Machine) -> list[str]:
 
 
 def keras_backends_line(m: Machine) -> list[str]:
+    """The original Keras `fit` per step on each Keras 3 backend, on each device where one besides Keras 2's ran it."""
     lines = []
     for device in catalogue.DEVICES:
-        backends = [b for b in m.answer.keras_backends if b.device == device]
-        found = [
-            (b.backend, seed_view(m, f.name, device))
-            for b in backends
-            for f in catalogue.keras_frameworks(3)
-            if f.keras_backend == b.backend
-        ]
-        steps = ", ".join(f"{backend} {duration(v.step)}" for backend, v in found if v and v.step)
-        if steps:
+        found = [(f.keras_backend, v) for f in catalogue.keras_frameworks(3) if (v := seed_view(m, f.name, device))]
+        steps = ", ".join(f"{backend} {duration(v.step)}" for backend, v in found if v.step)
+        askers = catalogue.framework(ASKERS_KERAS).keras_backend
+        if steps and any(backend != askers for backend, _ in found):
             lines.append(f"The original Keras `fit` per step on {device}, by Keras 3's backend: {steps}.")
     return lines
 
