@@ -55,11 +55,12 @@ def write_records(folder, commit: str) -> None:
             (folder / kind / f"{name}.json").write_text(json.dumps(record))
 
 
-@pytest.fixture
-def study(tmp_path):
-    """A git repository with the workflow committed and a finished synthetic study in results/ and logs/."""
-    (tmp_path / "repo").mkdir()
-    repo = copy_workflow(tmp_path / "repo")  # the lock files in requirements/ too
+@pytest.fixture(scope="module")
+def finished_study(tmp_path_factory):
+    """A git repository with the workflow committed and a finished synthetic study in results/ and logs/,
+    made and rendered once for the module: each test gets a copy of it (``study``)."""
+    (repo := tmp_path_factory.mktemp("finished") / "repo").mkdir()
+    copy_workflow(repo)  # the lock files in requirements/ too
     (repo / ".gitignore").write_text("results/*\n!results/archive/\nlogs/\n__pycache__/\n")
     git(repo, "init", "-q")
     git(repo, "add", ".")
@@ -71,6 +72,12 @@ def study(tmp_path):
     (repo / "logs" / "train" / "torch-cpu-seed-1.log").write_text("epoch 4/4\n")
     render(repo, results, render_command(results))  # what the render_report rule made
     return repo
+
+
+@pytest.fixture
+def study(finished_study, tmp_path):
+    """A copy of the finished study of its own for one test, .git, file modes and times kept, as a moved clone."""
+    return shutil.copytree(finished_study, tmp_path / "repo", symlinks=True)
 
 
 def archive(repo, **options):
