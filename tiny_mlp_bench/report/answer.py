@@ -164,23 +164,16 @@ def seed_of(ladders: dict[str, Ladder], pair: str) -> RungResult | None:
 
 def answer(
     ladders: tuple[Ladder, ...],
-    summary: pd.DataFrame,
     costs: dict[str, FixedCosts],
     floors: dict[str, Floor],
     runs: pd.DataFrame,
     gpu_ratio: Ratio | None = None,
     keras_ratio: Ratio | None = None,
 ) -> Answer:
-    """``summary``: medians per pair and rung; ``runs``: a row per run;
-    ``gpu_ratio``, ``keras_ratio``: the claims as across.CLAIMS compute them, the ones the README pools."""
+    """``runs``: a row per run; ``gpu_ratio``, ``keras_ratio``: the claims as across.CLAIMS compute them, the ones
+    the README pools."""
     by_pair = {ladder.pair: ladder for ladder in ladders}
-    torch_cpu = pair_name(TORCH, "cpu")
-    keras_cpu = pair_name(ASKERS_KERAS, "cpu")
-    results = {(s.pair, s.variant): s.result_values for s in summary.itertuples()}
-
-    def seeds(pair: str) -> tuple[float, ...]:
-        return results.get((pair, askers_rung(pair.split("-")[0])), ())
-
+    torch_cpu = seed_of(by_pair, pair_name(TORCH, "cpu"))
     cuda_seed = seed_of(by_pair, pair_name(TORCH, "cuda"))
     cuda_costs, cpu_costs = costs.get("cuda"), costs.get("cpu")
     gpu = GpuAnswer(
@@ -195,9 +188,11 @@ def answer(
         versions=keras_versions(by_pair, cpu_costs),
         pause=keras_pause(runs),
         ratio=keras_ratio,
-        ratio_without_pauses=over(without_pauses(runs, keras_cpu), seeds(torch_cpu)),
+        ratio_without_pauses=over(
+            without_pauses(runs, pair_name(ASKERS_KERAS, "cpu")), torch_cpu.result_values if torch_cpu else ()
+        ),
     )
-    return Answer(gpu, keras, aa_control(summary), tuple(paused_rungs(runs)))
+    return Answer(gpu, keras, aa_control(by_pair), tuple(paused_rungs(runs)))
 
 
 def over(a: tuple[float, ...], b: tuple[float, ...]) -> Ratio | None:
@@ -210,17 +205,15 @@ def without_pauses(runs: pd.DataFrame, pair: str) -> tuple[float, ...]:
     return tuple(seed["fit_predict_s"].astype(float) - seed["fit_end_s"].astype(float))
 
 
-def aa_control(summary: pd.DataFrame) -> AAControl | None:
+def aa_control(by_pair: dict[str, Ladder]) -> AAControl | None:
     """The A/A control against its twin, where both completed."""
     control = registry.sole_rung(Role.AA_CONTROL)
     twin = registry.rung_with_role(control.framework, Role.REFERENCE).name
     for device in control.devices:
-        pair = pair_name(control.framework, device)
-        rows = {s.variant: s for s in summary[summary["pair"] == pair].itertuples()}
-        if control.name in rows and twin in rows:
-            ours, theirs = rows[control.name], rows[twin]
-            if result := over(ours.result_values, theirs.result_values):
-                return AAControl(pair, control.name, twin, result, over(ours.step_values, theirs.step_values))
+        ladder = by_pair.get(pair_name(control.framework, device))
+        ours, theirs = (ladder.rung(name) if ladder else None for name in (control.name, twin))
+        if ours and theirs and (result := over(ours.result_values, theirs.result_values)):
+            return AAControl(ladder.pair, control.name, twin, result, over(ours.step_values, theirs.step_values))
     return None
 
 

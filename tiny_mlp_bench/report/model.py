@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from tiny_mlp_bench.catalogue import Role
 from tiny_mlp_bench.jobs.identity import BUSY, IDLE
-from tiny_mlp_bench.question import askers_rung
 from tiny_mlp_bench.report import across, fixed_costs
 from tiny_mlp_bench.report.answer import Answer, ArchivedGpu, answer
 from tiny_mlp_bench.report.busy_core import (
@@ -100,19 +100,18 @@ def machine(
     costs = fixed_costs.fixed_costs(probes, runs)
     floors = fixed_costs.floors(summary, costs)
     found = ladders(summary, floors)
-    question = question_rows(runs, summary)
-    seed_results = {s.pair: s.result_values for s in summary.itertuples() if s.variant == askers_rung(s.framework)}
+    seeds = {ladder.pair: seed for ladder in found if (seed := ladder.with_role(Role.ASKERS))}
     points = sweep_frame(sweeps)
     attention = runs[(runs["status"] != "ok") | runs["converged"].eq(False)]
     both_views = views(found)
-    said = answer(found, summary, costs, floors, runs, *verdicts(label, records, summary))
+    said = answer(found, costs, floors, runs, *verdicts(label, records, summary))
     return Machine(
         label=label,
         answer=said,
         runs=runs,
         summary=summary,
-        question=question,
-        ratios=ratios(seed_results),
+        question=question_rows(runs, seeds),
+        ratios=ratios(seeds),
         ladders=found,
         epoch_floors=epoch_floors(found),
         floors=floors,

@@ -10,6 +10,7 @@ from tiny_mlp_bench import catalogue
 from tiny_mlp_bench.question import ASKER_SECONDS, ASKERS_KERAS, TODAYS_KERAS, TORCH, askers_rung
 from tiny_mlp_bench.report import inference
 from tiny_mlp_bench.report.inference import Interval
+from tiny_mlp_bench.report.ladder import RungResult
 
 DEVICES = catalogue.DEVICES
 # Keras 3 on TensorFlow, what tf.keras is today: rows of their own, with no asker's number beside them.
@@ -36,11 +37,7 @@ class QuestionRow:
     asker_s: float | None
     runs: int  # seed runs recorded
     timed: int  # of them completed
-    converged: int
-    median_s: float | None
-    min_s: float | None
-    max_s: float | None
-    statuses: tuple[str, ...]  # of the seed runs, when none completed
+    statuses: tuple[str, ...]  # of the seed runs, what the table says where none completed
     result: Interval | None = None  # the completed runs' times to result, with their interval
 
 
@@ -54,27 +51,23 @@ class AskersRatio:
     ours: inference.Ratio | None
 
 
-def question_rows(runs: pd.DataFrame, summary: pd.DataFrame) -> tuple[QuestionRow, ...]:
+def question_rows(runs: pd.DataFrame, seeds: dict[str, RungResult]) -> tuple[QuestionRow, ...]:
+    """``seeds``: each pair's original loop, where its runs completed."""
     rows = []
     for pair in QUESTION_PAIRS:
         framework = pair.split("-")[0]
-        askers = askers_rung(framework)
-        recorded = runs[(runs["pair"] == pair) & (runs["variant"] == askers)]
+        recorded = runs[(runs["pair"] == pair) & (runs["variant"] == askers_rung(framework))]
         if recorded.empty:
             continue
-        statuses = tuple(sorted(set(recorded["status"])))
-        done = summary[(summary["pair"] == pair) & (summary["variant"] == askers)]
-        if len(done):
-            s = done.iloc[0]
-            numbers = (int(s.runs), int(s.converged), s.median_s, s.min_s, s.max_s, statuses, s.result)
-        else:
-            numbers = (0, 0, None, None, None, statuses, None)
-        rows.append(QuestionRow(pair, WHAT[framework], ASKER_SECONDS.get(pair), len(recorded), *numbers))
+        seed, statuses = seeds.get(pair), tuple(sorted(set(recorded["status"])))
+        timed, result = (seed.runs, seed.result) if seed else (0, None)
+        rows.append(QuestionRow(pair, WHAT[framework], ASKER_SECONDS.get(pair), len(recorded), timed, statuses, result))
     return tuple(rows)
 
 
-def ratios(results: dict[str, tuple[float, ...]]) -> tuple[AskersRatio, ...]:
+def ratios(seeds: dict[str, RungResult]) -> tuple[AskersRatio, ...]:
     """The RATIOS, the asker's beside ours from the seed runs' times to result per pair."""
+    results = {pair: seed.result_values for pair, seed in seeds.items()}
     found = []
     for n, d in RATIOS:
         ours = inference.ratio(results[n], results[d]) if results.get(n) and results.get(d) else None
