@@ -59,7 +59,6 @@ class FixedCosts:
     # One compiled-epoch call (an epoch of steps): its runs' medians, or in older studies the torch cpu probe's.
     fused_call_s: float | None = None
     fused_kernel_s: float | None = None  # the part of that call inside its one fused kernel
-    fused_steps_per_call: int | None = None
 
     def keras(self, framework: str) -> KerasFit | None:
         return next((k for k in self.keras_fit if k.framework == framework), None)
@@ -111,7 +110,6 @@ def fixed_costs(probes: list[dict], runs: pd.DataFrame | None = None) -> dict[st
                 costs |= {
                     "fused_call_s": microseconds(call),
                     "fused_kernel_s": microseconds(call, "kernel_us"),
-                    "fused_steps_per_call": call["steps_per_call"],
                 }
         elif "fit_epoch" in m:  # a Keras probe
             epoch = m["fit_epoch"]
@@ -138,7 +136,6 @@ def fixed_costs(probes: list[dict], runs: pd.DataFrame | None = None) -> dict[st
                 {
                     "fused_call_s": float(ran["epoch_call_us"].median()) * US,
                     "fused_kernel_s": float(ran["epoch_kernel_us"].median()) * US,
-                    "fused_steps_per_call": int(ran["steps_per_epoch"].iloc[0]),
                 }
             )
     return {device: FixedCosts(device, **costs) for device, costs in sorted(found.items())}

@@ -35,7 +35,6 @@ class RungResult:
     step_median_s: float | None  # the median over runs of each window's median block: what a run saw here
     slow_share: float | None  # the share of the window's blocks the canary marked slow, over the runs
     vs_seed: float | None
-    vs_previous: float | None
     first_block_excess_s: float | None
     one_time_s: float | None  # set-up plus the first block's excess: what a run pays once, whatever its epochs
     beats_seed_from: int | None  # the fewest epochs at which its time to result beats seed's; None: never
@@ -127,7 +126,7 @@ def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ..
         seed_once = one_time_s(seed.setup_s, seed.first_block_excess_s) if seed is not None else None
         # Extrapolated waits take the mean step (docs/method.md, "Two estimators"): the median under-predicts them.
         seed_mean = seed.step_mean_s if seed is not None else None
-        rungs, previous, previous_steps = [], None, ()
+        rungs, previous_steps = [], ()
         for row in rows.itertuples(index=False):
             once, beats = one_time_s(row.setup_s, row.first_block_excess_s), None
             timed = pd.notna(row.step_mean_s) and seed_mean is not None and pd.notna(seed_mean)
@@ -150,7 +149,6 @@ def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ..
                     step_median_s=None if pd.isna(row.step_median_s) else row.step_median_s,
                     slow_share=None if pd.isna(row.slow_share) else row.slow_share,
                     vs_seed=seed_step / row.step_s if seed_step else None,
-                    vs_previous=previous / row.step_s if previous else None,
                     first_block_excess_s=None if pd.isna(row.first_block_excess_s) else row.first_block_excess_s,
                     one_time_s=once,
                     beats_seed_from=beats,
@@ -162,7 +160,7 @@ def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ..
                     **against_torch[pair, row.variant],
                 )
             )
-            previous, previous_steps = row.step_s, row.step_values
+            previous_steps = row.step_values
         found.append(Ladder(pair, first.device, floor, tuple(rungs)))
     return tuple(found)
 
