@@ -14,7 +14,7 @@ import pandas as pd
 from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.atomic import atomic_path
 from tiny_mlp_bench.catalogue import Role, pair_name
-from tiny_mlp_bench.question import ASKER_SECONDS, ASKER_STEPS, ASKERS_KERAS, TORCH, askers_rung
+from tiny_mlp_bench.question import ASKER_SECONDS, ASKER_STEPS, ASKERS_KERAS, TORCH
 from tiny_mlp_bench.report import claims, sentences
 from tiny_mlp_bench.report.cells import approx, n_runs
 from tiny_mlp_bench.report.era import EraStudy
@@ -82,8 +82,7 @@ def plot_seed_times(machines: tuple[Machine, ...], path: Path) -> None:
             label = "this run" if len(machines) == 1 else machine.label
             bar = {"yerr": whisker(result), "capsize": 3, "color": colours[(j - 1) % 6]}
             ax.bar(x, result.estimate, width, label=f"{label} ({INTERVAL})", **bar)
-            rung = next(r for r in machine.views if (r.pair, r.variant) == (pair, askers_rung(pair.rsplit("-", 1)[0])))
-            seconds = sorted(rung.result_values)
+            seconds = sorted(sentences.seed_view(machine, *pair.rsplit("-", 1)).result_values)
             ax.plot(spread(x, len(seconds), width / 2), seconds, "o", color="black", markersize=3, label="one run")
             top = max([extent(result)[1], *seconds])
             ax.annotate(
