@@ -518,6 +518,11 @@ def capital(text: str) -> str:
     return text[0].upper() + text[1:]  # str.capitalize would lower every later letter
 
 
+def holm_family(found: EraStudy) -> str:
+    """The family a release step is corrected in, as both the report and the README say it."""
+    return f"Holm's correction over the {n_runs(len(found.releases), 'step')} between neighbouring releases"
+
+
 def release_lines(found: EraStudy) -> list[str]:
     """The release sweep in sentences: Keras 2 from the oldest release to the newest, which steps between neighbouring
     releases moved it after Holm's correction, view by view, and what each cause rung on today's stack took away."""
@@ -539,7 +544,7 @@ def release_lines(found: EraStudy) -> list[str]:
             for step in found.releases
             if (ratio := getattr(step.keras, view)) and ratio.resolved
         ]
-        family = f"Holm's correction over the {n_runs(len(found.releases), 'step')} between neighbouring releases"
+        family = holm_family(found)
         if moved:
             lines.append(f"{capital(words)}, Keras 2 moved, after {family}, at {'; at '.join(moved)}.")
         elif found.releases:
@@ -573,7 +578,7 @@ def cause_line(cause: CauseFound) -> str:
 def release_answer(found: EraStudy) -> str:
     """The release sweep in a few sentences for the README: Keras 2's step from the oldest release to the newest,
     which steps between neighbouring releases hold that change, and which tested cause accounts for which step."""
-    total = f"Holm's correction over the {n_runs(len(found.releases), 'step')} between neighbouring releases"
+    total = holm_family(found)
     moved = [step for step in found.releases if step.keras.step and step.keras.step.resolved]
     span = found.release_span
     head = "Per step"

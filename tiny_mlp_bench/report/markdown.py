@@ -450,16 +450,18 @@ def render_markdown(
 ) -> str:
     """The whole report as Markdown text; the links are the charts' paths relative to it."""
     pages = [(m, machine_page(report, m)) for m in report.machines]
+    sweep = report.release_sweep
+    era = report.era if not sweep else None  # an era study's, not a release sweep's
     template = environment().get_template(TEMPLATE.name)
     return template.render(
         title=sentences.title(report),
         ratios=sentences.RATIOS,
         busy=claims.busy_lines(report.busy) if report.busy else None,
         busy_table=busy_table(report.busy) if report.busy else None,
-        era=claims.era_lines(report.era) if report.era and not report.era.releases else None,
-        era_tables=era_tables(report.era) if report.era and not report.era.releases else None,
-        releases=claims.release_lines(report.era) if report.era and report.era.releases else None,
-        release_tables=release_tables(report.era) if report.era and report.era.releases else None,
+        era=claims.era_lines(era) if era else None,
+        era_tables=era_tables(era) if era else None,
+        releases=claims.release_lines(sweep) if sweep else None,
+        release_tables=release_tables(sweep) if sweep else None,
         report=report,
         pages=pages,
         plot_link=plot_link,

@@ -88,6 +88,11 @@ class Report:
     busy_quote_asked: bool = False
     archived_busy: dict[str, ArchivedBusy] = field(default_factory=dict)
 
+    @property
+    def release_sweep(self) -> EraStudy | None:
+        """Its stack study where that is a release sweep (Keras 2 on TensorFlow releases); None otherwise."""
+        return self.era if self.era and self.era.releases else None
+
 
 def machine(
     label: str, records: list[dict], sweeps: list[dict], probes: list[dict], canary: float | None = None

@@ -116,8 +116,8 @@ def main(argv=None, prog=None) -> int:
     if args.headline:
         with atomic_path(args.headline) as tmp:
             headline_frame(report.machines).to_csv(tmp, index=False)
-    if report.era and report.era.releases:  # a release sweep's chart of its original loop is over its releases
-        plot_releases(report.era, args.plot)
+    if report.release_sweep:  # a release sweep's chart of its original loop is over its releases
+        plot_releases(report.release_sweep, args.plot)
     else:
         plot_seed_times(report.machines, args.plot)
     plot_ladders(report.machines, args.ladder_plot, report.parameters)

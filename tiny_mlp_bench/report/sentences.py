@@ -32,13 +32,13 @@ KERAS_2 = catalogue.framework(ASKERS_KERAS).label
 KERAS_3 = catalogue.framework(TODAYS_KERAS).label
 
 
-def rung_name(view: RungResult) -> str:
+def rung_name(rung: RungResult) -> str:
     """What a rung is, in plain words where it is the question's own code."""
-    if (view.framework, view.variant) == (TORCH, askers_rung(TORCH)):
-        return f"the original torch loop on {view.device}"
-    if (view.framework, view.variant) == (ASKERS_KERAS, askers_rung(ASKERS_KERAS)):
-        return f"the original Keras `fit` on {view.device}"
-    return f"{view.pair} `{view.variant}`"
+    if (rung.framework, rung.variant) == (TORCH, askers_rung(TORCH)):
+        return f"the original torch loop on {rung.device}"
+    if (rung.framework, rung.variant) == (ASKERS_KERAS, askers_rung(ASKERS_KERAS)):
+        return f"the original Keras `fit` on {rung.device}"
+    return f"{rung.pair} `{rung.variant}`"
 
 
 def view_of(m: Machine, framework: str, variant: str | None, device: str) -> RungResult | None:
@@ -55,7 +55,7 @@ def title(report: Report) -> str:
     if report.busy:
         return BUSY_TITLE
     if report.era:
-        return RELEASES_TITLE if report.era.releases else ERA_TITLE
+        return RELEASES_TITLE if report.release_sweep else ERA_TITLE
     return NOT_THE_QUESTION_TITLE if not_the_question(report.parameters) else TITLE
 
 
@@ -592,11 +592,10 @@ def epoch_floor_lines(m: Machine) -> list[str]:
 
 def keras_backends_line(m: Machine) -> list[str]:
     """The original Keras `fit` per step on each Keras 3 backend, on each device where one besides Keras 2's ran it."""
-    lines = []
+    lines, askers = [], catalogue.framework(ASKERS_KERAS).keras_backend
     for device in catalogue.DEVICES:
         found = [(f.keras_backend, v) for f in catalogue.keras_frameworks(3) if (v := seed_view(m, f.name, device))]
         steps = ", ".join(f"{backend} {duration(v.step)}" for backend, v in found if v.step)
-        askers = catalogue.framework(ASKERS_KERAS).keras_backend
         if steps and any(backend != askers for backend, _ in found):
             lines.append(f"The original Keras `fit` per step on {device}, by Keras 3's backend: {steps}.")
     return lines
