@@ -370,11 +370,12 @@ def test_the_time_limit_bounds_the_whole_command_and_the_question_comes_first(tm
         outcomes["done"] and outcomes["skipped for time"] and set(outcomes) <= {"done", "skipped for time", "stopped"}
     )
     # One job at a time: the one running at the limit is stopped and leaves no record, unless it wrote its
-    # record just as the time ran out (then it is done: test_runner.py holds both).
+    # record just as the time ran out (then it is done: test_runner.py holds both). Which job that is depends on
+    # the machine's pace: mostly a fused_epoch run, on a slow day a seed run that outran its estimate.
     stopped = [name for name, job in jobs.items() if job["outcome"] == "stopped"]
     assert len(stopped) <= 1
     for name in stopped:
-        assert "fused_epoch" in name and not (folder / "runs" / f"{name}.json").exists()
+        assert not (folder / "runs" / f"{name}.json").exists()
     # The question round first, on each device.
     assert [name for name, job in jobs.items() if job["outcome"] == "done"][:2] == [
         "torch-cpu-seed-1",

@@ -36,21 +36,38 @@ def slurm():
     skip_unless_ready(slurm_problem(), "TINY_MLP_BENCH_REQUIRE_SLURM")
 
 
-def test_the_slurm_profile_gives_exactly_the_timed_rules_an_exclusive_node(workflow_dir):
-    profile = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())["set-resources"]
-    assert set(profile) == set(identity.OUTPUTS)
-    assert all(rule == {"slurm_extra": "'--exclusive'", "timed_slot": 0} for rule in profile.values())
-    # The rules whose jobs hold the timed slot, from Snakemake's own plan of the default study beside a busy core and
-    # on another stack.
-    done = run_snakemake(workflow_dir, "-n", "--cores", 2, "--config", "conditions=[idle,busy]", "stacks=[today,era]")
+# The rules that run on another stack: planning them needs that stack's image, which the era study builds.
+STACK_RULES = {"train_stack", "warm_up_stack"}
+
+
+def rules_holding_the_timed_slot(directory, *config: str) -> set[str]:
+    """The rules whose jobs hold the timed slot, from Snakemake's own plan of the default study with ``config``."""
+    done = run_snakemake(directory, "-n", "--cores", 2, "--config", *config)
     assert done.returncode == 0, done.stderr[-3000:]
     plan = done.stdout + done.stderr
-    holding = {
+    return {
         block.group(1)
         for block in re.finditer(r"^(?:local)?rule (\w+):\n((?:    .*\n)+)", plan, re.M)
         if "timed_slot=1" in block.group(2)
     }
-    assert holding == set(identity.OUTPUTS)
+
+
+def test_the_slurm_profile_gives_exactly_the_timed_rules_an_exclusive_node(workflow_dir):
+    profile = yaml.safe_load((ROOT / "profiles" / "slurm" / "config.yaml").read_text())["set-resources"]
+    assert set(profile) == set(identity.OUTPUTS)
+    assert all(rule == {"slurm_extra": "'--exclusive'", "timed_slot": 0} for rule in profile.values())
+    # The default study beside a busy core: every timed rule but the other stacks' holds the slot.
+    holding = rules_holding_the_timed_slot(workflow_dir, "conditions=[idle,busy]")
+    assert holding == set(identity.OUTPUTS) - STACK_RULES
+
+
+def test_a_run_on_another_stack_holds_the_timed_slot_too(workflow_dir):
+    from test_era import image_missing
+    from tiny_mlp_bench.stacks import STACKS
+
+    skip_unless_ready(image_missing("podman", STACKS["era"].image), "TINY_MLP_BENCH_REQUIRE_PODMAN")
+    holding = rules_holding_the_timed_slot(workflow_dir, "stacks=[today,era]")
+    assert holding == set(identity.OUTPUTS) - {"train_busy"}  # idle only: no run beside a busy core
 
 
 def run_on_slurm(directory, configfile: str, *extra):
