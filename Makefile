@@ -15,7 +15,7 @@
 #   make rung-table       the README's table of rungs, from the catalogue
 #   make config-table     config/config.yaml and docs/running.md's table of keys, from the config schema
 #   make method-numbers   docs/method.md's A/A control and intervals, from the archive it names
-#   make findings         the README's "What it found", from the newest archives' report models
+#   make findings         the README's answer, claims across the studies and era answers, from the archives
 #   make images           the container images (docker/) with Podman or Docker (ENGINE=, FLAVOR=cpu);
 #                         image-torch, image-keras one of them; torch-cpu-wheel the CPU torch they use
 #   make stack-images     the era study's stack images (docker/stack.Dockerfile), on debootstrapped Debian bases;

@@ -1,19 +1,16 @@
-"""The answer's claims are written once (tiny_mlp_bench/report/claims.py): the README's findings are a study's
-report's own first-screen sentences, and a time is written one way."""
+"""The answer's claims are written once (tiny_mlp_bench/report/claims.py): the report's first screen words each
+claim through them, and a time is written one way."""
 
 from __future__ import annotations
 
-import json
-
 from helpers import synthetic_record, synthetic_study
-from tiny_mlp_bench.generated_docs import findings
 from tiny_mlp_bench.report import claims, sentences
 from tiny_mlp_bench.report.cells import duration
 from tiny_mlp_bench.report.inference import Interval
-from tiny_mlp_bench.report.study import read_studies
+from tiny_mlp_bench.report.model import build_report
 
 
-def test_the_readme_states_a_studys_claims_in_its_own_reports_words(tmp_path):
+def test_the_first_screen_words_the_gpu_verdict_keras_and_the_aa_control_through_the_claims():
     twins = [synthetic_record("numpy", "cpu", r, 1.1, variant="reference_twin", step_ms=0.08) for r in (1, 2)]
     cuda = [synthetic_record("torch", "cuda", r, 17.0 + r, step_ms=1.4) for r in (1, 2, 3, 4, 5)]
     cpu = [synthetic_record("torch", "cpu", r, 7.0 + 0.1 * r) for r in (1, 2, 3, 4, 5)]
@@ -21,23 +18,16 @@ def test_the_readme_states_a_studys_claims_in_its_own_reports_words(tmp_path):
     for record in rest:
         if record["identity"]["framework"] == "tf_keras":
             record["timings"]["phases_s"]["fit_end"] = 1.5
-    folder = tmp_path / "study"
-    (folder / "runs").mkdir(parents=True)
-    for record in [*rest, *twins, *cpu, *cuda]:
-        (folder / "runs" / f"{record['identity']['run_id']}.json").write_text(json.dumps(record))
-    (folder / "provenance.json").write_text(json.dumps({"study": {"kind": "gpu"}}))
-    (study,) = read_studies(tmp_path)
-    (_, report, (machine,)), *_ = findings.quoted([study])
-    bullets = findings.bullets(study, report, machine)
-    # The GPU verdict, Keras 2 against torch with its pauses, and the A/A control: the first screen's sentences.
-    assert bullets[0] == f"- {claims.capital(sentences.gpu_line(report, machine))}"
-    assert bullets[0].startswith(
-        "- The original torch loop was slower on the GPU than on the same machine's CPU, as in the question: 2."
-    )
-    assert bullets[0].endswith("as long to a result, 5 runs a side.")
-    assert f"- {claims.capital(sentences.keras_claim_of(machine))}" in bullets
-    assert "paused after its last epoch, up to 1.50 s" in sentences.keras_line(machine)
-    assert f"- The A/A control: {sentences.aa_line(machine)}" in bullets
+    report = build_report([*rest, *twins, *cpu, *cuda])
+    (machine,) = report.machines
+    gpu = sentences.gpu_line(report, machine)
+    assert gpu == claims.gpu_claim(machine.answer.gpu.ratio)
+    assert gpu.startswith("the original torch loop was slower on the GPU than on the same machine's CPU, as in the ")
+    assert gpu.endswith("as long to a result, 5 runs a side.")
+    keras = sentences.keras_line(machine)
+    assert keras == f"on the CPU, {sentences.keras_claim_of(machine)}"
+    assert "paused after its last epoch, up to 1.50 s" in keras
+    assert sentences.aa_line(machine).startswith("numpy-cpu `reference_twin` runs `reference`'s very code under")
 
 
 def test_a_time_is_written_one_way_in_its_own_unit():

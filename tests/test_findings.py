@@ -1,4 +1,4 @@
-"""The README's answer, run time, "What it found" and claims across studies are written from the archives' records,
+"""The README's answer, run time, claims across studies and era answers are written from the archives' records,
 never by hand."""
 
 from __future__ import annotations
@@ -17,13 +17,12 @@ RESOLVED = Ratio(2.1, 1.6, 2.4, 0.008, (5, 5))
 KERAS_S, TORCH_S = (19.0, 19.5, 20.0, 20.5, 21.0), (9.0, 9.2, 9.5, 9.8, 10.0)
 
 
-def write_archive(folder, name: str, day: str, modified=(), **runs) -> None:
-    """An archive of ``runs`` (write_study's), its provenance saying when it ran and which records are modified."""
+def write_archive(folder, name: str, day: str, **runs) -> None:
+    """An archive of ``runs`` (write_study's), its provenance saying when it ran."""
     write_study(folder, name, day=day, **runs)
     provenance = json.loads((folder / name / "provenance.json").read_text())
     first = f"{day}T00:01:00+00:00"
     provenance["study"] |= {"first_run_started": first, "last_run_started": first}
-    provenance["study"]["records_from_modified_tree"] = list(modified)
     (folder / name / "provenance.json").write_text(json.dumps(provenance))
 
 
@@ -34,8 +33,7 @@ def archives(tmp_path):
     (folder / "README.md").write_text("the people's notes\n")
     write_archive(folder, "old-cpu", "2026-01-01", keras_s=KERAS_S, torch_s=TORCH_S)
     write_archive(folder, "new-cpu", "2026-02-01", keras_s=KERAS_S, torch_s=TORCH_S)
-    modified = ["runs/torch-cuda-seed-1.json"]
-    write_archive(folder, "gpu", "2026-01-15", modified, cuda_s=(25.0, 26.0, 27.0), gpu="Some GPU")
+    write_archive(folder, "gpu", "2026-01-15", cuda_s=(25.0, 26.0, 27.0), gpu="Some GPU")
     return folder
 
 
@@ -66,44 +64,6 @@ def test_an_unresolved_ratio_says_what_was_seen_and_that_its_runs_cannot_settle_
     assert once == "Per step, numba took 72.0× as long as torch, but 1 run a side cannot settle it."
 
 
-def test_a_gpu_only_archive_makes_no_cpu_comparison_and_a_cpu_one_no_gpu_claim(archives):
-    cpu, gpu = findings.findings(read_studies(archives)).split("\n\n**")
-    assert "- No cuda run completed on this machine, so it makes no claim about a GPU." in cpu
-    assert "- Keras 2 took 20.0 s (19.0–21.0) to a result, the torch loop 9.5 s (9.0–10.0): Keras 2 was slower" in cpu
-    assert "- No cpu run completed on this machine, so it cannot say whether its GPU beats its own CPU" in gpu
-    assert "on cpu" not in gpu and "Keras" not in gpu
-    assert "| the original torch loop on cuda " in gpu  # the first screen's own table
-
-
-def test_the_newest_archive_without_cuda_and_the_newest_with_cuda_are_quoted(archives):
-    picked = findings.quoted(read_studies(archives))
-    assert [study.name for study, _, _ in picked] == ["new-cpu", "gpu"]
-    text = findings.findings(read_studies(archives))
-    assert text.startswith(
-        "**[`new-cpu`](results/archive/new-cpu/report.md): host `bench-host`, Test CPU with 2 logical CPUs "
-        "(GenuineIntel family 6 model 85, 2100 MHz); run on 2026-02-01**"
-    )
-    assert (
-        "**[`gpu`](results/archive/gpu/report.md): host `bench-host`, Some GPU (Test CPU with 2 logical CPUs)" in text
-    )
-    assert "Of its 3 run records, 1 comes from a modified tree." in text
-    assert "old-cpu" not in text
-
-
-def test_runs_an_older_gpu_study_ran_beside_another_job_are_named_as_such(archives):
-    assert "ran beside another job" not in findings.findings(read_studies(archives))
-    jobs = [
-        {"name": "torch-cuda-seed-1", "beside": {}},
-        {"name": "torch-cuda-seed-2", "beside": {"sweep-cpu": 4.0}},
-        {"name": "numpy-cuda-fused-1", "beside": {"sweep-cpu": 2.0}},  # stopped: no record, not named
-    ]
-    (archives / "gpu" / "logs").mkdir()
-    (archives / "gpu" / "logs" / "gpu_study.json").write_text(json.dumps({"jobs": jobs}))
-    text = findings.findings(read_studies(archives))
-    assert "- 1 of its runs ran beside another job, in the study's side-by-side cpu and cuda lanes" in text
-    assert "says what ran beside each): torch-cuda-seed-2. They are not comparable with runs alone." in text
-
-
 def test_a_stale_readme_is_found_and_rewritten_between_the_markers(archives, tmp_path, capsys):
     stale = tmp_path / "README.md"
     answer = f"{findings.ANSWER_BEGIN}\nan answer copied by hand\n{findings.ANSWER_END}"
@@ -111,9 +71,7 @@ def test_a_stale_readme_is_found_and_rewritten_between_the_markers(archives, tmp
     each = f"{findings.ACROSS_BEGIN}\nclaims copied by hand\n{findings.ACROSS_END}"
     era = f"{findings.ERA_BEGIN}\nan era copied by hand\n{findings.ERA_END}"
     era += f"\n{findings.RELEASES_BEGIN}\nreleases copied by hand\n{findings.RELEASES_END}"
-    stale.write_text(
-        f"intro\n{answer}\n{took}\n{findings.BEGIN}\nnumbers copied by hand\n{findings.END}\n{each}\n{era}\nafter\n"
-    )
+    stale.write_text(f"intro\n{answer}\n{took}\n{each}\n{era}\nafter\n")
     argv = ["--readme", str(stale), "--archives", str(archives)]
     assert findings.main(["--check", *argv]) == 1
     assert "the findings differ from the archives' records; run: make findings" in capsys.readouterr().out
@@ -121,7 +79,6 @@ def test_a_stale_readme_is_found_and_rewritten_between_the_markers(archives, tmp
     studies = read_studies(archives)
     answer = f"{findings.ANSWER_BEGIN}\n{findings.front_door(studies)}\n{findings.ANSWER_END}"
     took = f"{findings.RUN_TIME_BEGIN}\n{findings.run_time(studies)}\n{findings.RUN_TIME_END}"
-    generated = f"{findings.BEGIN}\n{findings.findings(studies)}\n{findings.END}"
     each = f"{findings.ACROSS_BEGIN}\n{findings.across_section(studies)}\n{findings.ACROSS_END}"
     era = f"{findings.ERA_BEGIN}\n{findings.era_section(studies)}\n{findings.ERA_END}"
     era += f"\n{findings.RELEASES_BEGIN}\n{findings.releases_section(studies)}\n{findings.RELEASES_END}"
@@ -129,7 +86,7 @@ def test_a_stale_readme_is_found_and_rewritten_between_the_markers(archives, tmp
         findings.releases_section(studies)
         == "No release sweep is archived yet: `make era-sweep` runs one on this machine."
     )
-    assert stale.read_text() == f"intro\n{answer}\n{took}\n{generated}\n{each}\n{era}\nafter\n"
+    assert stale.read_text() == f"intro\n{answer}\n{took}\n{each}\n{era}\nafter\n"
     assert findings.main(["--check", *argv]) == 0
 
 
@@ -223,30 +180,3 @@ def test_todays_default_work_is_the_committed_configs_with_the_catalogues_rungs(
     work = findings.todays_default_work()
     assert set(work) == set(findings.WORK_KEYS)
     assert work["epochs"] == 1000 and "seed" in work["variants"]["torch"]
-
-
-def test_the_cpu_answer_comes_from_the_newest_default_study_not_a_gpu_study_without_cuda(archives):
-    write_archive(archives, "gpu-study-no-cuda", "2026-03-01", keras_s=KERAS_S, torch_s=TORCH_S)
-    provenance = json.loads((archives / "gpu-study-no-cuda" / "provenance.json").read_text())
-    provenance["study"]["kind"] = "gpu"  # a GPU study whose cuda runs all failed
-    (archives / "gpu-study-no-cuda" / "provenance.json").write_text(json.dumps(provenance))
-    picked = findings.quoted(read_studies(archives))
-    assert [study.name for study, _, _ in picked] == ["new-cpu", "gpu"]
-
-
-def test_a_heading_names_the_cpus_family_model_and_clock_where_its_records_do(tmp_path):
-    write_archive(tmp_path, "cpu", "2026-02-01", keras_s=KERAS_S, torch_s=TORCH_S)
-    for path in (tmp_path / "cpu" / "runs").glob("*.json"):
-        record = json.loads(path.read_text())
-        mhz = 2445.0 if record["identity"]["repeat"] == 1 else 2596.0
-        record["environment"] |= {"cpu_mhz": mhz, "cpu": record["environment"]["cpu"] | {"vendor": "AuthenticAMD"}}
-        path.write_text(json.dumps(record))
-    text = findings.findings(read_studies(tmp_path))
-    assert "Test CPU with 2 logical CPUs (AuthenticAMD family 6 model 85, 2445 to 2596 MHz); run on" in text
-    for path in (tmp_path / "cpu" / "runs").glob("*.json"):  # records from before version 9 name neither
-        record = json.loads(path.read_text())
-        record["environment"] |= {"cpu_mhz": None, "cpu": None}
-        path.write_text(json.dumps(record))
-    assert "host `bench-host`, Test CPU with 2 logical CPUs; run on 2026-02-01**" in findings.findings(
-        read_studies(tmp_path)
-    )

@@ -11,7 +11,7 @@ GENERATORS = {
     "rung-table": ("rung_table", "README.md's table of rungs, from the catalogue"),
     "config-table": ("config_table", "config/config.yaml and docs/running.md's table of keys, from the config schema"),
     "method-numbers": ("method_numbers", "docs/method.md's A/A control and intervals, from the archive it names"),
-    "findings": ("findings", "README.md's \"What it found\", from the newest archives' report models"),
+    "findings": ("findings", "README.md's answer, claims across the studies and era answers, from the archives"),
 }
 
 
