@@ -6,14 +6,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from tiny_mlp_bench import catalogue, registry
+from tiny_mlp_bench import registry
 from tiny_mlp_bench.catalogue import Role, pair_name
-from tiny_mlp_bench.question import ASKERS_KERAS, ASKERS_RUN, TODAYS_KERAS, TORCH, askers_rung
-from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor, KerasFit
+from tiny_mlp_bench.question import ASKERS_KERAS, TORCH, askers_rung
+from tiny_mlp_bench.report.fixed_costs import FixedCosts, Floor
 from tiny_mlp_bench.report.inference import SIGNIFICANCE, Ratio, ratio, share_test
 from tiny_mlp_bench.report.ladder import Ladder, RungResult
 
-KERAS_VERSIONS = [f for f in (*catalogue.keras_frameworks(2), *catalogue.keras_frameworks(3)) if f.probed]
 # A fit_end this long is a pause: unpaused fit returns ~1 ms after its last epoch; docs/method.md quotes it.
 PAUSED_S = 0.1
 
@@ -52,16 +51,6 @@ class ArchivedGpu:
 
 
 @dataclass(frozen=True)
-class KerasVersion:
-    """One Keras's `fit` on cpu: its seed runs and what the Keras probe measured of it."""
-
-    framework: str
-    name: str  # Keras 2, Keras 3 on TensorFlow, Keras 3 on JAX
-    step_s: float | None  # their steady-state step (median)
-    fit: KerasFit | None  # the probe's fixed cost per fit epoch and cost of a step inside fit
-
-
-@dataclass(frozen=True)
 class KerasPause:
     """Keras 2's fit_end pause on cpu, in the asker's fit and with tf.data autotuning off (docs/keras2-pause.md)."""
 
@@ -84,37 +73,12 @@ class KerasPause:
 
 @dataclass(frozen=True)
 class KerasAnswer:
-    """The asker's Keras (Keras 2) against torch's loop on cpu, and each Keras's cost per epoch and step."""
+    """The asker's Keras (Keras 2) against torch's loop on cpu, and its pauses after the last epoch."""
 
     device: str
-    versions: tuple[KerasVersion, ...]  # Keras 2, Keras 3 on TensorFlow, on JAX: those in the study
     pause: KerasPause | None = None  # where Keras 2's seed runs timed their fit_end phase
     ratio: Ratio | None = None  # Keras 2's seed runs' times to result over torch's
     ratio_without_pauses: Ratio | None = None  # the same, each Keras 2 run less its fit_end phase
-
-    def version(self, framework: str) -> KerasVersion | None:
-        return next((v for v in self.versions if v.framework == framework), None)
-
-    @property
-    def askers(self) -> KerasVersion | None:
-        return self.version(ASKERS_KERAS)
-
-    @property
-    def todays(self) -> KerasVersion | None:
-        return self.version(TODAYS_KERAS)
-
-    @property
-    def split(self) -> tuple[float, float] | None:
-        """Keras 3 on TF's extra seconds over Keras 2 in the question's epochs, per the probes: (epoch costs, steps)."""
-        old, new = self.askers, self.todays
-        if not (old and new and old.fit and new.fit):
-            return None
-        epochs = ASKERS_RUN["epochs"]  # the question's: the probes' epochs may be other
-        steps = epochs * new.fit.steps_per_epoch
-        return (
-            (new.fit.epoch_fixed_s - old.fit.epoch_fixed_s) * epochs,
-            (new.fit.step_s - old.fit.step_s) * steps,
-        )
 
 
 @dataclass(frozen=True)
@@ -175,7 +139,7 @@ def answer(
     by_pair = {ladder.pair: ladder for ladder in ladders}
     torch_cpu = seed_of(by_pair, pair_name(TORCH, "cpu"))
     cuda_seed = seed_of(by_pair, pair_name(TORCH, "cuda"))
-    cuda_costs, cpu_costs = costs.get("cuda"), costs.get("cpu")
+    cuda_costs = costs.get("cuda")
     gpu = GpuAnswer(
         cuda_step_s=cuda_seed.step_s if cuda_seed else None,
         kernels=cuda_costs.ops_per_step if cuda_costs else None,
@@ -185,7 +149,6 @@ def answer(
     )
     keras = KerasAnswer(
         device="cpu",
-        versions=keras_versions(by_pair, cpu_costs),
         pause=keras_pause(runs),
         ratio=keras_ratio,
         ratio_without_pauses=over(
@@ -258,15 +221,3 @@ def keras_pause(runs: pd.DataFrame) -> KerasPause | None:
         pause_free_paused_anywhere=free_anywhere,
         fisher_p=fisher_p,
     )
-
-
-def keras_versions(by_pair: dict[str, Ladder], cpu_costs: FixedCosts | None):
-    """Keras 2, Keras 3 on TensorFlow and on JAX on cpu, each where its asker's `fit` ran or its probe measured it."""
-    found = []
-    for framework in KERAS_VERSIONS:
-        pair = pair_name(framework.name, "cpu")
-        seed, fit = seed_of(by_pair, pair), cpu_costs.keras(framework.name) if cpu_costs else None
-        if seed or fit:
-            step_s = seed.step_s if seed else None
-            found.append(KerasVersion(framework.name, framework.label, step_s, fit))
-    return tuple(found)

@@ -71,18 +71,9 @@ class Ladder:
     def with_role(self, role: Role) -> RungResult | None:
         return next((r for r in self.rungs if r.role == role), None)
 
-    def fastest(self, leave_out: Role | None = None) -> RungResult | None:
-        timed = [r for r in self.rungs if (leave_out is None or r.role != leave_out) and pd.notna(r.step_s)]
-        return min(timed, key=lambda r: r.step_s) if timed else None
-
     @property
     def counts_host_syncs(self) -> bool:
         return any(r.host_syncs_per_epoch is not None for r in self.rungs)
-
-    @property
-    def from_seed(self) -> bool:
-        """Whether the ladder starts at the asker's loop and climbs at least one rung."""
-        return len(self.rungs) > 1 and self.rungs[0].role == Role.ASKERS
 
 
 @dataclass(frozen=True)

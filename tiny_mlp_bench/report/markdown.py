@@ -9,10 +9,12 @@ import pandas as pd
 
 from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.catalogue import Role
+from tiny_mlp_bench.question import TORCH, askers_rung
 from tiny_mlp_bench.report import claims, sentences
 from tiny_mlp_bench.report.busy_core import BusyCore
 from tiny_mlp_bench.report.cells import approx, duration, n_runs, num, pct, span, table, times
 from tiny_mlp_bench.report.era import EraStudy
+from tiny_mlp_bench.report.inference import SIGNIFICANCE, Ratio
 from tiny_mlp_bench.report.ladder import Ladder, RungResult
 from tiny_mlp_bench.report.model import Machine, Report
 from tiny_mlp_bench.stacks import RELEASES
@@ -44,22 +46,30 @@ def ratio_table(m: Machine) -> str:
 
 
 def views_table(m: Machine) -> str:
-    """Every completed rung in the two views, ranked within its device, fastest to a result first."""
+    """Every completed rung in the two views, ranked within its device, fastest to a result first: each view's time,
+    its ratio to the original torch loop on the same device and its letters."""
+
+    def versus(v: RungResult, found: Ratio | None) -> str:
+        return times(found) if found else "1" if (v.framework, v.variant) == (TORCH, askers_rung(TORCH)) else "–"
+
     rows = [
         [
             f"{v.pair} `{v.variant}`",
             str(v.result.runs if v.result else 0),
             duration(v.result),
+            versus(v, v.result_vs_seed),
             v.result_rank,
             duration(v.step),
+            versus(v, v.step_vs_seed),
             v.step_rank,
             pct(v.slow_share, 0),
             num(v.one_time_s),
         ]
         for v in m.views
     ]
-    header = ["rung", "runs", "time to result", "letters", "per step", "letters", "blocks slow", "one-time cost (s)"]
-    return table(header, rows, "lrrrrrrr") if rows else ""
+    header = ["rung", "runs", "time to result", "× the original loop", "letters", "per step", "× the original loop"]
+    header += ["letters", "blocks slow", "one-time cost (s)"]
+    return table(header, rows, "l" + "r" * 9) if rows else ""
 
 
 def beats_seed(rung: RungResult) -> str:
@@ -305,7 +315,6 @@ def environment_table(facts: dict[str, tuple], load: dict[str, tuple[float, floa
 def machine_page(report: Report, m: Machine) -> dict:
     extra = [
         sentences.gpu_split_line(m),
-        sentences.keras_versions_line(m),
         sentences.keras_split_line(m),
         *sentences.epoch_floor_lines(m),
         *sentences.keras_backends_line(m),
@@ -324,9 +333,7 @@ def machine_page(report: Report, m: Machine) -> dict:
         "question": question_table(m),
         "ratios": ratio_table(m),
         "views": views_table(m),
-        "resolved": sentences.resolved_claims(m),
         "reference_step": sentences.reference_step_line(m),
-        "ladder_summary": sentences.ladder_summary(m),
         "floors": sentences.floors_line(m),
         "host_syncs": sentences.host_syncs_line(m),
         "ladders": {ladder.pair: ladder_table(ladder) for ladder in m.ladders},
@@ -456,6 +463,7 @@ def render_markdown(
     return template.render(
         title=sentences.title(report),
         ratios=sentences.RATIOS,
+        significance=SIGNIFICANCE,
         busy=claims.busy_lines(report.busy) if report.busy else None,
         busy_table=busy_table(report.busy) if report.busy else None,
         era=claims.era_lines(era) if era else None,

@@ -307,7 +307,7 @@ def data_on_device_line(m: Machine, p: LoopParts) -> str | None:
 
 def loop_parts_lines(m: Machine, device: str) -> list[str]:
     """What the device's parts rest on, and the check that can fail: the rung's step against `seed`'s, judged against
-    the study's A/A control; on a GPU, that the reads serialise the step; what the torch probe's step leaves out."""
+    the study's A/A control; the fetch against the probe's readings of it; on a GPU, that the reads serialise it."""
     p = m.loop_parts.get(device)
     if p is None:
         return []
@@ -343,13 +343,6 @@ def loop_parts_lines(m: Machine, device: str) -> list[str]:
         said.append(
             f"{on}: each read waits for the GPU first, which serialises the step: a part holds the kernels it "
             "launched, and the parts' step can exceed `seed`'s asynchronous one (the ratio above says by how much)."
-        )
-    costs = m.costs.get(device)
-    if costs is not None and costs.seed_step_s is not None:
-        left_out = p.parts_s["fetch"] + p.parts_s["copy"]
-        said.append(
-            f"{on}: the torch probe's step, {duration(costs.seed_step_s)}, is timed on a batch already on the device: "
-            f"it leaves out the fetch and the copy, {duration(left_out)} a step here, and the loop's own bookkeeping."
         )
     return said
 
@@ -391,9 +384,16 @@ def step_parts_line(m: Machine, device: str) -> str | None:
         )
     step = Interval(p.step_s, p.step_low_s, p.step_high_s, p.repeats)
     runs = seed_view(m, TORCH, device)
+    loop = m.loop_parts.get(device)
+    fetch = (
+        f"the DataLoader's fetch of each batch and its copy ({duration(loop.parts_s['fetch'] + loop.parts_s['copy'])} "
+        "a step as the `parts` rung read them)"
+        if loop
+        else "the DataLoader's fetch of each batch"
+    )
     beside = (
-        f"; the runs' step, {duration(runs.step)}, also holds the DataLoader's fetch of each batch, which the probe's "
-        "batch already in memory leaves out"
+        f"; the runs' step, {duration(runs.step)}, also holds {fetch}, which the probe's batch already in memory "
+        "leaves out"
         if runs and runs.step
         else ""
     )
@@ -499,20 +499,6 @@ def headline_rows(m: Machine) -> list[list[str]]:
     return rows
 
 
-def resolved_claims(m: Machine) -> list[str]:
-    """Each rung the exact test resolves from the original torch loop on its device: claim, ratio and runs."""
-    lines = []
-    for v in m.views:
-        found = [
-            f"{what} {times(r)} the original loop's, {claims.runs_against(r)}"
-            for what, r in (("a time to result of", v.result_vs_seed), ("a time per step of", v.step_vs_seed))
-            if r is not None and r.resolved
-        ]
-        if found and registry.role_of(v.framework, v.variant) != Role.AA_CONTROL:
-            lines.append(f"{v.pair} `{v.variant}`: {'; '.join(found)}.")
-    return lines
-
-
 def tied(rungs: tuple[str, ...]) -> str:
     """The rungs a headline row's runs do not show it faster than, in words."""
     named = " and ".join(rungs) if len(rungs) <= 2 else f"{len(rungs)} others"
@@ -521,36 +507,6 @@ def tied(rungs: tuple[str, ...]) -> str:
 
 def relative(found: Ratio | None) -> str:
     return "1" if found is None else times(found)
-
-
-def ladder_summary(m: Machine) -> list[str]:
-    """Each ladder from the original loop: its fastest rung per step, against the original loop."""
-    lines = []
-    for ladder in m.ladders:
-        if not ladder.from_seed:
-            continue
-        fastest = ladder.fastest()
-        if fastest is None or fastest.speedup is None:
-            continue
-        found, rung = fastest.speedup, f"`{fastest.variant}`"
-        if found.resolved:
-            said = f"{rung} was {times(found)} faster ({claims.runs_against(found)})"
-        else:
-            said = f"the original loop took {claims.unsettled(found, rung)}"
-        lines.append(f"{ladder.pair}: per step, against its fastest rung, {said}.")
-    return lines
-
-
-def keras_versions_line(m: Machine) -> str | None:
-    """What Keras 3 on TensorFlow pays beyond Keras 2, from the Keras probes."""
-    fits = [v for v in m.answer.keras.versions if v.fit]
-    if not fits:
-        return None
-    costs = "; ".join(
-        f"{v.name} pays {duration(v.fit.epoch_fixed_s)} at every `fit` epoch and {duration(v.fit.step_s)} a step"
-        for v in fits
-    )
-    return f"From the Keras probes (medians of repeated timings): {costs}."
 
 
 def gpu_split_line(m: Machine) -> str | None:
@@ -566,11 +522,15 @@ def gpu_split_line(m: Machine) -> str | None:
 
 
 def keras_split_line(m: Machine) -> str | None:
-    """Where Keras 3 on TensorFlow's extra time over Keras 2 goes over the question's epochs, from the probes."""
-    split = m.answer.keras.split
-    if split is None:
+    """Where Keras 3 on TensorFlow's extra time over Keras 2 goes over the question's epochs (not the probes'), from
+    the cpu probes' fixed cost per fit epoch and step inside fit (the fixed costs table)."""
+    costs = m.costs.get("cpu")
+    old, new = (costs.keras(framework) if costs else None for framework in (ASKERS_KERAS, TODAYS_KERAS))
+    if not (old and new):
         return None
-    per_epoch, per_step = split
+    epochs = ASKERS_RUN["epochs"]
+    per_epoch = (new.epoch_fixed_s - old.epoch_fixed_s) * epochs
+    per_step = (new.step_s - old.step_s) * epochs * new.steps_per_epoch
 
     def more(value: float) -> str:
         return f"{duration(abs(value))} {'more' if value >= 0 else 'less'}"
