@@ -1,6 +1,6 @@
 """A study, read once: a results folder or an archive, its records upgraded and validated, with its study kind and
-machine kind and what else the folder holds. The README's claims, its findings and its run time all read studies
-through read_study, and whatever reads only run records reads them through read_runs."""
+machine kind and what else the folder holds. The README's answer, its claims, its run time and its era passages
+read studies through read_study, and whatever reads only run records reads them through read_runs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import yaml
 
 from tiny_mlp_bench.archive.layout import MAKE_RUN_TIME, PROVENANCE
 from tiny_mlp_bench.kinds import GPU_STUDY_LOG, KIND_FIELDS, archive_kind, same_machine
-from tiny_mlp_bench.records import read_probe, read_record, read_sweep
+from tiny_mlp_bench.records import read_record
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed as itself: what is computed of it may be cached by it
@@ -20,8 +20,6 @@ class Study:
     name: str
     kind: tuple  # kinds.archive_kind: (its study kind, its machine kind as KIND_FIELDS' values)
     records: tuple[dict, ...]  # its run records, every machine's
-    sweeps: tuple[dict, ...]
-    probes: tuple[dict, ...]
     provenance: dict  # {} where the folder holds none (a results folder, not sealed)
     config: dict  # its config as run; {} where it kept none
     make_run: dict | None  # MAKE_RUN_TIME, where its `make run` was timed whole
@@ -61,7 +59,7 @@ def read_runs(folder: Path, pattern: str = "runs/*.json") -> tuple[dict, ...]:
 
 
 def read_study(folder: Path) -> Study:
-    """The study in ``folder``: every record under runs/, sweep/ and probes/, read as today's code reads them."""
+    """The study in ``folder``: its run records, read as today's code reads them, and what it says of itself."""
     records = read_runs(folder)
     if not records:
         raise ValueError(f"{folder}: no run records in runs/")
@@ -75,8 +73,6 @@ def read_study(folder: Path) -> Study:
         name=folder.name,
         kind=archive_kind(folder, list(records)),
         records=records,
-        sweeps=tuple(read_sweep(path) for path in sorted((folder / "sweep").glob("*.json"))),
-        probes=tuple(read_probe(path) for path in sorted((folder / "probes").glob("*.json"))),
         provenance=read_json(PROVENANCE) or {},
         config=yaml.safe_load(config.read_text()) if config.is_file() else {},
         make_run=read_json(MAKE_RUN_TIME),
