@@ -485,6 +485,14 @@ def test_the_views_table_gives_each_rungs_ratio_to_the_original_loop_with_its_in
     assert (seed[3], seed[6]) == ("1", "1")
 
 
+def test_a_ratio_to_the_original_loop_is_a_dash_where_that_loop_did_not_run():
+    # Keras 2 alone on a machine (a release sweep's stack): nothing to set it against, so no "1" beside it either.
+    keras = [synthetic_record("tf_keras", "cpu", repeat, 4.0 + 0.1 * repeat) for repeat in range(1, 4)]
+    machine = build_report(keras).machines[0]
+    (row,) = [row for row in sentences.headline_rows(machine) if row[0] == "the original Keras `fit` on cpu"]
+    assert (row[3], row[5]) == ("–", "–")
+
+
 def test_a_quoted_gpu_verdict_is_the_other_studys_own_ratio_never_its_seconds():
     from tiny_mlp_bench.report.gpu_archive import quote
 

@@ -9,12 +9,11 @@ import pandas as pd
 
 from tiny_mlp_bench import catalogue, registry
 from tiny_mlp_bench.catalogue import Role
-from tiny_mlp_bench.question import TORCH, askers_rung
 from tiny_mlp_bench.report import claims, sentences
 from tiny_mlp_bench.report.busy_core import BusyCore
 from tiny_mlp_bench.report.cells import approx, duration, n_runs, num, pct, span, table, times
 from tiny_mlp_bench.report.era import EraStudy
-from tiny_mlp_bench.report.inference import SIGNIFICANCE, Ratio
+from tiny_mlp_bench.report.inference import SIGNIFICANCE
 from tiny_mlp_bench.report.ladder import Ladder, RungResult
 from tiny_mlp_bench.report.model import Machine, Report
 from tiny_mlp_bench.stacks import RELEASES
@@ -48,19 +47,15 @@ def ratio_table(m: Machine) -> str:
 def views_table(m: Machine) -> str:
     """Every completed rung in the two views, ranked within its device, fastest to a result first: each view's time,
     its ratio to the original torch loop on the same device and its letters."""
-
-    def versus(v: RungResult, found: Ratio | None) -> str:
-        return times(found) if found else "1" if (v.framework, v.variant) == (TORCH, askers_rung(TORCH)) else "–"
-
     rows = [
         [
             f"{v.pair} `{v.variant}`",
             str(v.result.runs if v.result else 0),
             duration(v.result),
-            versus(v, v.result_vs_seed),
+            sentences.relative(v, v.result_vs_seed),
             v.result_rank,
             duration(v.step),
-            versus(v, v.step_vs_seed),
+            sentences.relative(v, v.step_vs_seed),
             v.step_rank,
             pct(v.slow_share, 0),
             num(v.one_time_s),

@@ -32,9 +32,14 @@ KERAS_2 = catalogue.framework(ASKERS_KERAS).label
 KERAS_3 = catalogue.framework(TODAYS_KERAS).label
 
 
+def is_torch_loop(rung: RungResult) -> bool:
+    """Whether the rung is the original torch loop, the rung every ratio to "the original loop" is over."""
+    return (rung.framework, rung.variant) == (TORCH, askers_rung(TORCH))
+
+
 def rung_name(rung: RungResult) -> str:
     """What a rung is, in plain words where it is the question's own code."""
-    if (rung.framework, rung.variant) == (TORCH, askers_rung(TORCH)):
+    if is_torch_loop(rung):
         return f"the original torch loop on {rung.device}"
     if (rung.framework, rung.variant) == (ASKERS_KERAS, askers_rung(ASKERS_KERAS)):
         return f"the original Keras `fit` on {rung.device}"
@@ -492,8 +497,8 @@ def headline_rows(m: Machine) -> list[list[str]]:
             name += f", {tied(row.tied_with)}"
         runs = str(v.result.runs if v.result else 0)
         to_result, per_step = (
-            (duration(v.result), relative(v.result_vs_seed)),
-            (duration(v.step), relative(v.step_vs_seed)),
+            (duration(v.result), relative(v, v.result_vs_seed)),
+            (duration(v.step), relative(v, v.step_vs_seed)),
         )
         rows.append([name, runs, *to_result, *per_step, pct(v.slow_share, 0)])
     return rows
@@ -505,8 +510,12 @@ def tied(rungs: tuple[str, ...]) -> str:
     return f"not shown faster than {named}"
 
 
-def relative(found: Ratio | None) -> str:
-    return "1" if found is None else times(found)
+def relative(rung: RungResult, found: Ratio | None) -> str:
+    """A cell of the tables' columns of ratios to the original loop: the rung's runs over the original torch loop's
+    on its device, 1 for that loop itself, a dash where that loop has no runs there to set it against."""
+    if found is not None:
+        return times(found)
+    return "1" if is_torch_loop(rung) else "–"
 
 
 def gpu_split_line(m: Machine) -> str | None:
