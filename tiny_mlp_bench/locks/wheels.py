@@ -157,8 +157,13 @@ def resolve(
     pip(
         "install",
         "--dry-run",
+        # Where an index serves no wheel metadata of its own (PEP 658; some mirrors), pip would download each
+        # whole wheel: gigabytes of CUDA libraries for each target, all at once. fast-deps reads a wheel's
+        # metadata through HTTP range requests instead; where the index serves the metadata, pip uses that.
+        # -qq: errors only, not a warning per target that the feature is experimental.
+        "--use-feature=fast-deps",
+        "-qq",
         "--ignore-installed",
-        "--quiet",
         # Only the SOURCE_ONLY wheels built here: none of this machine's configured find-links.
         "--find-links",
         str(scratch / "wheels"),
