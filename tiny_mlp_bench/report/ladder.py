@@ -41,8 +41,7 @@ class RungResult:
     runs: int
     converged: int
     host_syncs_per_epoch: float | None  # torch on cuda: the median over repeats of the count in an extra epoch
-    # The speed-ups over runs, with their intervals: the seed's steps over this rung's, and the rung before's.
-    speedup: Ratio | None = None
+    # The speed-up over runs, with its interval: the rung before's steps over this rung's.
     speedup_over_previous: Ratio | None = None
     # Its runs over the original torch loop's on its device, None for that loop; its letters within its device ("a",
     # "ab"): rungs that share a letter cannot be ordered.
@@ -113,7 +112,6 @@ def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ..
         seed_rows = rows[rows["variant"] == askers]
         seed = seed_rows.iloc[0] if len(seed_rows) else None
         seed_step = seed.step_s if seed is not None else None
-        seed_steps = seed.step_values if seed is not None else ()
         seed_once = one_time_s(seed.setup_s, seed.first_block_excess_s) if seed is not None else None
         # Extrapolated waits take the mean step (docs/method.md, "Two estimators"): the median under-predicts them.
         seed_mean = seed.step_mean_s if seed is not None else None
@@ -146,7 +144,6 @@ def ladders(summary: pd.DataFrame, floors: dict[str, Floor]) -> tuple[Ladder, ..
                     runs=int(row.runs),
                     converged=int(row.converged),
                     host_syncs_per_epoch=None if pd.isna(row.host_syncs_per_epoch) else row.host_syncs_per_epoch,
-                    speedup=speedup(seed_steps, row.step_values) if row.variant != askers else None,
                     speedup_over_previous=speedup(previous_steps, row.step_values),
                     **against_torch[pair, row.variant],
                 )

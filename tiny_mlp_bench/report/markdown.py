@@ -79,25 +79,22 @@ def speedup(found) -> str:
 
 
 def ladder_table(ladder: Ladder) -> str:
-    """The ladder's rungs, each linked to its description; host syncs where they were counted."""
+    """The ladder's rungs, each linked to its description, by what each gains over the rung before; host syncs where
+    they were counted. A rung's ratio to the original loop, blocks slow and one-time cost: the views table's."""
     syncs = ladder.counts_host_syncs
     rows = [
         [
             f"[`{r.variant}`]({RUNGS_ANCHOR})",
             duration(r.step),
             duration(r.step_median_s),
-            pct(r.slow_share, 0),
-            speedup(r.speedup),
             speedup(r.speedup_over_previous),
-            num(r.one_time_s),
             beats_seed(r),
             *([num(r.host_syncs_per_epoch, 6, "g")] if syncs else []),
         ]
         for r in ladder.rungs
     ]
-    header = ["rung", "per step", "median block (what runs saw here)", "blocks slow"]
-    header += ["speed-up over the original loop", "speed-up over the rung before"]
-    header += ["one-time cost (s)", "faster to a result from (epochs)"]
+    header = ["rung", "per step", "median block (what runs saw here)", "speed-up over the rung before"]
+    header += ["faster to a result from (epochs)"]
     header += ["host syncs / epoch"] if syncs else []
     return table(header, rows, "l" + "r" * (len(header) - 1))
 
