@@ -9,6 +9,7 @@ import pytest
 
 from helpers import write_study
 from tiny_mlp_bench.generated_docs import findings
+from tiny_mlp_bench.kinds import ERA_STUDY
 from tiny_mlp_bench.report import claims
 from tiny_mlp_bench.report.inference import Ratio
 from tiny_mlp_bench.report.study import read_studies
@@ -180,3 +181,27 @@ def test_todays_default_work_is_the_committed_configs_with_the_catalogues_rungs(
     work = findings.todays_default_work()
     assert set(work) == set(findings.WORK_KEYS)
     assert work["epochs"] == 1000 and "seed" in work["variants"]["torch"]
+
+
+def test_an_earlier_era_study_is_read_beside_the_newest_and_make_era_comes_from_the_one_that_timed_it(tmp_path):
+    from test_era import era_records
+
+    folder = tmp_path / "archive"
+    # The first study timed `make era`, its replication did not; Keras 2 on the era stack took 0.5 of torch's step,
+    # then 0.6.
+    for name, day, keras_on_era in (("era-1", "2026-01-01", 0.5), ("era-2", "2026-02-01", 0.6)):
+        (folder / name / "runs").mkdir(parents=True)
+        for record in era_records({"today": 1.0, "era": 1.0}, {"today": 2.0, "era": keras_on_era}):
+            (folder / name / "runs" / f"{record['identity']['run_id']}.json").write_text(json.dumps(record))
+        study = {"kind": ERA_STUDY, "first_run_started": f"{day}T00:01:00+00:00"}
+        (folder / name / "provenance.json").write_text(json.dumps({"study": study}))
+    took = {"total_s": 1545, "setup_s": 61, "images_s": 19, "study_s": 1465, "images_first_build_s": {"era": 83}}
+    (folder / "era-1" / "logs").mkdir()
+    (folder / "era-1" / "logs" / "make_run_time.json").write_text(json.dumps(took))
+    answer, _, source, _, earlier, _, make_era = findings.era_section(read_studies(folder)).split("\n")
+    assert answer.startswith("**On the oldest stack that installs here") and "0.600× (" in answer
+    assert source.startswith("From [`era-2`](results/archive/era-2/report.md) on ")
+    assert earlier.startswith("An earlier era study, [`era-1`](results/archive/era-1/report.md) on ")
+    assert ": On the oldest stack that installs here" in earlier and "0.500× (" in earlier
+    assert make_era.startswith("`make era` took 25 min 45 s")
+    assert "[`era-1`](results/archive/era-1/README.md)" in make_era

@@ -149,12 +149,11 @@ def run_time(studies: list[Study], work: dict | None = None) -> str:
     )
 
 
-# The asker's era: the newest era study, in its report's words.
+# The asker's era: the newest era study, in its report's words, and each earlier one beside it.
 
 
-def newest(studies: list[Study], kind: str) -> Study | None:
-    found = sorted((s for s in studies if s.kind[0] == kind), key=lambda s: s.first_run, reverse=True)
-    return found[0] if found else None
+def newest_first(studies: list[Study], kind: str) -> list[Study]:
+    return sorted((s for s in studies if s.kind[0] == kind), key=lambda s: s.first_run, reverse=True)
 
 
 def era_section(studies: list[Study]) -> str:
@@ -172,23 +171,26 @@ def releases_section(studies: list[Study]) -> str:
 
 def stacks_section(studies, kind: str, name: str, command: str, answer, chart: str | None = None) -> str:
     """The newest study of ``kind`` in its report's words (``answer`` in bold) with a link to the report that says it
-    in full, its timings chart under the words ``chart`` where given, and what ``command`` took."""
-    study = newest(studies, kind)
-    if study is None:
+    in full, its timings chart under the words ``chart`` where given, each earlier study's answer (a replication is
+    read beside the study it repeats) and what ``command`` took where a study timed it."""
+    found = newest_first(studies, kind)
+    if not found:
         return f"No {name} is archived yet: `{command}` runs one on this machine."
-    found = build_report(list(study.records)).era
-    lines = [f"**{answer(found)}**", ""]
+    study, *earlier = found
+    lines = [f"**{answer(build_report(list(study.records)).era)}**", ""]
     lines += [f"From {link(study)} on {claims.machine_words(study.kind)}, whose report gives each comparison in full."]
     if chart:
         lines += ["", f"![{chart}](results/archive/{study.name}/report/timings.png)"]
-    return "\n".join(lines + make_time(study, command))
+    for before in earlier:
+        said = answer(build_report(list(before.records)).era)
+        lines += ["", f"An earlier {name}, {link(before)} on {claims.machine_words(before.kind)}: {said}"]
+    timed = next((s for s in found if s.make_run), None)
+    return "\n".join(lines + (make_time(timed, command) if timed else []))
 
 
 def make_time(study: Study, command: str) -> list[str]:
-    """What ``command`` took from a fresh clone, its images' first builds and their size, where the study timed it."""
+    """What ``command`` took from a fresh clone in ``study``, its images' first builds and their size."""
     took = study.make_run
-    if not took:
-        return []
     where = f"[`{study.name}`](results/archive/{study.name}/README.md)"
     built = ", ".join(f"`{name}` {duration(s)}" for name, s in took["images_first_build_s"].items())
     size = took.get("images_gb")
