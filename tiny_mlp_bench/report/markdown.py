@@ -64,7 +64,7 @@ def views_table(m: Machine) -> str:
     ]
     header = ["rung", "runs", "time to result", "× the original loop", "letters", "per step", "× the original loop"]
     header += ["letters", "blocks slow", "one-time cost (s)"]
-    return table(header, rows, "l" + "r" * 9) if rows else ""
+    return table(header, rows, "l" + "r" * (len(header) - 1)) if rows else ""
 
 
 def beats_seed(rung: RungResult) -> str:
